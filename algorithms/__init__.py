@@ -1,0 +1,1 @@
+"""Built-in algorithm plug-ins, installed as ``zsceval.algorithms``."""

@@ -1,0 +1,1 @@
+"""Benchmark suites for ``zsceval bench`` (data), installed as ``zsceval.suites``."""

@@ -1,0 +1,1 @@
+"""Overcooked layout files (data), installed as ``zsceval.layouts``. See README.md here."""

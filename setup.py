@@ -1,0 +1,52 @@
+"""Installable package `zsceval`: a toolkit for benchmarking zero-shot coordination (ZSC)."""
+
+import re
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+HERE = Path(__file__).parent
+VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "zsceval" / "__init__.py").read_text()).group(1)
+
+setup(
+    name="zsceval",
+    version=VERSION,
+    description="Zero-shot coordination benchmark: batched Overcooked, MAPPO core, ZSC-Eval evaluation",
+    long_description=(HERE / "README.md").read_text(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["zsceval", "zsceval.*"])
+    + ["zsceval.algorithms", "zsceval.layouts", "zsceval.suites"],
+    package_dir={
+        "zsceval.algorithms": "algorithms",
+        "zsceval.layouts": "layouts",
+        "zsceval.suites": "benchmarks/suites",
+    },
+    package_data={
+        "zsceval.layouts": ["*.layout", "*.md"],
+        "zsceval.suites": ["*.yaml"],
+        "zsceval": ["presets/*.yaml", "evaluation/grids/*.yaml"],
+    },
+    install_requires=[
+        "torch>=2.1",
+        "numpy>=1.24",
+        "click>=8.1",
+        "pyyaml>=6.0",
+        "tqdm>=4.60",
+        "safetensors>=0.4",
+        "scipy>=1.10",
+        "pandas>=2.0",
+        "pyarrow>=12",
+        "dppy>=0.3.2",
+        "matplotlib>=3.7",
+        "seaborn>=0.13",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "ruff>=0.4"],
+        # The reference simulator used by the parity tests (PyPI `overcooked`, old_dynamics flag).
+        "reference": ["overcooked==0.2.1"],
+        "ray": ["ray>=2.9"],
+        "tensorboard": ["tensorboard>=2.12"],
+    },
+    entry_points={"console_scripts": ["zsceval=zsceval.cli:main"]},
+)

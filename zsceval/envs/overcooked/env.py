@@ -1,0 +1,284 @@
+"""``OvercookedEnv``: B independent Overcooked games of one layout, stepped together on a device."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..base import Step
+from . import dynamics
+from .constants import Action
+from .export import export_state, import_state
+from .layout import Layout, load_layout
+from .observation import Encoder
+from .render import render_state
+from .state import State
+from .tables import build_tables
+
+__all__ = ["OvercookedEnv", "resolve_device"]
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``torch.device`` for ``device``; raises ``ValueError`` if CUDA is asked for but absent."""
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"device={str(device)!r} was requested but CUDA is not available "
+            f"(torch {torch.__version__}, torch.cuda.is_available() is False); use device='cpu'."
+        )
+    return dev
+
+
+class OvercookedEnv:
+    """Batched Overcooked: ``num_envs`` games of one layout whose state lives on ``device``.
+
+    Dynamics are ZSC-Eval's: the classic (OLD) onion dynamics for ``dynamics: classic`` layouts
+    (overcooked-spec sections 2-3) and the multi-recipe (NEW) dynamics otherwise (section 5).
+    ``step`` has no Python loop over games. Same seed, same trajectory.
+
+    Args:
+        layout: layout name or ZSC-Eval alias (``counter_circuit``, ``random3``), a path to a
+            ``.layout`` file, or a :class:`Layout`.
+        num_envs: B, the number of games.
+        device: ``"cpu"``, ``"cuda"`` or a ``torch.device``.
+        seed: seeds the generator used for seat randomization.
+        horizon: episode length in env steps (default: the layout's, 400).
+        randomize_seats: at every reset, draw which seat (player) each agent slot drives,
+            uniformly per game (ZSC-Eval ``random_index`` / ``agent_idx``). Everything in
+            :class:`Step` is in slot order either way.
+
+    Raises:
+        ValueError: unknown layout (lists the valid names), malformed layout file, bad
+            ``num_envs``/``horizon``, or ``device="cuda"`` without CUDA.
+
+    Example:
+        >>> env = OvercookedEnv("counter_circuit", num_envs=4)
+        >>> step = env.reset()
+        >>> step = env.step(torch.full((4, 2), 4))  # everyone STAYs
+    """
+
+    num_actions = len(Action)
+
+    def __init__(
+        self,
+        layout: str | Path | Layout,
+        num_envs: int = 1,
+        device: str | torch.device = "cpu",
+        seed: int = 0,
+        horizon: int | None = None,
+        randomize_seats: bool = False,
+    ):
+        self.layout = load_layout(layout)
+        if int(num_envs) < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.horizon = int(horizon if horizon is not None else self.layout.horizon)
+        if self.horizon < 1:
+            raise ValueError(f"horizon must be >= 1, got {horizon}")
+        self.num_envs = int(num_envs)
+        self.device = resolve_device(device)
+        self.seed = seed
+        self.randomize_seats = randomize_seats
+        self.multi_recipe = self.layout.dynamics == "multi_recipe"
+        self.tables = build_tables(self.layout, self.device)
+        self.encoder = Encoder(self.tables, self.layout.height, self.layout.width, self.multi_recipe, self.horizon)
+        W = self.layout.width
+        self._start_cells = [y * W + x for x, y in self.layout.start_positions]
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+        self.state: State | None = None
+
+    # ------------------------------------------------------------------ description
+    @property
+    def num_agents(self) -> int:
+        """n, the number of agents (players) per game."""
+        return self.layout.num_players
+
+    @property
+    def event_names(self) -> tuple[str, ...]:
+        """Names of the per-agent event counts in ``Step.events`` (ZSC-Eval order)."""
+        return self.tables.event_names
+
+    @property
+    def obs_channels(self) -> tuple[str, ...]:
+        """Name of each observation channel, by index (see ``observation`` module)."""
+        return self.encoder.channels
+
+    @property
+    def obs_shape(self) -> tuple[int, int, int]:
+        """``(H, W, C)`` of one agent's observation."""
+        return (self.layout.height, self.layout.width, self.encoder.num_channels)
+
+    @property
+    def critic_obs_shape(self) -> tuple[int, int, int]:
+        """``(H, W, n*C)`` of one agent's centralized-critic observation."""
+        return (self.layout.height, self.layout.width, self.encoder.num_channels * self.num_agents)
+
+    def spec_dict(self) -> dict:
+        """JSON-able description of what a policy trained here observes and does.
+
+        Checkpoints store it; a policy may be loaded into another env only if the specs match.
+        """
+        return {
+            "env": "overcooked",
+            "layout": self.layout.name,
+            "dynamics": self.layout.dynamics,
+            "obs_encoding": "multi-recipe-25" if self.multi_recipe else "classic-20",
+            "obs_shape": list(self.obs_shape),
+            "obs_channels": list(self.obs_channels),
+            "critic_obs_shape": list(self.critic_obs_shape),
+            "num_agents": self.num_agents,
+            "num_actions": self.num_actions,
+            "event_names": list(self.event_names),
+            "horizon": self.horizon,
+        }
+
+    # ------------------------------------------------------------------ stepping
+    def _start_state(self, num_envs: int) -> State:
+        start = State.start(self._start_cells, num_envs, self.layout.width * self.layout.height, self.device)
+        if self.randomize_seats:
+            draws = torch.rand(num_envs, self.num_agents, generator=self.generator, device=self.device)
+            start.seats = draws.argsort(dim=1)
+        return start
+
+    def reset(self) -> Step:
+        """Reset every game to the standard start state and return its observations.
+
+        Returns:
+            A :class:`Step` with zero rewards and events and ``truncated`` all False.
+        """
+        self.state = self._start_state(self.num_envs)
+        B, n = self.num_envs, self.num_agents
+        zeros = torch.zeros(B, n, device=self.device)
+        return self._output(
+            {
+                "sparse": zeros,
+                "shaped": zeros.clone(),
+                "events": torch.zeros(B, n, len(self.event_names), dtype=torch.int16, device=self.device),
+                "kind": torch.zeros(B, n, dtype=torch.int64, device=self.device),
+                "cell": torch.full((B, n), -1, dtype=torch.int64, device=self.device),
+            },
+            torch.zeros(B, dtype=torch.bool, device=self.device),
+            None,
+            self.state.seats,
+        )
+
+    def check_actions(self, actions) -> torch.Tensor:
+        """Validate a joint action; returns it as an int64 tensor on the env's device.
+
+        Raises:
+            ValueError: not an int64 tensor (or int64 numpy array) of shape ``[num_envs,
+                num_agents]`` with values in 0..5.
+        """
+        if isinstance(actions, np.ndarray):
+            actions = torch.from_numpy(actions)
+        if not isinstance(actions, torch.Tensor):
+            raise ValueError(f"actions must be an int64 tensor, got {type(actions).__name__}")
+        expected = (self.num_envs, self.num_agents)
+        if tuple(actions.shape) != expected:
+            raise ValueError(f"actions must have shape {list(expected)} [num_envs, num_agents], got {list(actions.shape)}")
+        if actions.dtype != torch.int64:
+            raise ValueError(f"actions must have dtype torch.int64, got {actions.dtype} (use .long())")
+        actions = actions.to(self.device)
+        if actions.numel() and (int(actions.min()) < 0 or int(actions.max()) >= self.num_actions):
+            raise ValueError(
+                f"actions must be in 0..{self.num_actions - 1} (0 N, 1 S, 2 E, 3 W, 4 STAY, 5 INTERACT), "
+                f"got values in [{int(actions.min())}, {int(actions.max())}]"
+            )
+        return actions
+
+    def step(self, actions: torch.Tensor) -> Step:
+        """Advance every game by one joint action.
+
+        Args:
+            actions: ``int64 [num_envs, num_agents]`` in agent-slot order, overcooked-ai's action
+                indices (0 N, 1 S, 2 E, 3 W, 4 STAY, 5 INTERACT).
+
+        Returns:
+            A :class:`Step` for the post-transition state; games that hit the horizon are reset
+            (their pre-reset observation is in ``final_obs``).
+
+        Raises:
+            ValueError: bad actions (the state is left unchanged).
+            RuntimeError: ``reset`` was never called.
+        """
+        if self.state is None:
+            raise RuntimeError("call reset() before step()")
+        actions = self.check_actions(actions)
+        state, T = self.state, self.tables
+        seats = state.seats
+        if self.randomize_seats:
+            actions = torch.empty_like(actions).scatter_(1, seats, actions)
+        B, n = actions.shape
+        out = {
+            "sparse": torch.empty(B, n, device=self.device),
+            "shaped": torch.empty(B, n, device=self.device),
+            "events": torch.empty(B, n, len(self.event_names), dtype=torch.int16, device=self.device),
+            "kind": torch.empty(B, n, dtype=torch.int64, device=self.device),
+            "cell": torch.empty(B, n, dtype=torch.int64, device=self.device),
+        }
+        dynamics.interact(state, actions, T, out)
+        dynamics.move(state, actions, T, out)
+        dynamics.cook(state, T, auto_start=not self.multi_recipe)
+        truncated = state.timestep >= self.horizon
+        final_obs = None
+        if bool(truncated.any()):
+            final_obs = self._to_slots(self.encoder(state), seats)
+            state.assign_where(truncated, self._start_state(B))
+        return self._output(out, truncated, final_obs, seats)
+
+    def _to_slots(self, x: torch.Tensor, seats: torch.Tensor) -> torch.Tensor:
+        """Reorder dim 1 of a player-order tensor ``x [B, n, ...]`` into agent-slot order."""
+        if not self.randomize_seats:
+            return x
+        index = seats.view(*seats.shape, *([1] * (x.dim() - 2))).expand(-1, -1, *x.shape[2:])
+        return x.gather(1, index)
+
+    def _output(self, out, truncated, final_obs, seats) -> Step:
+        state = self.state
+        sparse = out["sparse"]
+        return Step(
+            obs=self._to_slots(self.encoder(state), state.seats),
+            avail_actions=self._to_slots(dynamics.available_actions(state, self.tables), state.seats),
+            reward=sparse.sum(1),
+            sparse_by_agent=self._to_slots(sparse, seats),
+            shaped_by_agent=self._to_slots(out["shaped"], seats),
+            events=self._to_slots(out["events"], seats),
+            interactions=self._to_slots(out["kind"], seats),
+            interaction_cell=self._to_slots(out["cell"], seats),
+            terminated=torch.zeros_like(truncated),
+            truncated=truncated,
+            final_obs=final_obs,
+        )
+
+    # ------------------------------------------------------------------ interop
+    def export_state(self, i: int) -> dict:
+        """Game ``i`` as overcooked-ai's ``OvercookedState.to_dict()`` (overcooked-spec 6.3).
+
+        Players are listed in seat (player) order, as in overcooked-ai.
+        """
+        self._require_state(i)
+        return export_state(self.state, i, self.layout, self.tables)
+
+    def import_state(self, i: int, state_dict: dict) -> None:
+        """Load an overcooked-ai state dict into game ``i`` (seat order unchanged).
+
+        Raises:
+            ValueError: the dict is inconsistent with the layout (player off the floor, two
+                objects on one cell, object on a floor cell, unknown object, a non-pot soup that
+                is not ready, ...). Game ``i`` is unchanged then.
+        """
+        self._require_state(i)
+        import_state(self.state, i, state_dict, self.layout, self.tables)
+
+    def render(self, i: int = 0) -> str:
+        """A readable text picture of game ``i`` (see ``render`` module for the legend)."""
+        self._require_state(i)
+        return render_state(self.state, i, self.layout, self.tables)
+
+    def _require_state(self, i: int) -> None:
+        if self.state is None:
+            raise RuntimeError("call reset() first")
+        if not 0 <= i < self.num_envs:
+            raise IndexError(f"game index {i} out of range for num_envs={self.num_envs}")

@@ -1,0 +1,139 @@
+"""Lossless per-agent observations (ZSC-Eval's "ppo" featurization, our dtype and axis order).
+
+Observations are ``uint8 [B, n, H, W, C]`` (a channels-last view of a channels-first buffer;
+``obs.permute(0, 1, 4, 2, 3)`` is contiguous ``[B, n, C, H, W]`` for a CNN). Values are the
+integer plane values of the reference encoders, *not* multiplied by 255.
+
+Classic layouts (``CLASSIC_CHANNELS``, 20 planes; overcooked-spec section 4.2, with the held-type
+overwrite bug of section 4.3 fixed, i.e. section 5.8): ::
+
+     0 ego location              1 other players' locations
+     2-5 ego facing N, S, E, W   6-9 others facing N, S, E, W
+    10 pots  11 counters  12 onion dispensers  13 dish dispensers  14 serving windows
+    15 ingredients in a pot soup (1-3)
+    16 cooking ticks elapsed of a pot soup (0 while idle, 1..cook_time)
+    17 soups not in a pot (held or on a counter)   18 dishes (held or loose)   19 onions
+
+Multi-recipe layouts (``MULTI_RECIPE_CHANNELS``, 25 planes; overcooked-spec section 5.7): ::
+
+     0-9 as above   10 pots  11 counters  12 onion disp.  13 tomato disp.  14 dish disp.  15 serving
+    16 onions in an idle pot soup        17 tomatoes in an idle pot soup
+    18 onions in a cooking/ready/off-pot soup   19 tomatoes in such a soup
+    20 cook ticks remaining of such a soup (0 when ready)
+    21 dishes  22 onions  23 tomatoes  24 urgency (all ones iff horizon - timestep < 40)
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .constants import Obj, Terrain
+from .state import State
+from .tables import Tables
+
+CLASSIC_CHANNELS = (
+    "ego_loc", "other_loc",
+    "ego_north", "ego_south", "ego_east", "ego_west",
+    "other_north", "other_south", "other_east", "other_west",
+    "pot_loc", "counter_loc", "onion_disp_loc", "dish_disp_loc", "serve_loc",
+    "onions_in_pot", "onions_cook_time", "onion_soup_loc", "dishes", "onions",
+)  # fmt: skip
+
+MULTI_RECIPE_CHANNELS = (
+    "ego_loc", "other_loc",
+    "ego_north", "ego_south", "ego_east", "ego_west",
+    "other_north", "other_south", "other_east", "other_west",
+    "pot_loc", "counter_loc", "onion_disp_loc", "tomato_disp_loc", "dish_disp_loc", "serve_loc",
+    "onions_in_pot", "tomatoes_in_pot", "onions_in_soup", "tomatoes_in_soup",
+    "soup_cook_time_remaining", "dishes", "onions", "tomatoes", "urgency",
+)  # fmt: skip
+
+NUM_PLAYER_CHANNELS = 10
+URGENCY_STEPS = 40
+
+
+class Encoder:
+    """Builds observations for one layout; holds the static (terrain) planes on the device."""
+
+    def __init__(self, T: Tables, height: int, width: int, multi: bool, horizon: int):
+        self.T, self.H, self.W, self.multi, self.horizon = T, height, width, multi, horizon
+        self.channels = MULTI_RECIPE_CHANNELS if multi else CLASSIC_CHANNELS
+        kinds = (
+            (Terrain.POT, Terrain.COUNTER, Terrain.ONION_DISPENSER, Terrain.TOMATO_DISPENSER,
+             Terrain.DISH_DISPENSER, Terrain.SERVE)
+            if multi
+            else (Terrain.POT, Terrain.COUNTER, Terrain.ONION_DISPENSER, Terrain.DISH_DISPENSER, Terrain.SERVE)
+        )  # fmt: skip
+        self.static = torch.stack([(T.terrain == k) for k in kinds]).to(torch.uint8)  # [S, HW]
+        self.num_static = len(kinds)
+
+    @property
+    def num_channels(self) -> int:
+        return len(self.channels)
+
+    def __call__(self, state: State) -> torch.Tensor:
+        """Observations of every player, in player order.
+
+        Returns:
+            ``uint8 [B, n, H, W, C]`` (non-contiguous channels-last view).
+        """
+        T = self.T
+        B, n = state.pos.shape
+        HW, C = self.H * self.W, self.num_channels
+        buf = torch.empty(B, n, C, HW, dtype=torch.uint8, device=state.pos.device)
+        self._players(state, buf)
+        s0 = NUM_PLAYER_CHANNELS
+        buf[:, :, s0 : s0 + self.num_static] = self.static
+        buf[:, :, s0 + self.num_static :] = self._objects(state)[:, None]
+        return buf.view(B, n, C, self.H, self.W).permute(0, 1, 3, 4, 2)
+
+    def _players(self, state: State, buf: torch.Tensor) -> None:
+        """Channels 0-9: for perspective k, ego planes for player k and 'other' planes for the rest."""
+        B, n = state.pos.shape
+        HW = self.H * self.W
+        players = buf[:, :, :NUM_PLAYER_CHANNELS].view(B, n, NUM_PLAYER_CHANNELS * HW)
+        players.zero_()
+        eye = torch.eye(n, dtype=torch.bool, device=state.pos.device)  # [k, j]: j is ego of k
+        loc_ch = torch.where(eye, 0, 1)  # [n, n]
+        ori_ch = torch.where(eye, 2, 6)[None] + state.ori[:, None, :]  # [B, n, n]
+        pos = state.pos[:, None, :]
+        idx = torch.cat([loc_ch[None] * HW + pos, ori_ch * HW + pos], dim=2)  # [B, n, 2n]
+        players.scatter_(2, idx, 1)
+
+    def _objects(self, state: State) -> torch.Tensor:
+        """Object planes shared by every perspective: ``uint8 [B, C - 10 - num_static, HW]``."""
+        T = self.T
+        obj, seq, tick = state.obj.clone(), state.obj_seq.long(), state.obj_tick.long()
+        # Held objects are drawn at the holder's cell (always a floor cell without objects).
+        obj.scatter_(1, state.pos, state.held.to(torch.int8))
+        seq.scatter_(1, state.pos, state.held_seq)
+        tick.scatter_(1, state.pos, state.held_tick)
+        soup = obj == Obj.SOUP
+        pot_soup = soup & T.is_pot
+        u8 = torch.uint8
+        if not self.multi:
+            planes = [
+                torch.where(pot_soup, T.seq_len[seq], 0),
+                torch.where(pot_soup, tick.clamp(min=0), 0),
+                soup & ~T.is_pot,
+                obj == Obj.DISH,
+                obj == Obj.ONION,
+            ]
+        else:
+            idle = pot_soup & (tick < 0)
+            cooked = soup & ~idle
+            onions, tomatoes = T.seq_onions[seq], T.seq_tomatoes[seq]
+            remaining = (T.seq_time[seq] - tick).clamp(min=0)
+            urgent = (self.horizon - state.timestep) < URGENCY_STEPS
+            planes = [
+                torch.where(idle, onions, 0),
+                torch.where(idle, tomatoes, 0),
+                torch.where(cooked, onions, 0),
+                torch.where(cooked, tomatoes, 0),
+                torch.where(cooked, remaining, 0),
+                obj == Obj.DISH,
+                obj == Obj.ONION,
+                obj == Obj.TOMATO,
+                urgent[:, None].expand_as(soup),
+            ]
+        return torch.stack([p.to(u8) for p in planes], dim=1)

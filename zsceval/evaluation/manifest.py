@@ -1,0 +1,374 @@
+"""Partner-set manifests: the versioned record of a selected evaluation-partner set.
+
+A manifest is what DPP selection writes and evaluation reads (design: "artifacts, not pasted
+constants"; the reference copied selections by hand into a Python file). It is a UTF-8 JSON file::
+
+    {
+      "format": "zsceval-partner-set",
+      "format_version": 1,
+      "layout": "counter_circuit",
+      "created_by": "zsceval 0.1.0",
+      "seed": 0,
+      "feature_names": ["put_onion_on_X", ..., "sparse_reward"],
+      "selection": {"method": "k-dpp", "criterion": "BR-Div", "determinant": 12.5, "k": 10,
+                    "num_samples": 1000000, "candidate_ids": ["hsp1", ...], "selected_ids": ["hsp3", ...]},
+      "partners": [
+        {"id": "hsp3_final", "candidate_id": "hsp3", "level": "final",
+         "checkpoint": {"path": "partners/hsp3_final.pt", "sha256": "..."},
+         "br": {"checkpoint": {"path": "brs/hsp3_final.pt", "sha256": "..."}, "return": 212.5},
+         "features": [0.0, 3.2, ...]},
+        ...
+      ]
+    }
+
+Paths are relative to the manifest's folder (POSIX separators) so a partner set moves as one folder.
+``candidate_ids`` are all candidates in the row order of the selection kernel; ``selected_ids`` the chosen
+ones. ``level`` is ``final`` or ``mid`` (ZSC-Eval Alg. 1 line 7); each partner carries its own BR
+reference (checkpoint and BR return, the denominator of BR-Prox) and its BR's behavior ``features``
+(in ``feature_names`` order). Files are written atomically (temp file + ``os.replace``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zsceval import __version__
+from zsceval.evaluation.reward_space import canonical_layout_name
+
+MANIFEST_FORMAT = "zsceval-partner-set"
+MANIFEST_VERSION = 1
+PARTNER_LEVELS_CHECKPOINT: tuple[str, ...] = ("final", "mid")
+
+
+class ManifestError(ValueError):
+    """A partner-set manifest is unreadable, malformed, or does not match what it describes."""
+
+
+class LayoutMismatchError(ManifestError):
+    """The manifest describes a partner set of another layout."""
+
+
+class MissingFilesError(ManifestError):
+    """Files the manifest references do not exist."""
+
+
+class ChecksumMismatchError(ManifestError):
+    """Files the manifest references have changed since it was written."""
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A file referenced by a manifest.
+
+    Attributes:
+        path: path relative to the manifest's folder, POSIX separators.
+        sha256: hex SHA-256 of the file's bytes.
+    """
+
+    path: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class BRReference:
+    """A partner's approximate best response: its checkpoint and its return with the partner.
+
+    Attributes:
+        checkpoint: the BR's checkpoint file.
+        br_return: mean team sparse return of (BR, partner), the BR-Prox denominator.
+    """
+
+    checkpoint: FileRef
+    br_return: float
+
+
+@dataclass(frozen=True)
+class PartnerEntry:
+    """One evaluation partner.
+
+    Attributes:
+        id: unique partner id (e.g. ``"hsp3_final"``).
+        level: ``"final"`` or ``"mid"`` checkpoint.
+        checkpoint: the partner's checkpoint file.
+        br: its BR reference.
+        features: behavior features of its BR, in the manifest's ``feature_names`` order.
+        candidate_id: the candidate (biased-agent run) this partner is a checkpoint of.
+    """
+
+    id: str
+    level: str
+    checkpoint: FileRef
+    br: BRReference
+    features: tuple[float, ...]
+    candidate_id: str
+
+
+@dataclass(frozen=True)
+class SelectionRecord:
+    """How the partners were selected (see :mod:`zsceval.evaluation.selection`).
+
+    Attributes:
+        method: ``"exact"`` or ``"k-dpp"``.
+        criterion: ``"BR-Div"`` or ``"P-Div"``.
+        determinant: ``det(L_S)`` of the selection.
+        k: number of selected candidates.
+        num_samples: subsets evaluated.
+        candidate_ids: every candidate, in kernel row order.
+        selected_ids: the selected candidates.
+    """
+
+    method: str
+    criterion: str
+    determinant: float
+    k: int
+    num_samples: int
+    candidate_ids: tuple[str, ...]
+    selected_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PartnerSetManifest:
+    """A selected evaluation-partner set for one layout.
+
+    Attributes:
+        layout: canonical layout name.
+        seed: seed of the selection.
+        feature_names: names of the behavior-feature columns.
+        selection: the selection record.
+        partners: the partners (``final`` and ``mid``).
+        created_by: package and version that wrote it.
+        format_version: manifest format version.
+        root: folder the relative paths resolve against (set by :func:`load_manifest`; not stored).
+    """
+
+    layout: str
+    seed: int
+    feature_names: tuple[str, ...]
+    selection: SelectionRecord
+    partners: tuple[PartnerEntry, ...]
+    created_by: str = f"zsceval {__version__}"
+    format_version: int = MANIFEST_VERSION
+    root: Path | None = field(default=None, compare=False)
+
+    def resolve(self, ref: FileRef) -> Path:
+        """Absolute path of a referenced file (needs ``root``, which :func:`load_manifest` sets)."""
+        if self.root is None:
+            raise ManifestError("manifest has no root folder; load it with load_manifest()")
+        return self.root / ref.path
+
+    def file_refs(self) -> list[FileRef]:
+        """Every referenced file: each partner's checkpoint, then its BR's checkpoint."""
+        return [ref for p in self.partners for ref in (p.checkpoint, p.br.checkpoint)]
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def make_file_ref(file: str | Path, manifest_dir: str | Path) -> FileRef:
+    """Reference ``file`` from a manifest in ``manifest_dir``: relative path plus its SHA-256.
+
+    Raises:
+        FileNotFoundError: ``file`` does not exist.
+    """
+    file = Path(file)
+    if not file.is_file():
+        raise FileNotFoundError(f"cannot reference {file}: no such file")
+    relative = os.path.relpath(file.resolve(), Path(manifest_dir).resolve())
+    return FileRef(Path(relative).as_posix(), file_sha256(file))
+
+
+def manifest_to_dict(manifest: PartnerSetManifest) -> dict:
+    """The JSON-ready dict of a manifest (format of the module docstring)."""
+    sel = manifest.selection
+    return {
+        "format": MANIFEST_FORMAT,
+        "format_version": manifest.format_version,
+        "layout": manifest.layout,
+        "created_by": manifest.created_by,
+        "seed": manifest.seed,
+        "feature_names": list(manifest.feature_names),
+        "selection": {
+            "method": sel.method,
+            "criterion": sel.criterion,
+            "determinant": sel.determinant,
+            "k": sel.k,
+            "num_samples": sel.num_samples,
+            "candidate_ids": list(sel.candidate_ids),
+            "selected_ids": list(sel.selected_ids),
+        },
+        "partners": [
+            {
+                "id": p.id,
+                "candidate_id": p.candidate_id,
+                "level": p.level,
+                "checkpoint": _ref_to_dict(p.checkpoint),
+                "br": {"checkpoint": _ref_to_dict(p.br.checkpoint), "return": p.br.br_return},
+                "features": list(p.features),
+            }
+            for p in manifest.partners
+        ],
+    }
+
+
+def write_manifest(manifest: PartnerSetManifest, path: str | Path) -> Path:
+    """Validate and write a manifest as JSON, atomically (temp file in the same folder + ``os.replace``).
+
+    Args:
+        manifest: the manifest; its file references must be relative to ``path``'s folder.
+        path: destination ``.json`` file.
+
+    Returns:
+        The written path.
+
+    Raises:
+        ManifestError: the manifest is inconsistent (duplicate ids, bad level, feature length...).
+    """
+    _validate(manifest, Path(path))
+    text = json.dumps(manifest_to_dict(manifest), indent=2, allow_nan=False) + "\n"
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_manifest(path: str | Path, *, layout: str | None = None, verify: bool = True) -> PartnerSetManifest:
+    """Read a partner-set manifest and check it before any compute is spent on it.
+
+    Args:
+        path: the manifest file.
+        layout: if given, the layout the caller evaluates on; aliases (``random3``) match their
+            canonical name (``counter_circuit``).
+        verify: check that every referenced file exists and has the recorded SHA-256.
+
+    Returns:
+        The manifest, with ``root`` set to the manifest's folder.
+
+    Raises:
+        ManifestError: unreadable or malformed file (names the file and the problem).
+        LayoutMismatchError: the manifest is for another layout (both names shown).
+        MissingFilesError: referenced files are missing (all listed).
+        ChecksumMismatchError: referenced files were altered (each named, expected vs actual hash).
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ManifestError(f"cannot read partner-set manifest {path}: {exc}") from exc
+    manifest = _manifest_from_dict(data, path)
+    if layout is not None and canonical_layout_name(layout) != canonical_layout_name(manifest.layout):
+        raise LayoutMismatchError(
+            f"partner set {path} was selected for layout {manifest.layout!r}, not {layout!r}"
+        )
+    if verify:
+        verify_files(manifest)
+    return manifest
+
+
+def verify_files(manifest: PartnerSetManifest) -> None:
+    """Check that every file the manifest references exists and is unchanged.
+
+    Raises:
+        MissingFilesError: lists every missing file.
+        ChecksumMismatchError: names every altered file with its expected and actual SHA-256.
+    """
+    refs = manifest.file_refs()
+    missing = [str(manifest.resolve(r)) for r in refs if not manifest.resolve(r).is_file()]
+    if missing:
+        raise MissingFilesError(f"partner-set manifest references missing files: {', '.join(missing)}")
+    altered = []
+    for ref in refs:
+        actual = file_sha256(manifest.resolve(ref))
+        if actual != ref.sha256:
+            altered.append(f"{manifest.resolve(ref)} (expected sha256 {ref.sha256}, found {actual})")
+    if altered:
+        raise ChecksumMismatchError(f"files changed since the manifest was written: {'; '.join(altered)}")
+
+
+def _ref_to_dict(ref: FileRef) -> dict:
+    return {"path": ref.path, "sha256": ref.sha256}
+
+
+def _manifest_from_dict(data: object, path: Path) -> PartnerSetManifest:
+    try:
+        if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+            raise ValueError(f"not a {MANIFEST_FORMAT} file (missing or wrong `format`)")
+        version = data["format_version"]
+        if version != MANIFEST_VERSION:
+            raise ValueError(f"format_version {version} is not supported (this zsceval reads {MANIFEST_VERSION})")
+        sel = data["selection"]
+        selection = SelectionRecord(
+            method=str(sel["method"]),
+            criterion=str(sel["criterion"]),
+            determinant=float(sel["determinant"]),
+            k=int(sel["k"]),
+            num_samples=int(sel["num_samples"]),
+            candidate_ids=tuple(str(c) for c in sel["candidate_ids"]),
+            selected_ids=tuple(str(c) for c in sel["selected_ids"]),
+        )
+        partners = tuple(
+            PartnerEntry(
+                id=str(p["id"]),
+                level=str(p["level"]),
+                checkpoint=FileRef(str(p["checkpoint"]["path"]), str(p["checkpoint"]["sha256"])),
+                br=BRReference(
+                    FileRef(str(p["br"]["checkpoint"]["path"]), str(p["br"]["checkpoint"]["sha256"])),
+                    float(p["br"]["return"]),
+                ),
+                features=tuple(float(x) for x in p["features"]),
+                candidate_id=str(p["candidate_id"]),
+            )
+            for p in data["partners"]
+        )
+        manifest = PartnerSetManifest(
+            layout=str(data["layout"]),
+            seed=int(data["seed"]),
+            feature_names=tuple(str(n) for n in data["feature_names"]),
+            selection=selection,
+            partners=partners,
+            created_by=str(data["created_by"]),
+            format_version=int(version),
+            root=path.resolve().parent,
+        )
+    except KeyError as exc:
+        raise ManifestError(f"malformed partner-set manifest {path}: missing field {exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise ManifestError(f"malformed partner-set manifest {path}: {exc}") from exc
+    _validate(manifest, path)
+    return manifest
+
+
+def _validate(manifest: PartnerSetManifest, path: Path) -> None:
+    problems = []
+    ids = [p.id for p in manifest.partners]
+    if len(set(ids)) != len(ids):
+        problems.append("duplicate partner ids")
+    for p in manifest.partners:
+        if p.level not in PARTNER_LEVELS_CHECKPOINT:
+            problems.append(f"partner {p.id}: level {p.level!r} not in {list(PARTNER_LEVELS_CHECKPOINT)}")
+        if len(p.features) != len(manifest.feature_names):
+            problems.append(f"partner {p.id}: {len(p.features)} features for {len(manifest.feature_names)} names")
+        for ref in (p.checkpoint, p.br.checkpoint):
+            if Path(ref.path).is_absolute():
+                problems.append(f"partner {p.id}: path {ref.path} must be relative to the manifest")
+    if not set(manifest.selection.selected_ids) <= set(manifest.selection.candidate_ids):
+        problems.append("selection.selected_ids are not all in selection.candidate_ids")
+    if problems:
+        raise ManifestError(f"invalid partner-set manifest {path}: {'; '.join(problems)}")

@@ -1,0 +1,333 @@
+"""Checkpoints: safetensors weights + JSON metadata, written atomically, verified on load.
+
+A checkpoint is a directory ``<run>/checkpoints/step_<env steps, 12 digits>/`` holding
+
+* ``policies.safetensors``: every learner's actor, critic and value-normalizer tensors, keys
+  ``<policy name>.<parameter name>``;
+* ``train_state.safetensors`` + ``train_state.json`` (resumable checkpoints only): optimizer
+  states, RNG states (torch global, trainer generators, env generator, numpy), counters and
+  plug-in state; the JSON holds the structure, the safetensors file the tensors;
+* ``meta.json``, written last: format version, algorithm, layout, observation spec (``env_spec``),
+  network spec of every policy, package/torch versions, git revision, env steps, and the
+  SHA-256 of every other file, checked when loading (a corrupt or truncated file is refused).
+
+The directory is first written under a temporary name and then renamed (``os.replace``), so a
+killed process never leaves a half-written checkpoint under a valid name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+import zsceval
+from zsceval.rl.policy import Policy
+
+__all__ = [
+    "CheckpointError",
+    "atomic_write_text",
+    "check_compatible",
+    "decode_state",
+    "encode_state",
+    "find_checkpoint",
+    "git_revision",
+    "list_checkpoints",
+    "load_checkpoint",
+    "load_policy",
+    "save_checkpoint",
+]
+
+FORMAT = "zsceval-checkpoint"
+FORMAT_VERSION = 1
+POLICIES = "policies.safetensors"
+TRAIN_TENSORS = "train_state.safetensors"
+TRAIN_JSON = "train_state.json"
+META = "meta.json"
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, corrupt, truncated, or incompatible with the requested env."""
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to a temp file in the same directory, then ``os.replace`` it onto ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def git_revision() -> str | None:
+    """``git rev-parse HEAD`` of the source tree zsceval is imported from, or None."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(zsceval.__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+# -- nested state <-> (JSON skeleton, flat tensors) ------------------------------------------------
+def encode_state(obj: Any, tensors: dict[str, torch.Tensor], prefix: str = "s") -> Any:
+    """JSON skeleton of a nested state; tensors are moved (to CPU, contiguous) into ``tensors``.
+
+    Dict keys may be str or int (optimizer states); tuples are kept apart from lists.
+    """
+    if isinstance(obj, torch.Tensor):
+        key = f"{prefix}"
+        tensors[key] = obj.detach().to("cpu").contiguous().clone()
+        return {"__tensor__": key}
+    if isinstance(obj, dict):
+        return {"__dict__": [[k, encode_state(v, tensors, f"{prefix}.{k}")] for k, v in obj.items()]}
+    if isinstance(obj, tuple):
+        return {"__tuple__": [encode_state(v, tensors, f"{prefix}.{i}") for i, v in enumerate(obj)]}
+    if isinstance(obj, list):
+        return [encode_state(v, tensors, f"{prefix}.{i}") for i, v in enumerate(obj)]
+    if obj is None or isinstance(obj, bool | int | float | str):
+        return obj
+    raise TypeError(f"cannot encode {type(obj).__name__} in a checkpoint state")
+
+
+def decode_state(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
+    """Inverse of :func:`encode_state`."""
+    if isinstance(obj, dict):
+        if "__tensor__" in obj:
+            return tensors[obj["__tensor__"]]
+        if "__dict__" in obj:
+            return {k: decode_state(v, tensors) for k, v in obj["__dict__"]}
+        if "__tuple__" in obj:
+            return tuple(decode_state(v, tensors) for v in obj["__tuple__"])
+        return {k: decode_state(v, tensors) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [decode_state(v, tensors) for v in obj]
+    return obj
+
+
+# -- save ------------------------------------------------------------------------------------------
+def save_checkpoint(
+    root: str | Path,
+    steps: int,
+    policies: dict[str, Policy],
+    meta: dict[str, Any],
+    train_state: dict[str, Any] | None = None,
+) -> Path:
+    """Write a checkpoint directory atomically and return its path.
+
+    Args:
+        root: the run's ``checkpoints`` directory.
+        steps: env steps so far (names the directory).
+        policies: learner policies to save, by name.
+        meta: metadata (algo, env_spec, ...); ``policies``/``files``/``steps`` are filled in.
+        train_state: nested resumable state (tensors, numbers, strings) or None.
+
+    Returns:
+        ``root / f"step_{steps:012d}"``. An existing checkpoint of the same step is replaced.
+    """
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"step_{steps:012d}"
+    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".tmp-{final.name}-"))
+    try:
+        weights = {
+            f"{name}.{k}": v.detach().to("cpu").contiguous().clone()
+            for name, p in policies.items()
+            for k, v in p.state_dict().items()
+        }
+        save_file(weights, str(tmp / POLICIES))
+        if train_state is not None:
+            tensors: dict[str, torch.Tensor] = {}
+            skeleton = encode_state(train_state, tensors)
+            save_file(tensors, str(tmp / TRAIN_TENSORS))
+            (tmp / TRAIN_JSON).write_text(json.dumps(skeleton))
+        files = {f.name: _sha256(f) for f in sorted(tmp.iterdir())}
+        full_meta = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            **meta,
+            "steps": int(steps),
+            "policies": {name: p.spec for name, p in policies.items()},
+            "resumable": train_state is not None,
+            "zsceval_version": zsceval.__version__,
+            "torch_version": torch.__version__,
+            "git_revision": git_revision(),
+            "files": files,
+        }
+        (tmp / META).write_text(json.dumps(full_meta, indent=2))
+        if final.exists():
+            old = root / f".old-{final.name}"
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(final, old)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+# -- find / load -----------------------------------------------------------------------------------
+def list_checkpoints(run_dir: str | Path) -> list[Path]:
+    """Checkpoint directories of a run, oldest first (temporary directories excluded)."""
+    root = Path(run_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("step_"))
+
+
+def find_checkpoint(path: str | Path) -> Path:
+    """Resolve a run directory (its latest checkpoint), a checkpoint directory or its meta.json.
+
+    Raises:
+        CheckpointError: nothing loadable at ``path``.
+    """
+    path = Path(path)
+    if path.is_file() and path.name in (META, POLICIES):
+        path = path.parent
+    if (path / META).is_file():
+        return path
+    if path.is_dir():
+        ckpts = list_checkpoints(path)
+        if ckpts:
+            return ckpts[-1]
+        raise CheckpointError(f"{path} is neither a checkpoint (no {META}) nor a run with checkpoints")
+    raise CheckpointError(f"no checkpoint or run directory at {path}")
+
+
+def _read_meta(ckpt: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads((ckpt / META).read_text())
+    except FileNotFoundError:
+        raise CheckpointError(f"checkpoint {ckpt} has no {META} (incomplete or not a checkpoint)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"checkpoint {ckpt}: {META} is corrupt or truncated ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CheckpointError(f"{ckpt / META} is not a zsceval checkpoint")
+    for name, digest in meta.get("files", {}).items():
+        f = ckpt / name
+        if not f.is_file():
+            raise CheckpointError(f"checkpoint {ckpt} is incomplete: {name} is missing")
+        if _sha256(f) != digest:
+            raise CheckpointError(
+                f"checkpoint {ckpt} is corrupt or truncated: {name} does not match its SHA-256 in {META}"
+            )
+    return meta
+
+
+def _load_tensors(path: Path) -> dict[str, torch.Tensor]:
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise CheckpointError(f"cannot read {path}: corrupt or truncated ({exc})") from None
+
+
+def load_checkpoint(path: str | Path, with_train_state: bool = False) -> tuple[Path, dict, dict, dict | None]:
+    """Read and verify a checkpoint.
+
+    Args:
+        path: run directory, checkpoint directory or meta.json.
+        with_train_state: also decode the resumable training state.
+
+    Returns:
+        ``(checkpoint_dir, meta, weights, train_state)``; weights are CPU tensors keyed
+        ``<policy>.<param>``; ``train_state`` is None unless requested.
+
+    Raises:
+        CheckpointError: missing, corrupt, truncated, or not resumable when a train state is asked.
+    """
+    ckpt = find_checkpoint(path)
+    meta = _read_meta(ckpt)
+    weights = _load_tensors(ckpt / POLICIES)
+    state = None
+    if with_train_state:
+        if not meta.get("resumable"):
+            raise CheckpointError(f"checkpoint {ckpt} holds no training state (not resumable)")
+        tensors = _load_tensors(ckpt / TRAIN_TENSORS)
+        try:
+            skeleton = json.loads((ckpt / TRAIN_JSON).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise CheckpointError(f"checkpoint {ckpt}: {TRAIN_JSON} is corrupt ({exc})") from None
+        state = decode_state(skeleton, tensors)
+    return ckpt, meta, weights, state
+
+
+def policy_weights(weights: dict[str, torch.Tensor], name: str) -> dict[str, torch.Tensor]:
+    """The state dict of policy ``name`` out of a checkpoint's flat weights."""
+    prefix = f"{name}."
+    return {k[len(prefix) :]: v for k, v in weights.items() if k.startswith(prefix)}
+
+
+def load_policy(path: str | Path, name: str | None = None, device: str | torch.device = "cpu") -> tuple[Policy, dict]:
+    """Load one policy of a checkpoint (default: the ego policy named in its metadata).
+
+    Args:
+        path: run directory, checkpoint directory or meta.json; ``PATH#name`` picks a policy.
+        name: policy name (overrides ``#name``).
+        device: where to put the policy.
+
+    Returns:
+        ``(policy in eval mode, meta)``.
+
+    Raises:
+        CheckpointError: as :func:`load_checkpoint`, or an unknown policy name.
+    """
+    path = str(path)
+    if "#" in path and name is None:
+        path, name = path.rsplit("#", 1)
+    ckpt, meta, weights, _ = load_checkpoint(path)
+    specs = meta["policies"]
+    name = name or meta.get("ego") or next(iter(specs))
+    if name not in specs:
+        raise CheckpointError(f"checkpoint {ckpt} has no policy '{name}'; it has {', '.join(specs)}")
+    policy = Policy.from_spec(specs[name])
+    try:
+        policy.load_state_dict(policy_weights(weights, name))
+    except RuntimeError as exc:
+        raise CheckpointError(f"checkpoint {ckpt}: weights of '{name}' do not match its network spec: {exc}") from None
+    return policy.to(device).eval(), meta
+
+
+def check_compatible(meta: dict[str, Any], env_spec: dict[str, Any], what: str = "checkpoint") -> None:
+    """Refuse a checkpoint trained on another layout or observation spec.
+
+    Raises:
+        CheckpointError: showing both specs.
+    """
+    saved = meta.get("env_spec")
+    env_spec = json.loads(json.dumps(env_spec))
+    if saved != env_spec:
+        raise CheckpointError(
+            f"{what} was trained on a different layout or observation spec and cannot play here.\n"
+            f"  checkpoint: {json.dumps(saved, sort_keys=True)}\n"
+            f"  requested:  {json.dumps(env_spec, sort_keys=True)}"
+        )

@@ -1,0 +1,405 @@
+"""Training configuration: frozen dataclasses, presets (YAML data files) and ``key=value`` overrides.
+
+A :class:`TrainConfig` is built in layers, each overriding the previous one:
+
+1. the dataclass defaults below;
+2. a preset, ``zsceval/presets/<name>.yaml`` (``quick`` or ``paper``);
+3. a user YAML file (``--config FILE.yaml``), same nested layout as the presets;
+4. dotted overrides (``--set ppo.lr=1e-3``), values parsed as YAML scalars;
+5. the explicit command-line flags (``--seed``, ``--steps``, ``--layout``, ``--device``, ``--algo``).
+
+Unknown keys are refused with the closest valid key named. The resolved config is what a run saves
+(``config.yaml``) and what ``--resume`` reads back. Nothing mutates a config during a run; derived
+sizes are properties.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import typing
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "ConfigError",
+    "EnvConfig",
+    "ModelConfig",
+    "PPOConfig",
+    "RunConfig",
+    "ShapingConfig",
+    "TrainConfig",
+    "apply_overrides",
+    "config_from_dict",
+    "config_to_dict",
+    "list_presets",
+    "load_preset",
+    "resolve_config",
+]
+
+
+class ConfigError(ValueError):
+    """A config key or value is invalid (the message names the key and the closest valid one)."""
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Which environment is trained on and how many games run in one batch."""
+
+    name: str = "overcooked"
+    """Environment family: ``overcooked`` (the batched engine) or ``toy`` (tiny test game)."""
+    layout: str = "cramped_room"
+    """Layout name (``zsceval layouts`` lists them). Ignored by the ``toy`` env."""
+    num_envs: int = 256
+    """B: games stepped together in one batched call (ZSC-Eval: ``n_rollout_threads``)."""
+    horizon: int = 400
+    """Episode length in env steps; episodes end only by truncation here (ZSC-Eval: 400)."""
+    randomize_seats: bool = False
+    """Shuffle which seat each agent slot drives at every reset (ZSC-Eval ``random_index``)."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Actor and critic networks (both use the same architecture; the critic sees the critic obs)."""
+
+    kind: str = "mlp"
+    """Encoder: ``mlp`` over the flattened observation, or ``cnn`` (ZSC-Eval's 3-layer CNN)."""
+    hidden_size: int = 64
+    """Width of the hidden layers and of the GRU (ZSC-Eval: 64)."""
+    mlp_layers: int = 2
+    """Hidden layers of the ``mlp`` encoder; for ``cnn`` the number of layers after the CNN's
+    projection (ZSC-Eval: 1)."""
+    cnn_channels: tuple[int, ...] = (32, 64, 32)
+    """Output channels of the 3x3, stride-1, padding-1 conv layers of the ``cnn`` encoder."""
+    recurrent: bool = False
+    """Add a GRU(hidden_size) after the encoder, trained with chunked BPTT."""
+    chunk_length: int = 10
+    """BPTT chunk length in env steps for the recurrent policy (ZSC-Eval ``data_chunk_length``)."""
+    obs_scale: float = 1.0
+    """Observations (uint8 counts and 0/1 planes) are cast to float32 and multiplied by this.
+    1.0 matches ZSC-Eval's effective input (it multiplies by 255 in the env and divides by 255
+    in the CNN)."""
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """MAPPO hyper-parameters (ZSC-Eval defaults in parentheses where they differ from ours)."""
+
+    rollout_length: int = 100
+    """T: env steps per game collected in one rollout (ZSC-Eval: ``episode_length`` 400)."""
+    lr: float = 5e-4
+    """Adam learning rate of actor and critic."""
+    adam_eps: float = 1e-5
+    """Adam epsilon."""
+    epochs: int = 15
+    """Passes over one rollout per iteration (ZSC-Eval ``ppo_epoch``)."""
+    num_minibatches: int = 1
+    """Minibatches per epoch (ZSC-Eval ``num_mini_batch``)."""
+    clip: float = 0.2
+    """PPO ratio clip epsilon; also the value-clipping range."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    value_loss_coef: float = 1.0
+    """Weight of the value loss."""
+    huber_delta: float = 10.0
+    """Huber loss delta of the value loss."""
+    clip_value_loss: bool = True
+    """Clip the value prediction around the old value (MAPPO ``use_clipped_value_loss``)."""
+    value_norm: bool = True
+    """Normalize value targets with running statistics (MAPPO ``ValueNorm``)."""
+    max_grad_norm: float = 10.0
+    """Gradient-norm clip, applied to actor and critic separately."""
+    entropy_coefs: tuple[float, ...] = (0.2, 0.05, 0.01)
+    """Entropy coefficient values at ``entropy_milestones``, linear in between."""
+    entropy_milestones: tuple[float, ...] = (0.0, 5e6, 1e7)
+    """Env-step milestones of the piecewise-linear entropy schedule (constant past the ends)."""
+
+
+@dataclass(frozen=True)
+class ShapingConfig:
+    """Annealed reward shaping (overcooked-spec sections 3.3 and 3.6)."""
+
+    initial_factor: float = 1.0
+    """rsf at step 0."""
+    horizon: float = 1e8
+    """Env steps over which rsf decays linearly to 0; 0 keeps rsf constant (SP in ZSC-Eval: 1e8)."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Budget, seeding, device and outputs of one run."""
+
+    algo: str = "sp"
+    """Registered algorithm name (``zsceval algos``)."""
+    seed: int = 0
+    """Seeds network init, action sampling, minibatch order and the env generator."""
+    total_steps: int = 10_000_000
+    """Env steps to train for (one joint action in one game is one env step)."""
+    device: str = "cpu"
+    """Torch device for env state, rollouts and networks (``cpu``, ``cuda``, ``cuda:1``)."""
+    num_threads: int = 0
+    """``torch.set_num_threads`` for the run; 0 keeps torch's default."""
+    checkpoint_every: int = 1_000_000
+    """Save a checkpoint at the first resumable point after every this many env steps."""
+    keep_checkpoints: int = 3
+    """How many of the most recent checkpoints are kept on disk (the final one is always kept)."""
+    eval_episodes: int = 20
+    """Episodes of the final self-play evaluation written to ``eval.json`` (0 to skip)."""
+    tensorboard: bool = False
+    """Also write TensorBoard logs (needs the ``tensorboard`` package)."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything a training run depends on; saved resolved as ``config.yaml`` in the run dir."""
+
+    run: RunConfig = field(default_factory=RunConfig)
+    """Budget, seeding, device and outputs."""
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """Environment and batch size."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """Networks."""
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    """MAPPO hyper-parameters."""
+    shaping: ShapingConfig = field(default_factory=ShapingConfig)
+    """Reward-shaping annealing."""
+    algo: dict[str, Any] = field(default_factory=dict)
+    """Algorithm-specific options, validated by the plug-in's ``Options`` dataclass."""
+
+    @property
+    def steps_per_iteration(self) -> int:
+        """Env steps collected per iteration: ``num_envs * rollout_length``."""
+        return self.env.num_envs * self.ppo.rollout_length
+
+
+def _section_classes() -> dict[str, type]:
+    hints = typing.get_type_hints(TrainConfig)
+    return {name: tp for name, tp in hints.items() if dataclasses.is_dataclass(tp)}
+
+
+def valid_keys() -> list[str]:
+    """All dotted keys that ``--set`` accepts, e.g. ``ppo.lr`` (``algo.*`` is free-form)."""
+    keys = []
+    for section, cls in _section_classes().items():
+        keys += [f"{section}.{f.name}" for f in dataclasses.fields(cls)]
+    return keys
+
+
+def _unknown(key: str, candidates: list[str]) -> ConfigError:
+    close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.4)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return ConfigError(f"unknown config key '{key}'{hint} (`zsceval train --print-config` shows every key)")
+
+
+def _coerce(value: Any, tp: Any, key: str) -> Any:
+    """Convert a YAML-parsed value to the field type ``tp`` (int from 1e7, tuples from lists)."""
+    origin = typing.get_origin(tp)
+    try:
+        if tp is bool:
+            if isinstance(value, bool):
+                return value
+            raise TypeError
+        if tp is int:
+            if isinstance(value, bool):
+                raise TypeError
+            as_float = float(value)
+            if as_float != int(as_float):
+                raise TypeError
+            return int(as_float)
+        if tp is float:
+            if isinstance(value, bool):
+                raise TypeError
+            return float(value)
+        if tp is str:
+            if not isinstance(value, str):
+                raise TypeError
+            return value
+        if origin is tuple:
+            (inner, _) = typing.get_args(tp)
+            if not isinstance(value, list | tuple):
+                value = [value]
+            return tuple(_coerce(v, inner, key) for v in value)
+        if origin is dict:
+            if not isinstance(value, dict):
+                raise TypeError
+            return dict(value)
+    except (TypeError, ValueError):
+        pass
+    else:
+        return value
+    raise ConfigError(f"config key '{key}': cannot use {value!r} as {getattr(tp, '__name__', tp)}")
+
+
+def config_from_dict(data: dict[str, Any], base: TrainConfig | None = None) -> TrainConfig:
+    """Build a config from a nested dict (YAML layout), starting from ``base`` (default: defaults).
+
+    Args:
+        data: ``{"ppo": {"lr": 1e-3}, "env": {...}, "algo": {...}}``; missing keys keep ``base``.
+        base: config whose values are overridden.
+
+    Raises:
+        ConfigError: an unknown section or key (the closest valid key is named), or a bad value.
+    """
+    base = base or TrainConfig()
+    if not isinstance(data, dict):
+        raise ConfigError(f"a config must be a mapping of sections, got {type(data).__name__}")
+    classes = _section_classes()
+    changes: dict[str, Any] = {}
+    for section, values in data.items():
+        if section == "algo":
+            if not isinstance(values, dict):
+                raise ConfigError("config section 'algo' must be a mapping")
+            changes["algo"] = {**base.algo, **values}
+            continue
+        if section not in classes:
+            raise _unknown(section, [*classes, "algo"])
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            raise ConfigError(f"config section '{section}' must be a mapping, got {values!r}")
+        cls = classes[section]
+        hints = typing.get_type_hints(cls)
+        current = getattr(base, section)
+        updates = {}
+        for key, value in values.items():
+            if key not in hints:
+                raise _unknown(f"{section}.{key}", valid_keys())
+            updates[key] = _coerce(value, hints[key], f"{section}.{key}")
+        changes[section] = dataclasses.replace(current, **updates)
+    return dataclasses.replace(base, **changes)
+
+
+def config_to_dict(cfg: TrainConfig) -> dict[str, Any]:
+    """Nested plain dict (tuples as lists) suitable for YAML/JSON."""
+
+    def plain(x: Any) -> Any:
+        if isinstance(x, tuple | list):
+            return [plain(v) for v in x]
+        if isinstance(x, dict):
+            return {k: plain(v) for k, v in x.items()}
+        return x
+
+    return {
+        **{s: plain(dataclasses.asdict(getattr(cfg, s))) for s in _section_classes()},
+        "algo": plain(dict(cfg.algo)),
+    }
+
+
+def apply_overrides(cfg: TrainConfig, overrides: list[str] | tuple[str, ...]) -> TrainConfig:
+    """Apply ``section.key=value`` strings (values parsed as YAML scalars/lists).
+
+    Raises:
+        ConfigError: malformed item, unknown key (closest key named) or bad value.
+    """
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override '{item}' is not of the form section.key=value")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        if "." not in key:
+            raise _unknown(key, valid_keys())
+        section, name = key.split(".", 1)
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"override '{item}': cannot parse value: {exc}") from None
+        cfg = config_from_dict({section: {name: value}}, cfg)
+    return cfg
+
+
+def list_presets() -> list[str]:
+    """Names of the preset files shipped in ``zsceval/presets``."""
+    folder = resources.files("zsceval") / "presets"
+    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def load_preset(name: str, base: TrainConfig | None = None) -> TrainConfig:
+    """Apply the preset ``zsceval/presets/<name>.yaml`` on top of ``base``.
+
+    Raises:
+        ConfigError: unknown preset (valid names listed) or invalid preset content.
+    """
+    names = list_presets()
+    if name not in names:
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        raise ConfigError(f"unknown preset '{name}'. Valid presets: {', '.join(names)}.{hint}")
+    text = (resources.files("zsceval") / "presets" / f"{name}.yaml").read_text()
+    return config_from_dict(yaml.safe_load(text) or {}, base)
+
+
+def load_yaml_file(path: str | Path, base: TrainConfig | None = None) -> TrainConfig:
+    """Apply a user YAML config file on top of ``base``."""
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    return config_from_dict(data, base)
+
+
+def resolve_config(
+    *,
+    preset: str | None = None,
+    config_file: str | Path | None = None,
+    overrides: tuple[str, ...] | list[str] = (),
+    **flags: Any,
+) -> TrainConfig:
+    """Resolve a config in the documented order: defaults, preset, file, overrides, flags.
+
+    Args:
+        preset: preset name or None.
+        config_file: user YAML file or None.
+        overrides: ``section.key=value`` strings.
+        **flags: dotted keys given by explicit CLI flags (``{"run.seed": 3}``); None values skip.
+    """
+    cfg = TrainConfig()
+    if preset is not None:
+        cfg = load_preset(preset, cfg)
+    if config_file is not None:
+        cfg = load_yaml_file(config_file, cfg)
+    cfg = apply_overrides(cfg, list(overrides))
+    for key, value in flags.items():
+        if value is not None:
+            section, name = key.split(".", 1)
+            cfg = config_from_dict({section: {name: value}}, cfg)
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: TrainConfig) -> None:
+    """Check value ranges that would otherwise fail deep inside training.
+
+    Raises:
+        ConfigError: naming the key and the constraint.
+    """
+    checks = [
+        (cfg.env.num_envs >= 1, "env.num_envs must be >= 1"),
+        (cfg.env.horizon >= 1, "env.horizon must be >= 1"),
+        (cfg.ppo.rollout_length >= 1, "ppo.rollout_length must be >= 1"),
+        (cfg.ppo.epochs >= 1, "ppo.epochs must be >= 1"),
+        (cfg.ppo.num_minibatches >= 1, "ppo.num_minibatches must be >= 1"),
+        (cfg.run.total_steps >= 1, "run.total_steps must be >= 1"),
+        (
+            len(cfg.ppo.entropy_coefs) == len(cfg.ppo.entropy_milestones) >= 1,
+            "ppo.entropy_coefs and ppo.entropy_milestones must have the same, non-zero length",
+        ),
+        (
+            list(cfg.ppo.entropy_milestones) == sorted(cfg.ppo.entropy_milestones),
+            "ppo.entropy_milestones must be increasing",
+        ),
+        (cfg.model.kind in ("mlp", "cnn"), f"model.kind must be 'mlp' or 'cnn', got '{cfg.model.kind}'"),
+        (cfg.env.name in ("overcooked", "toy"), f"env.name must be 'overcooked' or 'toy', got '{cfg.env.name}'"),
+        (
+            not cfg.model.recurrent or cfg.ppo.rollout_length % cfg.model.chunk_length == 0,
+            "ppo.rollout_length must be a multiple of model.chunk_length for a recurrent model",
+        ),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)

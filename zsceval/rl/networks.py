@@ -1,0 +1,171 @@
+"""Actor and critic networks of the MAPPO core (ZSC-Eval's architecture, zsceval-facts "Training
+settings").
+
+Encoders take the environment's uint8 observation ``[N, H, W, C]``, cast it to float32 and
+multiply by ``obs_scale`` (1.0 by default: the raw 0/1 planes, counts and cook times; ZSC-Eval
+multiplies by 255 in the env and divides by 255 in its CNN, which is the same input).
+
+* ``mlp``: flatten -> ``mlp_layers`` x (Linear(hidden) -> ReLU).
+* ``cnn``: Conv 32 3x3 -> Conv 64 3x3 -> Conv 32 3x3 (stride 1, padding 1, ReLU) -> flatten ->
+  Linear(hidden) -> ReLU -> ``mlp_layers`` x (Linear(hidden) -> ReLU) (ZSC-Eval: 1 layer).
+* optional GRU(hidden) whose state is zeroed at episode starts.
+* heads: policy Linear(hidden -> A) with orthogonal gain 0.01; value Linear(hidden -> 1), gain 1.
+
+Hidden layers use orthogonal init with gain sqrt(2) (ReLU) and zero biases, as MAPPO.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["ActorNet", "CriticNet", "Encoder", "masked_logits"]
+
+_NEG = -1e9
+
+
+def _init(layer: nn.Module, gain: float) -> nn.Module:
+    nn.init.orthogonal_(layer.weight, gain=gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def masked_logits(logits: torch.Tensor, avail: torch.Tensor | None) -> torch.Tensor:
+    """Logits with unavailable actions set to -1e9 (probability 0 after softmax).
+
+    Args:
+        logits: ``float32 [N, A]``.
+        avail: ``bool [N, A]`` available actions, or None (all available).
+    """
+    if avail is None:
+        return logits
+    return logits.masked_fill(~avail, _NEG)
+
+
+class Encoder(nn.Module):
+    """Observation encoder: ``uint8 [N, H, W, C] -> float32 [N, hidden]``.
+
+    Args:
+        obs_shape: ``(H, W, C)``.
+        kind: ``mlp`` or ``cnn``.
+        hidden_size: output width.
+        mlp_layers: Linear+ReLU layers (after the CNN projection for ``cnn``).
+        cnn_channels: conv output channels (``cnn`` only).
+        obs_scale: multiplier applied after casting to float32.
+    """
+
+    def __init__(
+        self,
+        obs_shape: tuple[int, int, int],
+        kind: str,
+        hidden_size: int,
+        mlp_layers: int,
+        cnn_channels: tuple[int, ...],
+        obs_scale: float,
+    ) -> None:
+        super().__init__()
+        H, W, C = obs_shape
+        self.kind, self.obs_scale = kind, obs_scale
+        relu_gain = math.sqrt(2)
+        layers: list[nn.Module] = []
+        if kind == "cnn":
+            in_ch = C
+            for out_ch in cnn_channels:
+                layers += [_init(nn.Conv2d(in_ch, out_ch, 3, stride=1, padding=1), relu_gain), nn.ReLU()]
+                in_ch = out_ch
+            layers += [nn.Flatten(), _init(nn.Linear(in_ch * H * W, hidden_size), relu_gain), nn.ReLU()]
+            width = hidden_size
+        elif kind == "mlp":
+            width = H * W * C
+        else:
+            raise ValueError(f"unknown encoder kind '{kind}' (expected 'mlp' or 'cnn')")
+        for _ in range(mlp_layers):
+            layers += [_init(nn.Linear(width, hidden_size), relu_gain), nn.ReLU()]
+            width = hidden_size
+        self.net = nn.Sequential(*layers)
+        self.out_size = width
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """``obs``: uint8 ``[N, H, W, C]`` -> float32 ``[N, out_size]``."""
+        x = obs.to(torch.float32)
+        if self.obs_scale != 1.0:
+            x = x * self.obs_scale
+        x = x.permute(0, 3, 1, 2) if self.kind == "cnn" else x.reshape(x.shape[0], -1)
+        return self.net(x)
+
+
+class _Trunk(nn.Module):
+    """Encoder plus optional GRU; shared structure of actor and critic."""
+
+    def __init__(self, obs_shape: tuple[int, int, int], model: dict[str, Any]) -> None:
+        super().__init__()
+        self.encoder = Encoder(
+            obs_shape,
+            model["kind"],
+            model["hidden_size"],
+            model["mlp_layers"],
+            tuple(model["cnn_channels"]),
+            model["obs_scale"],
+        )
+        self.out_size = self.encoder.out_size
+        self.gru: nn.GRUCell | None = None
+        if model["recurrent"]:
+            self.gru = nn.GRUCell(self.out_size, model["hidden_size"])
+            for name, p in self.gru.named_parameters():
+                if "weight" in name:
+                    nn.init.orthogonal_(p)
+                else:
+                    nn.init.zeros_(p)
+            self.out_size = model["hidden_size"]
+
+    @property
+    def hidden_size(self) -> int:
+        """GRU state width, 0 for a feed-forward trunk."""
+        return 0 if self.gru is None else self.gru.hidden_size
+
+    def step(
+        self, obs: torch.Tensor, h: torch.Tensor | None, starts: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One env step. ``obs [N, ...]``, ``h [N, hidden]``, ``starts bool [N]`` (zero h first)."""
+        x = self.encoder(obs)
+        if self.gru is None:
+            return x, h
+        h = h * (~starts).unsqueeze(-1).to(h.dtype)
+        h = self.gru(x, h)
+        return h, h
+
+    def sequence(self, obs: torch.Tensor, h0: torch.Tensor | None, starts: torch.Tensor | None) -> torch.Tensor:
+        """A chunk of L steps for N sequences: ``obs [L, N, ...]``, ``h0 [N, hidden]``,
+        ``starts bool [L, N]`` -> features ``[L, N, out]`` (truncated BPTT through the chunk)."""
+        L, N = obs.shape[:2]
+        x = self.encoder(obs.reshape(L * N, *obs.shape[2:]))
+        if self.gru is None:
+            return x.reshape(L, N, -1)
+        x = x.reshape(L, N, -1)
+        keep = (~starts).unsqueeze(-1).to(x.dtype)
+        h, outs = h0, []
+        for t in range(L):
+            h = self.gru(x[t], h * keep[t])
+            outs.append(h)
+        return torch.stack(outs)
+
+
+class ActorNet(nn.Module):
+    """Policy network: observation -> action logits ``[N, A]`` (final layer gain 0.01)."""
+
+    def __init__(self, obs_shape: tuple[int, int, int], num_actions: int, model: dict[str, Any]) -> None:
+        super().__init__()
+        self.trunk = _Trunk(obs_shape, model)
+        self.head = _init(nn.Linear(self.trunk.out_size, num_actions), 0.01)
+
+
+class CriticNet(nn.Module):
+    """Centralized value network: critic observation -> normalized value ``[N]``."""
+
+    def __init__(self, critic_obs_shape: tuple[int, int, int], model: dict[str, Any]) -> None:
+        super().__init__()
+        self.trunk = _Trunk(critic_obs_shape, model)
+        self.head = _init(nn.Linear(self.trunk.out_size, 1), 1.0)

@@ -1,0 +1,152 @@
+"""A MAPPO policy: actor, centralized critic and value normalizer, described by a JSON-able spec."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from zsceval.rl.networks import ActorNet, CriticNet, masked_logits
+from zsceval.rl.valuenorm import ValueNorm
+
+__all__ = ["Policy", "network_spec"]
+
+
+def network_spec(model_cfg: Any, obs_shape, critic_obs_shape, num_actions: int) -> dict[str, Any]:
+    """JSON-able description from which :meth:`Policy.from_spec` rebuilds the networks.
+
+    Args:
+        model_cfg: a :class:`~zsceval.rl.config.ModelConfig` (or a dict with the same keys).
+        obs_shape: ``(H, W, C)`` of the actor observation.
+        critic_obs_shape: ``(H, W, C')`` of the critic observation.
+        num_actions: A.
+    """
+    model = dataclasses.asdict(model_cfg) if dataclasses.is_dataclass(model_cfg) else dict(model_cfg)
+    model["cnn_channels"] = list(model["cnn_channels"])
+    return {
+        "obs_shape": list(obs_shape),
+        "critic_obs_shape": list(critic_obs_shape),
+        "num_actions": int(num_actions),
+        "model": model,
+    }
+
+
+class Policy(nn.Module):
+    """Actor (decentralized, own observation) and critic (centralized, critic observation).
+
+    A policy may drive any number of seats; a frozen policy only acts. All methods take batches
+    of N rows (one row = one agent slot in one game) on the policy's device.
+
+    Args:
+        spec: from :func:`network_spec`.
+    """
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        super().__init__()
+        self.spec = spec
+        model = spec["model"]
+        self.actor = ActorNet(tuple(spec["obs_shape"]), spec["num_actions"], model)
+        self.critic = CriticNet(tuple(spec["critic_obs_shape"]), model)
+        self.value_norm = ValueNorm()
+        self.use_value_norm = True
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> Policy:
+        """Build an untrained policy from a spec (e.g. read from checkpoint metadata)."""
+        return cls(spec)
+
+    @property
+    def recurrent(self) -> bool:
+        """Whether actor and critic carry a GRU state."""
+        return self.actor.trunk.gru is not None
+
+    @property
+    def hidden_size(self) -> int:
+        """GRU state width (0 if feed-forward)."""
+        return self.actor.trunk.hidden_size
+
+    def initial_state(self, n: int, device: torch.device | str) -> torch.Tensor:
+        """Zero recurrent state ``float32 [n, hidden]`` (``[n, 0]`` when feed-forward)."""
+        return torch.zeros(n, self.hidden_size, device=device)
+
+    def _h(self, h: torch.Tensor | None) -> torch.Tensor | None:
+        return h if self.recurrent else None
+
+    @torch.no_grad()
+    def act(
+        self,
+        obs: torch.Tensor,
+        avail: torch.Tensor | None,
+        h: torch.Tensor,
+        starts: torch.Tensor,
+        generator: torch.Generator | None = None,
+        deterministic: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sample actions for N rows.
+
+        Args:
+            obs: ``uint8 [N, H, W, C]``.
+            avail: ``bool [N, A]`` available actions (masked logits), or None.
+            h: ``float32 [N, hidden]`` actor state before this step.
+            starts: ``bool [N]`` the row's episode starts at this step (state is zeroed).
+            generator: torch generator for sampling (Gumbel-max); None uses the global one.
+            deterministic: take the arg-max action instead of sampling.
+
+        Returns:
+            ``(actions int64 [N], log_probs float32 [N], h float32 [N, hidden])``.
+        """
+        feats, h_new = self.actor.trunk.step(obs, self._h(h), starts)
+        logits = masked_logits(self.actor.head(feats), avail)
+        logp_all = F.log_softmax(logits, dim=-1)
+        if deterministic:
+            actions = logits.argmax(-1)
+        else:
+            u = torch.rand(logits.shape, generator=generator, device=logits.device).clamp_(min=1e-20)
+            actions = (logp_all - torch.log(-torch.log(u))).argmax(-1)
+        logp = logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+        return actions, logp, (h if h_new is None else h_new)
+
+    @torch.no_grad()
+    def value(
+        self, critic_obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Normalized value of N rows: ``(value float32 [N], h float32 [N, hidden])``."""
+        feats, h_new = self.critic.trunk.step(critic_obs, self._h(h), starts)
+        return self.critic.head(feats).squeeze(-1), (h if h_new is None else h_new)
+
+    def denormalize(self, v: torch.Tensor) -> torch.Tensor:
+        """Normalized value -> return scale (identity without value normalization)."""
+        return self.value_norm.denormalize(v) if self.use_value_norm else v
+
+    def evaluate(
+        self,
+        obs: torch.Tensor,
+        critic_obs: torch.Tensor,
+        avail: torch.Tensor,
+        actions: torch.Tensor,
+        h_actor: torch.Tensor,
+        h_critic: torch.Tensor,
+        starts: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Re-evaluate stored actions over chunks of L steps for N sequences (with gradients).
+
+        Args:
+            obs: ``uint8 [L, N, H, W, C]``; critic_obs ``uint8 [L, N, H, W, C']``.
+            avail: ``bool [L, N, A]``; actions ``int64 [L, N]``.
+            h_actor, h_critic: ``float32 [N, hidden]`` states at the chunk start.
+            starts: ``bool [L, N]`` episode starts.
+
+        Returns:
+            ``(log_probs [L, N], entropy [L, N], values [L, N])``, float32; values normalized.
+        """
+        feats = self.actor.trunk.sequence(obs, self._h(h_actor), starts)
+        logits = masked_logits(self.actor.head(feats), avail)
+        logp_all = F.log_softmax(logits, dim=-1)
+        logp = logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        cfeats = self.critic.trunk.sequence(critic_obs, self._h(h_critic), starts)
+        values = self.critic.head(cfeats).squeeze(-1)
+        return logp, entropy, values

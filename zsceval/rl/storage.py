@@ -1,0 +1,88 @@
+"""Preallocated rollout storage ``[T, B, n, ...]`` on the training device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["RolloutBuffer"]
+
+
+@dataclass
+class RolloutBuffer:
+    """One rollout of T env steps for B games and n seats, kept on ``device``.
+
+    Attributes (t indexes the step, b the game, k the seat):
+        obs: ``uint8 [T, B, n, H, W, C]`` actor observation of s_t.
+        critic_obs: ``uint8 [T, B, n, H, W, C']`` critic observation of s_t.
+        avail: ``bool [T, B, n, A]`` available actions at s_t.
+        starts: ``bool [T, B, n]`` s_t is the first state of an episode.
+        actions: ``int64 [T, B, n]``; log_probs ``float32 [T, B, n]`` (behaviour policy).
+        values: ``float32 [T + 1, B, n]`` normalized critic output V(s_t); row T is s_T.
+        rewards: ``float32 [T, B, n]`` training reward of step t.
+        terminated, truncated: ``bool [T, B]``.
+        truncated_values: ``float32 [T, B, n]`` normalized V of the cut-off state where truncated.
+        h_actor, h_critic: ``float32 [T, B, n, hidden]`` recurrent states before step t.
+        assignment: ``int64 [B, n]`` policy index of each seat for the whole rollout.
+    """
+
+    obs: torch.Tensor
+    critic_obs: torch.Tensor
+    avail: torch.Tensor
+    starts: torch.Tensor
+    actions: torch.Tensor
+    log_probs: torch.Tensor
+    values: torch.Tensor
+    rewards: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    truncated_values: torch.Tensor
+    h_actor: torch.Tensor
+    h_critic: torch.Tensor
+    assignment: torch.Tensor
+
+    @classmethod
+    def allocate(
+        cls,
+        T: int,
+        B: int,
+        n: int,
+        obs_shape: tuple[int, ...],
+        critic_obs_shape: tuple[int, ...],
+        num_actions: int,
+        hidden_size: int,
+        device: torch.device | str,
+    ) -> RolloutBuffer:
+        """Zero-filled buffer (hidden_size 0 for feed-forward policies)."""
+
+        def z(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+            return torch.zeros(shape, dtype=dtype, device=device)
+
+        return cls(
+            obs=z(T, B, n, *obs_shape, dtype=torch.uint8),
+            critic_obs=z(T, B, n, *critic_obs_shape, dtype=torch.uint8),
+            avail=z(T, B, n, num_actions, dtype=torch.bool),
+            starts=z(T, B, n, dtype=torch.bool),
+            actions=z(T, B, n, dtype=torch.int64),
+            log_probs=z(T, B, n),
+            values=z(T + 1, B, n),
+            rewards=z(T, B, n),
+            terminated=z(T, B, dtype=torch.bool),
+            truncated=z(T, B, dtype=torch.bool),
+            truncated_values=z(T, B, n),
+            h_actor=z(T, B, n, hidden_size),
+            h_critic=z(T, B, n, hidden_size),
+            assignment=z(B, n, dtype=torch.int64),
+        )
+
+    @property
+    def T(self) -> int:
+        """Rollout length."""
+        return self.actions.shape[0]
+
+    def rows(self, x: torch.Tensor, index: torch.Tensor | None, time_dim: bool = True) -> torch.Tensor:
+        """Flatten ``[T, B, n, ...]`` to ``[T, B*n, ...]`` and keep the rows in ``index`` (all if None)."""
+        lead = 2 if time_dim else 1
+        flat = x.reshape(*x.shape[: lead - 1], -1, *x.shape[lead + 1 :])
+        return flat if index is None else flat.index_select(lead - 1, index)
