@@ -83,7 +83,9 @@ def test_bootstrap_resamples_seeds_and_partners():
 def test_nested_partner_resampling_is_narrower_when_partners_dominate():
     partners_only = np.tile(np.arange(10.0), (5, 1))
     crossed = bootstrap_ci(partners_only, np.nanmean, rng=np.random.default_rng(0))
-    nested = bootstrap_ci(partners_only, np.nanmean, rng=np.random.default_rng(0), partner_resampling="nested")
+    nested = bootstrap_ci(
+        partners_only, np.nanmean, rng=np.random.default_rng(0), partner_resampling="nested"
+    )
     assert nested.high - nested.low < crossed.high - crossed.low
 
 
@@ -192,5 +194,8 @@ def test_summary_schema_errors():
 def test_levels_by_median_follows_the_paper():
     # median of [10, 20, 30, 40] = 25: <= 25 moderate
     assert levels_by_median({"a": 10, "b": 20, "c": 30, "d": 40}) == {
-        "a": "moderate", "b": "moderate", "c": "expert", "d": "expert"
+        "a": "moderate",
+        "b": "moderate",
+        "c": "expert",
+        "d": "expert",
     }

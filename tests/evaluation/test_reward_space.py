@@ -47,9 +47,19 @@ def test_candidate_counts_match_reference(layout, count):
 
 def test_every_paper_layout_has_a_grid():
     assert set(layout_names()) == {
-        "cramped_room", "forced_coordination", "coordination_ring", "counter_circuit", "asymmetric_advantages",
-        "bothway_coordination", "blocked_corridor", "large_room", "asymmetric_coordination",
-        "forced_coordination_mr", "coordination_ring_mr", "counter_circuit_mr", "asymmetric_advantages_mr",
+        "cramped_room",
+        "forced_coordination",
+        "coordination_ring",
+        "counter_circuit",
+        "asymmetric_advantages",
+        "bothway_coordination",
+        "blocked_corridor",
+        "large_room",
+        "asymmetric_coordination",
+        "forced_coordination_mr",
+        "coordination_ring_mr",
+        "counter_circuit_mr",
+        "asymmetric_advantages_mr",
     }
 
 

@@ -10,20 +10,36 @@ import click
 
 @click.command(name="report")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--json/--no-json", "as_json", default=False, show_default=True, help="Print JSON instead of a table.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resampling.")
-@click.option("--reps", type=click.IntRange(min=1), default=2000, show_default=True, help="Bootstrap replicates.")
 @click.option(
-    "--level", "ci_level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True,
+    "--json/--no-json", "as_json", default=False, show_default=True, help="Print JSON instead of a table."
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resampling.")
+@click.option(
+    "--reps", type=click.IntRange(min=1), default=2000, show_default=True, help="Bootstrap replicates."
+)
+@click.option(
+    "--level",
+    "ci_level",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
     help="Confidence-interval coverage.",
 )
 @click.option(
-    "--nonpositive-br", type=click.Choice(["one", "nan"]), default="one", show_default=True,
+    "--nonpositive-br",
+    type=click.Choice(["one", "nan"]),
+    default="one",
+    show_default=True,
     help="BR-Prox of a unit whose BR return is <= 0: 1 (ZSC-Eval) or excluded.",
 )
-@click.option("--figures/--no-figures", default=True, show_default=True, help="Write PNG figures into DIR/figures.")
 @click.option(
-    "--manifest", "manifests", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    "--figures/--no-figures", default=True, show_default=True, help="Write PNG figures into DIR/figures."
+)
+@click.option(
+    "--manifest",
+    "manifests",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Partner-set manifest marking the selected partners in the PCA figure (repeatable).",
 )
 def report(
@@ -72,7 +88,9 @@ def report(
         click.echo(rep.format_table(summary, level=ci_level))
     if figures:
         try:
-            written = rep.write_figures(summary, rep.mark_selected(features, loaded), directory / rep.FIGURES_DIR)
+            written = rep.write_figures(
+                summary, rep.mark_selected(features, loaded), directory / rep.FIGURES_DIR
+            )
         except ValueError as exc:
             raise click.ClickException(str(exc)) from exc
         click.echo(f"wrote {len(written)} figure(s) to {directory / rep.FIGURES_DIR}", err=True)

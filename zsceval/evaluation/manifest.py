@@ -312,7 +312,9 @@ def _manifest_from_dict(data: object, path: Path) -> PartnerSetManifest:
             raise ValueError(f"not a {MANIFEST_FORMAT} file (missing or wrong `format`)")
         version = data["format_version"]
         if version != MANIFEST_VERSION:
-            raise ValueError(f"format_version {version} is not supported (this zsceval reads {MANIFEST_VERSION})")
+            raise ValueError(
+                f"format_version {version} is not supported (this zsceval reads {MANIFEST_VERSION})"
+            )
         sel = data["selection"]
         selection = SelectionRecord(
             method=str(sel["method"]),
@@ -364,7 +366,9 @@ def _validate(manifest: PartnerSetManifest, path: Path) -> None:
         if p.level not in PARTNER_LEVELS_CHECKPOINT:
             problems.append(f"partner {p.id}: level {p.level!r} not in {list(PARTNER_LEVELS_CHECKPOINT)}")
         if len(p.features) != len(manifest.feature_names):
-            problems.append(f"partner {p.id}: {len(p.features)} features for {len(manifest.feature_names)} names")
+            problems.append(
+                f"partner {p.id}: {len(p.features)} features for {len(manifest.feature_names)} names"
+            )
         for ref in (p.checkpoint, p.br.checkpoint):
             if Path(ref.path).is_absolute():
                 problems.append(f"partner {p.id}: path {ref.path} must be relative to the manifest")

@@ -7,25 +7,22 @@ Axis convention (all array functions):
 
 Results tables (:func:`br_prox_summary`):
     ``results``, one row per evaluation episode:
-        ========== ======= ===========================================================
-        column     dtype   meaning
-        ========== ======= ===========================================================
-        layout     str     layout name
-        algorithm  str     ZSC algorithm of the ego agent (e.g. ``"mep"``)
-        ego_seed   int     training seed of the ego agent
-        partner    str     evaluation partner id (e.g. ``"bias3_final"``)
-        partner_level str  ``"moderate"`` (``mid`` checkpoint) or ``"expert"`` (``final``)
-        seat       int     the seat (player index) the ego agent occupies, 0 or 1
-        episode    int     episode number within (ego, partner, seat)
-        sparse_return float  the episode's team sparse return (20 per delivered soup)
-        ========== ======= ===========================================================
+
+    - ``layout`` (str): layout name.
+    - ``algorithm`` (str): ZSC algorithm of the ego agent (e.g. ``"mep"``).
+    - ``ego_seed`` (int): training seed of the ego agent.
+    - ``partner`` (str): evaluation partner id (e.g. ``"hsp3_final"``).
+    - ``partner_level`` (str): ``"moderate"`` (``mid`` checkpoint) or ``"expert"`` (``final``).
+    - ``seat`` (int): the seat (player index) the ego agent occupies, 0 or 1.
+    - ``episode`` (int): episode number within (ego, partner, seat).
+    - ``sparse_return`` (float): the episode's team sparse return (20 per delivered soup).
 
     ``br_returns``, the reference: the return of the partner's approximate best response (BR) with the
     partner, keyed by ``layout``, ``partner``, ``seat`` (the seat the BR occupies, matching the ego's
     ``seat``) with column ``br_return`` (float, team sparse return). Several rows per key (episodes) are
     averaged. Without a ``seat`` column the same BR return serves both seats.
 
-Sources: ZSC-Eval paper Sec. 4.3 (BR-Prox, IQM, 95% CIs), Sec. 5 / Fig. 6 (moderate vs expert partners),
+Sources: ZSC-Eval paper Sec. 4.3 (BR-Prox, IQM, 95% CIs), Sec. 5.2 / Fig. 6 (moderate vs expert partners),
 docs/zsceval-facts.md pipeline item 9 (the reference's per-(seed, partner, seat) unit and its rules).
 """
 
@@ -107,7 +104,9 @@ def br_prox(
     try:
         br = np.broadcast_to(br, ego.shape)
     except ValueError as exc:
-        raise ValueError(f"br_returns of shape {br.shape} do not broadcast to ego_returns {ego.shape}") from exc
+        raise ValueError(
+            f"br_returns of shape {br.shape} do not broadcast to ego_returns {ego.shape}"
+        ) from exc
     positive = br > 0
     ratio = np.divide(ego, br, out=np.full_like(ego, np.nan), where=positive)
     if clip:
@@ -155,12 +154,14 @@ def bootstrap_ci(
     rng: np.random.Generator,
     partner_resampling: PartnerResampling = "crossed",
 ) -> ConfidenceInterval:
-    """Two-level (seeds x partners) bootstrap percentile confidence interval of a pooled statistic.
+    """Stratified two-level (seeds x partners) bootstrap percentile confidence interval of a statistic.
 
     Each replicate resamples, with replacement, the ego seeds (axis 0) and the partners (axis 1), each
-    within its own level, and evaluates ``statistic`` on all units of the resampled array; the interval
-    is the ``(1 - level) / 2`` and ``(1 + level) / 2`` percentiles of the replicates (percentile bootstrap,
-    Helwig's notes cited by ZSC-Eval Sec. 4.3). Trailing axes (seats) travel with their partner.
+    within its own level (never one flat resample of all units, which would ignore that units sharing
+    a seed or a partner are correlated), and evaluates ``statistic`` on all units of the resampled
+    array; the interval is the ``(1 - level) / 2`` and ``(1 + level) / 2`` percentiles of the replicates
+    (percentile bootstrap, Helwig's notes cited by ZSC-Eval Sec. 4.3). Trailing axes (seats) travel
+    with their partner.
 
     ``partner_resampling="crossed"`` (default) draws one partner resample per replicate and applies it
     to every drawn seed, matching the crossed design (every seed meets the same partners), so
@@ -206,10 +207,12 @@ def bootstrap_ci(
     return ConfidenceInterval(float(statistic(x.reshape(-1))), float(low), float(high))
 
 
-def spearman(ranking_a: Sequence[float] | Mapping[str, float], ranking_b: Sequence[float] | Mapping[str, float]) -> float:
+def spearman(
+    ranking_a: Sequence[float] | Mapping[str, float], ranking_b: Sequence[float] | Mapping[str, float]
+) -> float:
     """Spearman rank correlation of two rankings (or score lists) of the same items.
 
-    Source: ZSC-Eval Sec. 5.3 / Table 2 (agreement of BR-Prox ranks with human ranks), via
+    Source: ZSC-Eval Sec. 5.1 / Table 2 (agreement of BR-Prox ranks with human ranks), via
     ``scipy.stats.spearmanr``.
 
     Args:
@@ -338,7 +341,9 @@ def unit_matrix(units: pd.DataFrame) -> np.ndarray:
     Rows are ego seeds in sorted order, columns (partner, seat) pairs in sorted order; a pair a seed did
     not play is NaN.
     """
-    table = units.pivot_table(index="ego_seed", columns=["partner", "seat"], values="br_prox", aggfunc="first")
+    table = units.pivot_table(
+        index="ego_seed", columns=["partner", "seat"], values="br_prox", aggfunc="first"
+    )
     return table.sort_index(axis=0).sort_index(axis=1).to_numpy(dtype=np.float64)
 
 
@@ -360,7 +365,7 @@ def br_prox_summary(
     partner_level) with ``partner_level`` ordered ``all, moderate, expert``; group ``i`` uses
     ``rng.spawn(num_groups)[i]``, so every group's interval is reproducible from ``rng`` alone.
 
-    Note: the paper (Sec. 5, Fig. 6) calls a partner moderate when its self-play return is at most the
+    Note: the paper (Sec. 5.2, Fig. 6) calls a partner moderate when its self-play return is at most the
     median over the partner set; this function uses the ``partner_level`` column, which the pipeline
     fills from the checkpoint (``mid`` -> moderate, ``final`` -> expert). Relabel with
     :func:`levels_by_median` to follow the paper's rule.
@@ -411,7 +416,7 @@ def br_prox_summary(
 def levels_by_median(partner_returns: Mapping[str, float]) -> dict[str, str]:
     """The paper's moderate/expert split: moderate iff the partner's return is <= the median.
 
-    Source: ZSC-Eval Sec. 5 ("Performance Degradation with Expert Evaluation Partners"), where the
+    Source: ZSC-Eval Sec. 5.2 ("Performance Degradation with Expert Evaluation Partners"), where the
     return is the partner's self-play return ``J(pi^P)``, here typically its BR return.
 
     Args:

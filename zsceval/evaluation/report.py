@@ -51,7 +51,9 @@ def read_tables(directory: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.D
     directory = Path(directory)
     for name in (RESULTS_FILE, BR_RETURNS_FILE):
         if not (directory / name).is_file():
-            raise FileNotFoundError(f"{directory / name} not found: a report needs {RESULTS_FILE} and {BR_RETURNS_FILE}")
+            raise FileNotFoundError(
+                f"{directory / name} not found: a report needs {RESULTS_FILE} and {BR_RETURNS_FILE}"
+            )
     features_path = directory / FEATURES_FILE
     features = pd.read_parquet(features_path) if features_path.is_file() else None
     return pd.read_parquet(directory / RESULTS_FILE), pd.read_parquet(directory / BR_RETURNS_FILE), features
@@ -68,7 +70,12 @@ def summarize(
 ) -> pd.DataFrame:
     """:func:`~zsceval.evaluation.metrics.br_prox_summary` with ``rng = np.random.default_rng(seed)``."""
     return br_prox_summary(
-        results, br_returns, rng=np.random.default_rng(seed), reps=reps, level=level, nonpositive_br=nonpositive_br
+        results,
+        br_returns,
+        rng=np.random.default_rng(seed),
+        reps=reps,
+        level=level,
+        nonpositive_br=nonpositive_br,
     )
 
 
@@ -90,7 +97,10 @@ def format_table(summary: pd.DataFrame, *, level: float = 0.95) -> str:
     columns = [ALL_LEVELS, *PARTNER_LEVELS]
     lines = [f"BR-Prox: IQM [{level:.0%} bootstrap CI] over (ego seed, partner, seat) units"]
     for layout, frame in summary.groupby("layout", sort=True):
-        cells = {(r.algorithm, r.partner_level): format_cell(r.iqm, r.ci_low, r.ci_high) for r in frame.itertuples()}
+        cells = {
+            (r.algorithm, r.partner_level): format_cell(r.iqm, r.ci_low, r.ci_high)
+            for r in frame.itertuples()
+        }
         algorithms = sorted(frame["algorithm"].unique())
         width = max(len("algorithm"), *(len(a) for a in algorithms))
         rows = [[a, *(cells.get((a, c), "-") for c in columns)] for a in algorithms]
@@ -102,10 +112,15 @@ def format_table(summary: pd.DataFrame, *, level: float = 0.95) -> str:
 
 def summary_records(summary: pd.DataFrame) -> list[dict]:
     """The summary as JSON-ready records (one dict per row, Python scalars)."""
-    return [{k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()} for row in summary.to_dict("records")]
+    return [
+        {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
+        for row in summary.to_dict("records")
+    ]
 
 
-def mark_selected(features: pd.DataFrame | None, manifests: Sequence[PartnerSetManifest]) -> pd.DataFrame | None:
+def mark_selected(
+    features: pd.DataFrame | None, manifests: Sequence[PartnerSetManifest]
+) -> pd.DataFrame | None:
     """Set ``selected`` from manifests (their ``selection.selected_ids``, per layout).
 
     Without a features frame, the manifests' own partners (``final`` level, BR features) become the
@@ -115,7 +130,12 @@ def mark_selected(features: pd.DataFrame | None, manifests: Sequence[PartnerSetM
         return features
     if features is None:
         rows = [
-            {"layout": m.layout, "candidate_id": p.candidate_id, "selected": True, **dict(zip(m.feature_names, p.features))}
+            {
+                "layout": m.layout,
+                "candidate_id": p.candidate_id,
+                "selected": True,
+                **dict(zip(m.feature_names, p.features)),
+            }
             for m in manifests
             for p in m.partners
             if p.level == "final"
@@ -123,13 +143,17 @@ def mark_selected(features: pd.DataFrame | None, manifests: Sequence[PartnerSetM
         return pd.DataFrame(rows)
     features = features.copy()
     chosen = {(m.layout, c) for m in manifests for c in m.selection.selected_ids}
-    features["selected"] = [(lay, str(c)) in chosen for lay, c in zip(features["layout"], features["candidate_id"])]
+    features["selected"] = [
+        (lay, str(c)) in chosen for lay, c in zip(features["layout"], features["candidate_id"])
+    ]
     return features
 
 
 def feature_matrix(frame: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
     """Numeric feature columns of one layout's features frame, normalized by column max + 1e-3."""
-    names = [c for c in frame.columns if c not in FEATURE_KEY_COLUMNS and pd.api.types.is_numeric_dtype(frame[c])]
+    names = [
+        c for c in frame.columns if c not in FEATURE_KEY_COLUMNS and pd.api.types.is_numeric_dtype(frame[c])
+    ]
     if not names:
         raise ValueError(f"features frame has no numeric feature columns besides {list(FEATURE_KEY_COLUMNS)}")
     return normalize_features(frame[names].to_numpy(dtype=np.float64)), names
@@ -166,7 +190,9 @@ def write_figures(summary: pd.DataFrame, features: pd.DataFrame | None, out_dir:
         for layout, frame in features.groupby("layout", sort=True):
             written.append(_save(_plot_pca(frame, str(layout)), out_dir / f"partners_pca_{layout}.png"))
             if "selected" in frame and frame["selected"].any():
-                written.append(_save(_plot_heatmap(frame, str(layout)), out_dir / f"partners_features_{layout}.png"))
+                written.append(
+                    _save(_plot_heatmap(frame, str(layout)), out_dir / f"partners_features_{layout}.png")
+                )
     return written
 
 
@@ -194,7 +220,9 @@ def _error_bars(ax: plt.Axes, x: np.ndarray, frame: pd.DataFrame) -> None:
 
 
 def _panels(layouts: Sequence[str]) -> tuple[plt.Figure, np.ndarray]:
-    fig, axes = plt.subplots(1, len(layouts), figsize=(3.2 * len(layouts) + 1, 3.6), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        1, len(layouts), figsize=(3.2 * len(layouts) + 1, 3.6), squeeze=False, sharey=True
+    )
     return fig, axes[0]
 
 
@@ -230,7 +258,7 @@ def _plot_levels(summary: pd.DataFrame) -> plt.Figure:
         ax.set_title(layout)
         ax.set_ylim(0, 1.05)
     axes[0].set_ylabel("BR-Prox (IQM, 95% CI)")
-    axes[-1].legend(title="partners")
+    axes[-1].legend(title="partners", loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return fig
 
 
@@ -240,7 +268,9 @@ def _plot_pca(frame: pd.DataFrame, layout: str) -> plt.Figure:
     selected = frame["selected"].to_numpy(dtype=bool) if "selected" in frame else np.zeros(len(frame), bool)
     fig, ax = plt.subplots(figsize=(4.5, 4))
     ax.scatter(scores[~selected, 0], scores[~selected, 1], s=18, color="0.65", label="candidates")
-    ax.scatter(scores[selected, 0], scores[selected, 1], s=60, marker="*", color="C3", label="selected partners")
+    ax.scatter(
+        scores[selected, 0], scores[selected, 1], s=60, marker="*", color="C3", label="selected partners"
+    )
     ax.set_xlabel("PC 1")
     ax.set_ylabel("PC 2")
     ax.set_title(f"{layout}: partner behavior features")

@@ -142,7 +142,9 @@ def enumerate_weights(values: tuple[tuple[float, ...], ...]) -> np.ndarray:
     return np.asarray(rows, dtype=np.float32).reshape(len(rows), len(values))
 
 
-def filter_by_c_max(vectors: np.ndarray, varying_positions: tuple[int, ...], c_max: int = C_MAX) -> np.ndarray:
+def filter_by_c_max(
+    vectors: np.ndarray, varying_positions: tuple[int, ...], c_max: int = C_MAX
+) -> np.ndarray:
     """Keep the weight vectors with at most ``c_max`` non-zero weights among ``varying_positions``.
 
     Fixed positions (one value in the grid) never count; the sparse weight counts when it varies.

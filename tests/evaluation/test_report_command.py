@@ -1,0 +1,156 @@
+"""`zsceval report DIR` on a small synthetic results table: printed numbers and figures."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from zsceval.commands.report import report
+from zsceval.evaluation.manifest import (
+    BRReference,
+    FileRef,
+    PartnerEntry,
+    PartnerSetManifest,
+    SelectionRecord,
+    write_manifest,
+)
+from zsceval.evaluation.metrics import bootstrap_ci, br_prox, iqm
+
+LAYOUTS = ["coordination_ring", "counter_circuit"]
+ALGORITHMS = ["fcp", "mep", "sp"]
+PARTNERS = ["p0", "p1", "p2", "p3"]  # p0, p1 expert (final); p2, p3 moderate (mid)
+SEEDS, SEATS, EPISODES = 3, 2, 3
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def synthetic(seed=0):
+    """Returns [layout, algorithm, seed, partner, seat, episode] and BR returns [layout, partner, seat]."""
+    rng = np.random.default_rng(seed)
+    returns = (
+        rng.integers(0, 12, size=(len(LAYOUTS), len(ALGORITHMS), SEEDS, len(PARTNERS), SEATS, EPISODES))
+        * 20.0
+    )
+    br = rng.integers(4, 12, size=(len(LAYOUTS), len(PARTNERS), SEATS)) * 20.0
+    br[0, 3, 1] = 0.0  # a partner nobody scores with in one seat: BR-Prox 1 by ZSC-Eval's rule
+    return returns, br
+
+
+def write_tables(directory, returns, br):
+    rows = [
+        {
+            "layout": LAYOUTS[li],
+            "algorithm": ALGORITHMS[ai],
+            "ego_seed": s,
+            "partner": PARTNERS[pi],
+            "partner_level": "expert" if pi < 2 else "moderate",
+            "seat": seat,
+            "episode": e,
+            "sparse_return": returns[li, ai, s, pi, seat, e],
+        }
+        for li, ai, s, pi, seat, e in np.ndindex(returns.shape)
+    ]
+    pd.DataFrame(rows).to_parquet(directory / "results.parquet")
+    br_rows = [
+        {"layout": LAYOUTS[li], "partner": PARTNERS[pi], "seat": seat, "br_return": br[li, pi, seat]}
+        for li, pi, seat in np.ndindex(br.shape)
+    ]
+    pd.DataFrame(br_rows).to_parquet(directory / "br_returns.parquet")
+
+
+def write_features(directory):
+    rng = np.random.default_rng(1)
+    frames = []
+    for layout in LAYOUTS:
+        frame = pd.DataFrame(rng.uniform(0, 10, size=(12, 5)), columns=[f"event_{i}" for i in range(5)])
+        frame.insert(0, "candidate_id", [f"hsp{i}" for i in range(12)])
+        frame.insert(0, "layout", layout)
+        frame["selected"] = [i in (1, 4, 7, 9) for i in range(12)]
+        frames.append(frame)
+    pd.concat(frames).to_parquet(directory / "features.parquet")
+
+
+def expected_all_rows(returns, br, seed, reps):
+    """IQM and CI of every (layout, algorithm) over all partners, computed from the arrays directly."""
+    units = br_prox(returns.mean(axis=-1), br[:, None, None, :, :])  # [L, A, seeds, partners, seats]
+    # groups in documented order: (layout, algorithm) sorted, levels all, moderate, expert
+    children = np.random.default_rng(seed).spawn(len(LAYOUTS) * len(ALGORITHMS) * 3)
+    expected = {}
+    for li, ai in np.ndindex(units.shape[:2]):
+        matrix = units[li, ai].reshape(SEEDS, -1)  # columns (partner, seat), sorted
+        ci = bootstrap_ci(matrix, reps=reps, rng=children[3 * (li * len(ALGORITHMS) + ai)])
+        expected[(LAYOUTS[li], ALGORITHMS[ai])] = ci
+        assert ci.estimate == pytest.approx(iqm(units[li, ai]))
+    moderate = {
+        (LAYOUTS[li], ALGORITHMS[ai]): iqm(units[li, ai, :, 2:]) for li, ai in np.ndindex(units.shape[:2])
+    }
+    return expected, moderate
+
+
+def test_report_json_matches_direct_metrics(tmp_path):
+    returns, br = synthetic()
+    write_tables(tmp_path, returns, br)
+    result = CliRunner().invoke(
+        report, [str(tmp_path), "--json", "--reps", "300", "--seed", "7", "--no-figures"]
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    rows = {(r["layout"], r["algorithm"], r["partner_level"]): r for r in payload["rows"]}
+    expected, moderate = expected_all_rows(returns, br, seed=7, reps=300)
+    for (layout, algorithm), ci in expected.items():
+        row = rows[(layout, algorithm, "all")]
+        assert row["iqm"] == pytest.approx(ci.estimate)
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx((ci.low, ci.high))
+        assert row["num_units"] == SEEDS * len(PARTNERS) * SEATS
+        assert rows[(layout, algorithm, "moderate")]["iqm"] == pytest.approx(moderate[(layout, algorithm)])
+    assert len(rows) == len(LAYOUTS) * len(ALGORITHMS) * 3
+
+
+def test_report_table_and_figures(tmp_path):
+    returns, br = synthetic()
+    write_tables(tmp_path, returns, br)
+    write_features(tmp_path)
+    result = CliRunner().invoke(report, [str(tmp_path), "--reps", "300", "--seed", "7"])
+    assert result.exit_code == 0, result.output
+    expected, _ = expected_all_rows(returns, br, seed=7, reps=300)
+    for (layout, algorithm), ci in expected.items():
+        assert f"layout: {layout}" in result.stdout
+        line = next(
+            ln
+            for ln in result.stdout.splitlines()
+            if ln.startswith(algorithm + " ") and f"{ci.estimate:.3f}" in ln
+        )
+        assert f"{ci.estimate:.3f} [{ci.low:.3f}, {ci.high:.3f}]" in line
+    figures = tmp_path / "figures"
+    names = ["br_prox.png", "br_prox_levels.png"]
+    names += [f"partners_{kind}_{layout}.png" for kind in ("pca", "features") for layout in LAYOUTS]
+    for name in names:
+        assert (figures / name).read_bytes()[:8] == PNG_MAGIC, name
+    assert not [p for p in figures.iterdir() if p.suffix == ".tmp"]
+
+
+def test_report_manifest_marks_partners(tmp_path):
+    returns, br = synthetic()
+    write_tables(tmp_path, returns, br)
+    ref = FileRef("x.pt", "0" * 64)  # not verified by `report`
+    partners = tuple(
+        PartnerEntry(
+            f"hsp{i}_final", "final", ref, BRReference(ref, 100.0), (float(i), 2.0, 1.0 + i % 2), f"hsp{i}"
+        )
+        for i in range(3)
+    )
+    selection = SelectionRecord(
+        "exact", "BR-Div", 1.0, 3, 1, ("hsp0", "hsp1", "hsp2"), ("hsp0", "hsp1", "hsp2")
+    )
+    manifest = PartnerSetManifest("coordination_ring", 0, ("a", "b", "c"), selection, partners)
+    path = write_manifest(manifest, tmp_path / "ring.json")
+    result = CliRunner().invoke(report, [str(tmp_path), "--reps", "50", "--manifest", str(path)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "figures" / "partners_features_coordination_ring.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_report_missing_results_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(report, [str(tmp_path)])
+    assert result.exit_code != 0
+    assert "results.parquet" in result.output
