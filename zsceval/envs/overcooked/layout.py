@@ -234,6 +234,10 @@ def parse_layout(text: str, source: str = "<string>") -> Layout:
         raise rd.error(meta["horizon"][1], 1, "horizon must be positive")
 
     terrain, starts = _parse_grid(grid, rd)
+    if dynamics[0] == "classic":
+        for row, lineno in grid:
+            if "T" in row:
+                raise rd.error(lineno, row.index("T") + 1, "tomato dispensers need 'dynamics: multi_recipe'")
     recipes = _parse_orders(orders, ints, rd)
     if dynamics[0] == "classic" and any(r.onions + r.tomatoes != MAX_INGREDIENTS or r.tomatoes for r in recipes):
         raise rd.error(orders[0][1] if orders else 1, 1, "classic dynamics only allow the 3-onion order")
