@@ -51,7 +51,7 @@ class Step:
     Attributes:
         obs: ``uint8 [B, n, H, W, C]`` per-agent lossless observation of the current state
             (post-transition, after auto-reset). Channels are documented by the environment
-            (``env.obs_channels``).
+            (``env.obs_channels``). ``None`` if the caller asked the env not to observe.
         avail_actions: ``bool [B, n, A]`` actions that do something other than a guaranteed
             no-op (overcooked-spec section 4.6); STAY is always available.
         reward: ``float32 [B]`` team sparse reward of the step (sum over agents; 20 per

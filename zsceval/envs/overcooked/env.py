@@ -188,12 +188,14 @@ class OvercookedEnv:
             )
         return actions
 
-    def step(self, actions: torch.Tensor) -> Step:
+    def step(self, actions: torch.Tensor, *, observe: bool = True) -> Step:
         """Advance every game by one joint action.
 
         Args:
             actions: ``int64 [num_envs, num_agents]`` in agent-slot order, overcooked-ai's action
                 indices (0 N, 1 S, 2 E, 3 W, 4 STAY, 5 INTERACT).
+            observe: if False, skip building observations (``obs`` and ``final_obs`` are
+                ``None``); for callers that only need rewards and events, and for benchmarks.
 
         Returns:
             A :class:`Step` for the post-transition state; games that hit the horizon are reset
@@ -224,9 +226,10 @@ class OvercookedEnv:
         truncated = state.timestep >= self.horizon
         final_obs = None
         if bool(truncated.any()):
-            final_obs = self._to_slots(self.encoder(state), seats)
+            if observe:
+                final_obs = self._to_slots(self.encoder(state), seats)
             state.assign_where(truncated, self._start_state(B))
-        return self._output(out, truncated, final_obs, seats)
+        return self._output(out, truncated, final_obs, seats, observe)
 
     def _to_slots(self, x: torch.Tensor, seats: torch.Tensor) -> torch.Tensor:
         """Reorder dim 1 of a player-order tensor ``x [B, n, ...]`` into agent-slot order."""
@@ -235,11 +238,11 @@ class OvercookedEnv:
         index = seats.view(*seats.shape, *([1] * (x.dim() - 2))).expand(-1, -1, *x.shape[2:])
         return x.gather(1, index)
 
-    def _output(self, out, truncated, final_obs, seats) -> Step:
+    def _output(self, out, truncated, final_obs, seats, observe: bool = True) -> Step:
         state = self.state
         sparse = out["sparse"]
         return Step(
-            obs=self._to_slots(self.encoder(state), state.seats),
+            obs=self._to_slots(self.encoder(state), state.seats) if observe else None,
             avail_actions=self._to_slots(dynamics.available_actions(state, self.tables), state.seats),
             reward=sparse.sum(1),
             sparse_by_agent=self._to_slots(sparse, seats),

@@ -77,14 +77,16 @@ class Encoder:
         Returns:
             ``uint8 [B, n, H, W, C]`` (non-contiguous channels-last view).
         """
-        T = self.T
         B, n = state.pos.shape
         HW, C = self.H * self.W, self.num_channels
         buf = torch.empty(B, n, C, HW, dtype=torch.uint8, device=state.pos.device)
         self._players(state, buf)
         s0 = NUM_PLAYER_CHANNELS
         buf[:, :, s0 : s0 + self.num_static] = self.static
-        buf[:, :, s0 + self.num_static :] = self._objects(state)[:, None]
+        # Object planes are the same for every perspective: build them in perspective 0, copy.
+        objects = buf[:, 0, s0 + self.num_static :]
+        self._objects(state, objects)
+        buf[:, 1:, s0 + self.num_static :] = objects[:, None]
         return buf.view(B, n, C, self.H, self.W).permute(0, 1, 3, 4, 2)
 
     def _players(self, state: State, buf: torch.Tensor) -> None:
@@ -100,40 +102,47 @@ class Encoder:
         idx = torch.cat([loc_ch[None] * HW + pos, ori_ch * HW + pos], dim=2)  # [B, n, 2n]
         players.scatter_(2, idx, 1)
 
-    def _objects(self, state: State) -> torch.Tensor:
-        """Object planes shared by every perspective: ``uint8 [B, C - 10 - num_static, HW]``."""
-        T = self.T
-        obj, seq, tick = state.obj.clone(), state.obj_seq.long(), state.obj_tick.long()
-        # Held objects are drawn at the holder's cell (always a floor cell without objects).
-        obj.scatter_(1, state.pos, state.held.to(torch.int8))
-        seq.scatter_(1, state.pos, state.held_seq)
-        tick.scatter_(1, state.pos, state.held_tick)
-        soup = obj == Obj.SOUP
-        pot_soup = soup & T.is_pot
+    def _objects(self, state: State, out: torch.Tensor) -> None:
+        """Writes the object planes shared by every perspective into ``out`` (``uint8 [B, K, HW]``).
+
+        Pot planes are computed on the P pot cells only; loose objects are compared on the grid;
+        held objects are then written at the holders' cells (floor cells that hold no object).
+        """
+        T, obj = self.T, state.obj
+        out.zero_()
+        pots = T.pot_cells
+        pot_soup = obj[:, pots] == Obj.SOUP  # [B, P]
+        seq = state.obj_seq[:, pots].long()
+        tick = state.obj_tick[:, pots].long()
+        held, pos = state.held, state.pos
+        held_soup = held == Obj.SOUP
         u8 = torch.uint8
         if not self.multi:
-            planes = [
-                torch.where(pot_soup, T.seq_len[seq], 0),
-                torch.where(pot_soup, tick.clamp(min=0), 0),
-                soup & ~T.is_pot,
-                obj == Obj.DISH,
-                obj == Obj.ONION,
-            ]
-        else:
-            idle = pot_soup & (tick < 0)
-            cooked = soup & ~idle
-            onions, tomatoes = T.seq_onions[seq], T.seq_tomatoes[seq]
-            remaining = (T.seq_time[seq] - tick).clamp(min=0)
-            urgent = (self.horizon - state.timestep) < URGENCY_STEPS
-            planes = [
-                torch.where(idle, onions, 0),
-                torch.where(idle, tomatoes, 0),
-                torch.where(cooked, onions, 0),
-                torch.where(cooked, tomatoes, 0),
-                torch.where(cooked, remaining, 0),
-                obj == Obj.DISH,
-                obj == Obj.ONION,
-                obj == Obj.TOMATO,
-                urgent[:, None].expand_as(soup),
-            ]
-        return torch.stack([p.to(u8) for p in planes], dim=1)
+            out[:, 0, pots] = torch.where(pot_soup, T.seq_len[seq], 0).to(u8)
+            out[:, 1, pots] = torch.where(pot_soup, tick.clamp(min=0), 0).to(u8)
+            loose = ((2, (obj == Obj.SOUP) & ~T.is_pot), (3, obj == Obj.DISH), (4, obj == Obj.ONION))
+            for ch, plane in loose:
+                out[:, ch] = plane
+            for ch, kind in ((2, Obj.SOUP), (3, Obj.DISH), (4, Obj.ONION)):
+                out[:, ch].scatter_(1, pos, (held == kind).to(u8))
+            return
+        idle = pot_soup & (tick < 0)
+        cooked = pot_soup & ~idle
+        out[:, 0, pots] = torch.where(idle, T.seq_onions[seq], 0).to(u8)
+        out[:, 1, pots] = torch.where(idle, T.seq_tomatoes[seq], 0).to(u8)
+        out[:, 2, pots] = torch.where(cooked, T.seq_onions[seq], 0).to(u8)
+        out[:, 3, pots] = torch.where(cooked, T.seq_tomatoes[seq], 0).to(u8)
+        out[:, 4, pots] = torch.where(cooked, (T.seq_time[seq] - tick).clamp(min=0), 0).to(u8)
+        # Soups off a pot (on counters or held) are ready: counts only, 0 ticks remaining.
+        counters = T.counter_cells
+        csoup = obj[:, counters] == Obj.SOUP
+        cseq = state.obj_seq[:, counters].long()
+        out[:, 2, counters] = torch.where(csoup, T.seq_onions[cseq], 0).to(u8)
+        out[:, 3, counters] = torch.where(csoup, T.seq_tomatoes[cseq], 0).to(u8)
+        out[:, 2].scatter_(1, pos, torch.where(held_soup, T.seq_onions[state.held_seq], 0).to(u8))
+        out[:, 3].scatter_(1, pos, torch.where(held_soup, T.seq_tomatoes[state.held_seq], 0).to(u8))
+        for ch, kind in ((5, Obj.DISH), (6, Obj.ONION), (7, Obj.TOMATO)):
+            out[:, ch] = obj == kind
+            out[:, ch].scatter_(1, pos, (held == kind).to(u8))
+        urgent = (self.horizon - state.timestep) < URGENCY_STEPS
+        out[:, 8] = urgent[:, None].to(u8)

@@ -80,6 +80,11 @@ class ReferenceGame:
         self.state, info = self.mdp.get_state_transition(self.state, actions)
         return list(info["sparse_reward_by_agent"]), list(info["shaped_reward_by_agent"])
 
+    def observe(self) -> list:
+        """Both players' lossless encodings (the reference's ``lossless_state_encoding``)."""
+        self._configure()
+        return self.mdp.lossless_state_encoding(self.state)
+
     def to_dict(self) -> dict:
         """The current state as overcooked-ai's state dict."""
         return self.state.to_dict()
