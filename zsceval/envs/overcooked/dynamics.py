@@ -48,10 +48,12 @@ def interact(state: State, actions: torch.Tensor, T: Tables, out: dict[str, torc
     n = actions.shape[1]
     # Start-of-step pot snapshot for the useful-dish rule: ready, cooking or partially full pots
     # (an idle pot holding 3 ingredients does not count, as in overcooked-ai).
-    pot_o = state.obj[:, T.pot_cells]
-    pot_seq = state.obj_seq[:, T.pot_cells].long()
-    idle_full = (state.obj_tick[:, T.pot_cells] < 0) & (T.seq_len[pot_seq] == 3)
+    pot_o = state.obj.index_select(1, T.pot_cells)
+    pot_seq = state.obj_seq.index_select(1, T.pot_cells).long()
+    idle_full = (state.obj_tick.index_select(1, T.pot_cells) < 0) & (T.seq_len[pot_seq] == 3)
     busy_pots = ((pot_o == Obj.SOUP) & ~idle_full).sum(1)
+    # Dishes on counters, kept up to date as players put and take dishes below.
+    counter_dishes = (state.obj.index_select(1, T.counter_cells) == Obj.DISH).sum(1)
 
     f_all = state.pos + T.delta[state.ori]
     for k in range(n):
@@ -73,10 +75,14 @@ def interact(state: State, actions: torch.Tensor, T: Tables, out: dict[str, torc
         # USEFUL_DISH_PICKUP (spec 3.1 #8): no dish on any counter now, and fewer dishes in hands
         # now than busy pots in the snapshot. Defined for two players only (overcooked-ai).
         useful = (code == Interaction.PICKUP_DISH_DISPENSER) & (n == 2)
-        useful &= ~(state.obj[:, T.counter_cells] == Obj.DISH).any(1)
+        useful &= counter_dishes == 0
         useful &= (state.held == Obj.DISH).sum(1) < busy_pots
+        counter_dishes += (code == Interaction.PUT_DISH_COUNTER).long()
+        counter_dishes -= (code == Interaction.PICKUP_DISH_COUNTER).long()
 
-        out["events"][:, k] = T.code_events[code] + T.aux_events[aux] + useful[:, None] * T.useful_dish_event
+        # index_select: row lookups into small tables (much faster than advanced indexing).
+        events = T.code_events.index_select(0, code) + T.aux_events.index_select(0, aux)
+        out["events"][:, k] = events + useful[:, None] * T.useful_dish_event
         out["shaped"][:, k] = T.code_shaped[code] + T.aux_shaped[aux] + useful * DISH_PICKUP_REWARD
         out["sparse"][:, k] = T.aux_sparse[aux]
         out["kind"][:, k] = code
@@ -127,7 +133,7 @@ def move(state: State, actions: torch.Tensor, T: Tables, out: dict[str, torch.Te
     new_pos = torch.where(collision[:, None], pos, tentative)
     idle = is_move & (new_pos == pos) & (new_ori == ori)
     move_code = torch.where(actions == Action.STAY, 1, torch.where(is_move, 2 + idle.long(), 0))
-    out["events"] += T.move_events[move_code]
+    out["events"] += T.move_events.index_select(0, move_code.flatten()).view(*move_code.shape, -1)
     state.pos = new_pos
     state.ori = new_ori
 
@@ -139,9 +145,9 @@ def cook(state: State, T: Tables, auto_start: bool) -> None:
     first, so it reaches tick 1 in the step its third ingredient was added (spec 2.6, 5.2 item 3).
     """
     state.timestep += 1
-    o = state.obj[:, T.pot_cells]
-    seq = state.obj_seq[:, T.pot_cells].long()
-    tick = state.obj_tick[:, T.pot_cells]
+    o = state.obj.index_select(1, T.pot_cells)
+    seq = state.obj_seq.index_select(1, T.pot_cells).long()
+    tick = state.obj_tick.index_select(1, T.pot_cells)
     has_soup = o == Obj.SOUP
     if auto_start:
         tick = torch.where(has_soup & (tick < 0) & (T.seq_len[seq] == 3), 0, tick)

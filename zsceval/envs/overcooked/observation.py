@@ -111,9 +111,9 @@ class Encoder:
         T, obj = self.T, state.obj
         out.zero_()
         pots = T.pot_cells
-        pot_soup = obj[:, pots] == Obj.SOUP  # [B, P]
-        seq = state.obj_seq[:, pots].long()
-        tick = state.obj_tick[:, pots].long()
+        pot_soup = obj.index_select(1, pots) == Obj.SOUP  # [B, P]
+        seq = state.obj_seq.index_select(1, pots).long()
+        tick = state.obj_tick.index_select(1, pots).long()
         held, pos = state.held, state.pos
         held_soup = held == Obj.SOUP
         u8 = torch.uint8
@@ -135,8 +135,8 @@ class Encoder:
         out[:, 4, pots] = torch.where(cooked, (T.seq_time[seq] - tick).clamp(min=0), 0).to(u8)
         # Soups off a pot (on counters or held) are ready: counts only, 0 ticks remaining.
         counters = T.counter_cells
-        csoup = obj[:, counters] == Obj.SOUP
-        cseq = state.obj_seq[:, counters].long()
+        csoup = obj.index_select(1, counters) == Obj.SOUP
+        cseq = state.obj_seq.index_select(1, counters).long()
         out[:, 2, counters] = torch.where(csoup, T.seq_onions[cseq], 0).to(u8)
         out[:, 3, counters] = torch.where(csoup, T.seq_tomatoes[cseq], 0).to(u8)
         out[:, 2].scatter_(1, pos, torch.where(held_soup, T.seq_onions[state.held_seq], 0).to(u8))
