@@ -66,6 +66,7 @@ class Encoder:
         )  # fmt: skip
         self.static = torch.stack([(T.terrain == k) for k in kinds]).to(torch.uint8)  # [S, HW]
         self.num_static = len(kinds)
+        self._index_cache: dict = {}
 
     @property
     def num_channels(self) -> int:
@@ -79,8 +80,10 @@ class Encoder:
         """
         B, n = state.pos.shape
         HW, C = self.H * self.W, self.num_channels
-        buf = torch.empty(B, n, C, HW, dtype=torch.uint8, device=state.pos.device)
-        self._players(state, buf)
+        # One zeroed allocation; only non-zero entries are written below.
+        buf = torch.zeros(B, n * C * HW, dtype=torch.uint8, device=state.pos.device)
+        buf.scatter_(1, self._player_index(state), 1)
+        buf = buf.view(B, n, C, HW)
         s0 = NUM_PLAYER_CHANNELS
         buf[:, :, s0 : s0 + self.num_static] = self.static
         # Object planes are the same for every perspective: build them in perspective 0, copy.
@@ -89,27 +92,40 @@ class Encoder:
         buf[:, 1:, s0 + self.num_static :] = objects[:, None]
         return buf.view(B, n, C, self.H, self.W).permute(0, 1, 3, 4, 2)
 
-    def _players(self, state: State, buf: torch.Tensor) -> None:
-        """Channels 0-9: for perspective k, ego planes for player k and 'other' planes for the rest."""
-        B, n = state.pos.shape
-        HW = self.H * self.W
-        players = buf[:, :, :NUM_PLAYER_CHANNELS].view(B, n, NUM_PLAYER_CHANNELS * HW)
-        players.zero_()
-        eye = torch.eye(n, dtype=torch.bool, device=state.pos.device)  # [k, j]: j is ego of k
-        loc_ch = torch.where(eye, 0, 1)  # [n, n]
-        ori_ch = torch.where(eye, 2, 6)[None] + state.ori[:, None, :]  # [B, n, n]
-        pos = state.pos[:, None, :]
-        idx = torch.cat([loc_ch[None] * HW + pos, ori_ch * HW + pos], dim=2)  # [B, n, 2n]
-        players.scatter_(2, idx, 1)
+    def _player_index(self, state: State) -> torch.Tensor:
+        """Flat indices ``int64 [B, 2 n^2]`` of the ones in channels 0-9 of ``[n, C, HW]``.
+
+        Perspective k has its ego (player k) in the location plane 0 and facing planes 2-5, and
+        every other player j in plane 1 and facing planes 6-9. Computed in a transposed
+        ``[2 n^2, B]`` layout so that broadcasting runs along the long axis.
+        """
+        n = state.pos.shape[1]
+        key = (n, state.pos.device)
+        if self._index_cache.get("key") != key:
+            HW, C = self.H * self.W, self.num_channels
+            pairs = [(k, j) for k in range(n) for j in range(n)]
+            base = [(0 if k == j else 1) * HW + k * C * HW for k, j in pairs]
+            base += [(2 if k == j else 6) * HW + k * C * HW for k, j in pairs]
+            dev = state.pos.device
+            self._index_cache = {
+                "key": key,
+                "select": torch.tensor([j for _, j in pairs] * 2, device=dev),
+                "base": torch.tensor(base, device=dev)[:, None],
+                "ori_scale": torch.tensor([0] * n * n + [HW] * n * n, device=dev)[:, None],
+            }
+        c = self._index_cache
+        pos_t = state.pos.t().contiguous().index_select(0, c["select"])
+        ori_t = state.ori.t().contiguous().index_select(0, c["select"])
+        return (pos_t + ori_t * c["ori_scale"] + c["base"]).t().contiguous()
 
     def _objects(self, state: State, out: torch.Tensor) -> None:
-        """Writes the object planes shared by every perspective into ``out`` (``uint8 [B, K, HW]``).
+        """Writes the object planes shared by every perspective into ``out`` (``uint8 [B, K, HW]``,
+        zero on entry).
 
         Pot planes are computed on the P pot cells only; loose objects are compared on the grid;
         held objects are then written at the holders' cells (floor cells that hold no object).
         """
         T, obj = self.T, state.obj
-        out.zero_()
         pots = T.pot_cells
         pot_soup = obj.index_select(1, pots) == Obj.SOUP  # [B, P]
         seq = state.obj_seq.index_select(1, pots).long()
@@ -118,31 +134,30 @@ class Encoder:
         held_soup = held == Obj.SOUP
         u8 = torch.uint8
         if not self.multi:
-            out[:, 0, pots] = torch.where(pot_soup, T.seq_len[seq], 0).to(u8)
-            out[:, 1, pots] = torch.where(pot_soup, tick.clamp(min=0), 0).to(u8)
-            loose = ((2, (obj == Obj.SOUP) & ~T.is_pot), (3, obj == Obj.DISH), (4, obj == Obj.ONION))
-            for ch, plane in loose:
-                out[:, ch] = plane
             for ch, kind in ((2, Obj.SOUP), (3, Obj.DISH), (4, Obj.ONION)):
+                torch.eq(obj, kind, out=out[:, ch].view(torch.bool))
                 out[:, ch].scatter_(1, pos, (held == kind).to(u8))
+            out[:, 2].index_fill_(1, pots, 0)  # soups in pots are described by planes 0-1
+            out[:, 0].index_copy_(1, pots, torch.where(pot_soup, T.seq_len[seq], 0).to(u8))
+            out[:, 1].index_copy_(1, pots, torch.where(pot_soup, tick.clamp(min=0), 0).to(u8))
             return
         idle = pot_soup & (tick < 0)
         cooked = pot_soup & ~idle
-        out[:, 0, pots] = torch.where(idle, T.seq_onions[seq], 0).to(u8)
-        out[:, 1, pots] = torch.where(idle, T.seq_tomatoes[seq], 0).to(u8)
-        out[:, 2, pots] = torch.where(cooked, T.seq_onions[seq], 0).to(u8)
-        out[:, 3, pots] = torch.where(cooked, T.seq_tomatoes[seq], 0).to(u8)
-        out[:, 4, pots] = torch.where(cooked, (T.seq_time[seq] - tick).clamp(min=0), 0).to(u8)
+        onions, tomatoes = T.seq_onions[seq], T.seq_tomatoes[seq]
+        remaining = (T.seq_time[seq] - tick).clamp(min=0)
+        for ch, mask, value in ((0, idle, onions), (1, idle, tomatoes), (2, cooked, onions),
+                                (3, cooked, tomatoes), (4, cooked, remaining)):  # fmt: skip
+            out[:, ch].index_copy_(1, pots, torch.where(mask, value, 0).to(u8))
         # Soups off a pot (on counters or held) are ready: counts only, 0 ticks remaining.
         counters = T.counter_cells
         csoup = obj.index_select(1, counters) == Obj.SOUP
         cseq = state.obj_seq.index_select(1, counters).long()
-        out[:, 2, counters] = torch.where(csoup, T.seq_onions[cseq], 0).to(u8)
-        out[:, 3, counters] = torch.where(csoup, T.seq_tomatoes[cseq], 0).to(u8)
+        out[:, 2].index_copy_(1, counters, torch.where(csoup, T.seq_onions[cseq], 0).to(u8))
+        out[:, 3].index_copy_(1, counters, torch.where(csoup, T.seq_tomatoes[cseq], 0).to(u8))
         out[:, 2].scatter_(1, pos, torch.where(held_soup, T.seq_onions[state.held_seq], 0).to(u8))
         out[:, 3].scatter_(1, pos, torch.where(held_soup, T.seq_tomatoes[state.held_seq], 0).to(u8))
         for ch, kind in ((5, Obj.DISH), (6, Obj.ONION), (7, Obj.TOMATO)):
-            out[:, ch] = obj == kind
+            torch.eq(obj, kind, out=out[:, ch].view(torch.bool))
             out[:, ch].scatter_(1, pos, (held == kind).to(u8))
         urgent = (self.horizon - state.timestep) < URGENCY_STEPS
-        out[:, 8] = urgent[:, None].to(u8)
+        out[:, 8].masked_fill_(urgent[:, None], 1)
