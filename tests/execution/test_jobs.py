@@ -1,0 +1,84 @@
+"""Jobs are idempotent and resumable: finished work is never redone; failures leave no marker."""
+
+import json
+
+import pytest
+
+from zsceval.execution import Job, JobError, job_kind, order_jobs, read_result, run_jobs
+
+CALLS: list[str] = []
+
+
+@job_kind("test.write")
+def _write(params, out, needs):
+    CALLS.append(params["name"])
+    total = params["value"] + sum(json.loads((p / "value.json").read_text()) for p in needs.values())
+    (out / "value.json").write_text(json.dumps(total))
+    if params.get("fail"):
+        raise RuntimeError("boom")
+    return {"value": total}
+
+
+@job_kind("test.square")
+def _square(params, out, needs):
+    return params["x"] ** 2
+
+
+def jobs(fail_c=False):
+    return [
+        Job("c", "test.write", {"name": "c", "value": 100, "fail": fail_c}, needs=("a", "b"), out="c"),
+        Job("a", "test.write", {"name": "a", "value": 1}, out="a"),
+        Job("b", "test.write", {"name": "b", "value": 10}, needs=("a",), out="b"),
+    ]
+
+
+def test_dependency_order_and_results(tmp_path):
+    CALLS.clear()
+    assert [j.id for j in order_jobs(jobs())] == ["a", "b", "c"]
+    results = run_jobs(jobs(), tmp_path, progress=False)
+    assert CALLS == ["a", "b", "c"]
+    # b = 10 + a(1); c = 100 + a(1) + b(11)
+    assert results == {"a": {"value": 1}, "b": {"value": 11}, "c": {"value": 112}}
+    assert read_result(jobs()[0], tmp_path) == {"value": 112}
+
+
+def test_killed_run_resumes_without_redoing_finished_jobs(tmp_path):
+    CALLS.clear()
+    with pytest.raises(JobError, match="boom"):
+        run_jobs(jobs(fail_c=True), tmp_path, progress=False)
+    assert CALLS == ["a", "b", "c"]
+    assert not (tmp_path / "c" / "DONE.json").exists()
+    CALLS.clear()
+    results = run_jobs(jobs(), tmp_path, progress=False)
+    assert CALLS == ["c"]  # a and b were finished and are not run again
+    assert results["c"] == {"value": 112}
+
+
+def test_changed_parameters_rerun_the_job(tmp_path):
+    CALLS.clear()
+    run_jobs(jobs(), tmp_path, progress=False)
+    changed = jobs()
+    changed[1] = Job("a", "test.write", {"name": "a", "value": 2}, out="a")
+    CALLS.clear()
+    run_jobs(changed, tmp_path, progress=False)
+    assert CALLS == ["a"]  # b and c keep their markers (their own params did not change)
+
+
+def test_bad_job_graphs_are_refused(tmp_path):
+    with pytest.raises(JobError, match="unknown job"):
+        order_jobs([Job("x", "test.square", {"x": 1}, needs=("nope",), out="x")])
+    with pytest.raises(JobError, match="cycle"):
+        order_jobs([Job("x", "test.square", needs=("y",), out="x"), Job("y", "test.square", needs=("x",), out="y")])
+    with pytest.raises(JobError, match="duplicate"):
+        order_jobs([Job("x", "test.square", out="x"), Job("x", "test.square", out="y")])
+    with pytest.raises(JobError, match="did you mean 'test.square'"):
+        run_jobs([Job("x", "test.sqare", {"x": 1}, out="x")], tmp_path, progress=False)
+    with pytest.raises(ValueError, match="valid: local, process, ray"):
+        run_jobs([], tmp_path, executor="slurm")
+
+
+def test_process_pool_executor(tmp_path):
+    js = [Job(f"sq{i}", "test.square", {"x": i}, out=f"sq{i}") for i in range(4)]
+    results = run_jobs(js, tmp_path, executor="process", workers=2, modules=("tests.execution.test_jobs",),
+                       progress=False)  # fmt: skip
+    assert results == {f"sq{i}": i * i for i in range(4)}
