@@ -207,4 +207,6 @@ def get(name: str) -> type:
     valid = sorted(_registry)
     close = difflib.get_close_matches(name, valid, n=1)
     hint = f" Did you mean '{close[0]}'?" if close else ""
-    raise UnknownAlgorithmError(f"unknown algorithm '{name}'. Registered algorithms: {', '.join(valid)}.{hint}")
+    raise UnknownAlgorithmError(
+        f"unknown algorithm '{name}'. Registered algorithms: {', '.join(valid)}.{hint}"
+    )

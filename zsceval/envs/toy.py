@@ -40,7 +40,9 @@ class ToyCueEnv:
     obs_shape = (3, 3, 6)
     event_names = ("match", "stay")
 
-    def __init__(self, num_envs: int, num_agents: int = 2, device="cpu", seed: int = 0, horizon: int = 8) -> None:
+    def __init__(
+        self, num_envs: int, num_agents: int = 2, device="cpu", seed: int = 0, horizon: int = 8
+    ) -> None:
         self.num_envs, self.num_agents, self.horizon = num_envs, num_agents, horizon
         self.device = torch.device(device)
         self.generator = torch.Generator(self.device).manual_seed(seed)
@@ -73,7 +75,9 @@ class ToyCueEnv:
         return obs
 
     def _avail(self) -> torch.Tensor:
-        avail = torch.ones(self.num_envs, self.num_agents, self.num_actions, dtype=torch.bool, device=self.device)
+        avail = torch.ones(
+            self.num_envs, self.num_agents, self.num_actions, dtype=torch.bool, device=self.device
+        )
         avail[..., INTERACT] = False
         return avail
 

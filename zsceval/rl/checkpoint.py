@@ -287,7 +287,9 @@ def policy_weights(weights: dict[str, torch.Tensor], name: str) -> dict[str, tor
     return {k[len(prefix) :]: v for k, v in weights.items() if k.startswith(prefix)}
 
 
-def load_policy(path: str | Path, name: str | None = None, device: str | torch.device = "cpu") -> tuple[Policy, dict]:
+def load_policy(
+    path: str | Path, name: str | None = None, device: str | torch.device = "cpu"
+) -> tuple[Policy, dict]:
     """Load one policy of a checkpoint (default: the ego policy named in its metadata).
 
     Args:
@@ -313,7 +315,9 @@ def load_policy(path: str | Path, name: str | None = None, device: str | torch.d
     try:
         policy.load_state_dict(policy_weights(weights, name))
     except RuntimeError as exc:
-        raise CheckpointError(f"checkpoint {ckpt}: weights of '{name}' do not match its network spec: {exc}") from None
+        raise CheckpointError(
+            f"checkpoint {ckpt}: weights of '{name}' do not match its network spec: {exc}"
+        ) from None
     return policy.to(device).eval(), meta
 
 

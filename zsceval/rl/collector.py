@@ -138,7 +138,9 @@ class Collector:
                     continue
                 starts_k = self._select(self.starts, k)
                 h_a = self._select(self.h_actor[k], k)
-                a, logp, h_a2 = policy.act(self._select(obs, k), self._select(avail, k), h_a, starts_k, self.generator)
+                a, logp, h_a2 = policy.act(
+                    self._select(obs, k), self._select(avail, k), h_a, starts_k, self.generator
+                )
                 if k < self.num_learners:
                     h_c = self._select(self.h_critic[k], k)
                     v, h_c2 = policy.value(self._select(critic_obs, k), h_c, starts_k)
@@ -190,7 +192,9 @@ class Collector:
             if rows is not None and rows.numel() == 0:
                 continue
             v, _ = self.policies[k].value(
-                self._select(final_critic_obs, k), self._select(self.h_critic[k], k), self._select(no_start, k)
+                self._select(final_critic_obs, k),
+                self._select(self.h_critic[k], k),
+                self._select(no_start, k),
             )
             self._store(buf.truncated_values[t].view(N), rows, v)
 

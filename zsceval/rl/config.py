@@ -79,6 +79,9 @@ class ModelConfig:
     """Add a GRU(hidden_size) after the encoder, trained with chunked BPTT."""
     chunk_length: int = 10
     """BPTT chunk length in env steps for the recurrent policy (ZSC-Eval ``data_chunk_length``)."""
+    bf16: bool = False
+    """Run actor and critic under bfloat16 autocast (weights and optimizer stay float32). About
+    2x faster updates on CPUs with AVX512-BF16 and on recent GPUs; off reproduces float32 math."""
     obs_scale: float = 1.0
     """Observations (uint8 counts and 0/1 planes) are cast to float32 and multiplied by this.
     1.0 matches ZSC-Eval's effective input (it multiplies by 255 in the env and divides by 255
@@ -345,6 +348,7 @@ def load_yaml_file(path: str | Path, base: TrainConfig | None = None) -> TrainCo
 
 def resolve_config(
     *,
+    base: TrainConfig | None = None,
     preset: str | None = None,
     config_file: str | Path | None = None,
     overrides: tuple[str, ...] | list[str] = (),
@@ -353,12 +357,13 @@ def resolve_config(
     """Resolve a config in the documented order: defaults, preset, file, overrides, flags.
 
     Args:
+        base: starting config (default: the dataclass defaults).
         preset: preset name or None.
         config_file: user YAML file or None.
         overrides: ``section.key=value`` strings.
         **flags: dotted keys given by explicit CLI flags (``{"run.seed": 3}``); None values skip.
     """
-    cfg = TrainConfig()
+    cfg = base or TrainConfig()
     if preset is not None:
         cfg = load_preset(preset, cfg)
     if config_file is not None:
@@ -394,7 +399,10 @@ def validate(cfg: TrainConfig) -> None:
             "ppo.entropy_milestones must be increasing",
         ),
         (cfg.model.kind in ("mlp", "cnn"), f"model.kind must be 'mlp' or 'cnn', got '{cfg.model.kind}'"),
-        (cfg.env.name in ("overcooked", "toy"), f"env.name must be 'overcooked' or 'toy', got '{cfg.env.name}'"),
+        (
+            cfg.env.name in ("overcooked", "toy"),
+            f"env.name must be 'overcooked' or 'toy', got '{cfg.env.name}'",
+        ),
         (
             not cfg.model.recurrent or cfg.ppo.rollout_length % cfg.model.chunk_length == 0,
             "ppo.rollout_length must be a multiple of model.chunk_length for a recurrent model",

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
-
 import torch
 
 from zsceval.rl.config import ConfigError, EnvConfig
 
 __all__ = ["env_spec", "make_env"]
-
-
-def _overcooked_layouts() -> list[str]:
-    try:
-        from zsceval.envs.overcooked import layout_names  # type: ignore[attr-defined]
-    except ImportError:
-        return []
-    return sorted(layout_names())
 
 
 def make_env(cfg: EnvConfig, num_envs: int | None = None, device: str | torch.device = "cpu", seed: int = 0):
@@ -36,24 +26,19 @@ def make_env(cfg: EnvConfig, num_envs: int | None = None, device: str | torch.de
         from zsceval.envs.toy import ToyCueEnv
 
         return ToyCueEnv(B, device=device, seed=seed, horizon=cfg.horizon)
-    from zsceval.envs.overcooked import OvercookedEnv
+    from pathlib import Path
 
-    names = _overcooked_layouts()
-    if names and cfg.layout not in names:
-        raise ConfigError(_unknown_layout(cfg.layout, names))
-    try:
-        return OvercookedEnv(
-            cfg.layout, B, device=device, seed=seed, horizon=cfg.horizon, randomize_seats=cfg.randomize_seats
-        )
-    except (KeyError, FileNotFoundError) as exc:
-        raise ConfigError(_unknown_layout(cfg.layout, names) + f" ({exc})") from None
+    from zsceval.envs.overcooked import OvercookedEnv, resolve_layout_name
 
-
-def _unknown_layout(name: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(name, names, n=1)
-    hint = f" Did you mean '{close[0]}'?" if close else ""
-    listing = f" Valid layouts: {', '.join(names)}." if names else ""
-    return f"unknown layout '{name}'.{listing}{hint}"
+    layout = cfg.layout
+    if not Path(layout).is_file():
+        try:
+            layout = resolve_layout_name(layout)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    return OvercookedEnv(
+        layout, B, device=device, seed=seed, horizon=cfg.horizon, randomize_seats=cfg.randomize_seats
+    )
 
 
 def env_spec(env) -> dict:

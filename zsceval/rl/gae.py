@@ -51,10 +51,18 @@ def compute_gae(
     """
     T = rewards.shape[0]
     if values.shape != (T + 1, *rewards.shape[1:]):
-        raise ValueError(f"values must be [T+1, ...] = {(T + 1, *rewards.shape[1:])}, got {tuple(values.shape)}")
-    for name, x in (("terminated", terminated), ("truncated", truncated), ("truncated_values", truncated_values)):
+        raise ValueError(
+            f"values must be [T+1, ...] = {(T + 1, *rewards.shape[1:])}, got {tuple(values.shape)}"
+        )
+    for name, x in (
+        ("terminated", terminated),
+        ("truncated", truncated),
+        ("truncated_values", truncated_values),
+    ):
         if x.shape != rewards.shape:
-            raise ValueError(f"{name} must have the shape of rewards {tuple(rewards.shape)}, got {tuple(x.shape)}")
+            raise ValueError(
+                f"{name} must have the shape of rewards {tuple(rewards.shape)}, got {tuple(x.shape)}"
+            )
     not_term = (~terminated).to(rewards.dtype)
     not_done = (~(terminated | truncated)).to(rewards.dtype)
     next_values = torch.where(truncated, truncated_values, values[1:]) * not_term

@@ -137,7 +137,9 @@ class _Trunk(nn.Module):
         h = self.gru(x, h)
         return h, h
 
-    def sequence(self, obs: torch.Tensor, h0: torch.Tensor | None, starts: torch.Tensor | None) -> torch.Tensor:
+    def sequence(
+        self, obs: torch.Tensor, h0: torch.Tensor | None, starts: torch.Tensor | None
+    ) -> torch.Tensor:
         """A chunk of L steps for N sequences: ``obs [L, N, ...]``, ``h0 [N, hidden]``,
         ``starts bool [L, N]`` -> features ``[L, N, out]`` (truncated BPTT through the chunk)."""
         L, N = obs.shape[:2]

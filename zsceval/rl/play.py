@@ -6,11 +6,10 @@ import math
 from dataclasses import dataclass
 
 import torch
-from scipy import stats
 
 from zsceval.rl.policy import Policy
 
-__all__ = ["PlayResult", "mean_ci", "play"]
+__all__ = ["PlayResult", "mean_ci", "play", "summarize"]
 
 
 @dataclass
@@ -40,6 +39,8 @@ def mean_ci(x: torch.Tensor, level: float = 0.95) -> tuple[float, float, float]:
     Returns:
         ``(mean, low, high)``; low = high = mean when M < 2.
     """
+    from scipy import stats  # imported lazily: scipy.stats costs ~1 s at import
+
     x = x.double().cpu()
     m = float(x.mean()) if x.numel() else float("nan")
     if x.numel() < 2:

@@ -52,6 +52,12 @@ class Policy(nn.Module):
         self.critic = CriticNet(tuple(spec["critic_obs_shape"]), model)
         self.value_norm = ValueNorm()
         self.use_value_norm = True
+        self.bf16 = bool(model.get("bf16", False))
+
+    def _autocast(self):
+        """bfloat16 autocast context when the spec asks for it (``model.bf16``), else a no-op."""
+        device_type = next(self.parameters()).device.type
+        return torch.autocast(device_type, dtype=torch.bfloat16, enabled=self.bf16)
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> Policy:
@@ -98,8 +104,12 @@ class Policy(nn.Module):
         Returns:
             ``(actions int64 [N], log_probs float32 [N], h float32 [N, hidden])``.
         """
-        feats, h_new = self.actor.trunk.step(obs, self._h(h), starts)
-        logits = masked_logits(self.actor.head(feats), avail)
+        with self._autocast():
+            feats, h_new = self.actor.trunk.step(obs, self._h(h), starts)
+            logits = self.actor.head(feats)
+        logits = masked_logits(logits.float(), avail)
+        if h_new is not None:
+            h_new = h_new.float()
         logp_all = F.log_softmax(logits, dim=-1)
         if deterministic:
             actions = logits.argmax(-1)
@@ -114,8 +124,10 @@ class Policy(nn.Module):
         self, critic_obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Normalized value of N rows: ``(value float32 [N], h float32 [N, hidden])``."""
-        feats, h_new = self.critic.trunk.step(critic_obs, self._h(h), starts)
-        return self.critic.head(feats).squeeze(-1), (h if h_new is None else h_new)
+        with self._autocast():
+            feats, h_new = self.critic.trunk.step(critic_obs, self._h(h), starts)
+            v = self.critic.head(feats)
+        return v.float().squeeze(-1), (h if h_new is None else h_new.float())
 
     def denormalize(self, v: torch.Tensor) -> torch.Tensor:
         """Normalized value -> return scale (identity without value normalization)."""
@@ -142,11 +154,10 @@ class Policy(nn.Module):
         Returns:
             ``(log_probs [L, N], entropy [L, N], values [L, N])``, float32; values normalized.
         """
-        feats = self.actor.trunk.sequence(obs, self._h(h_actor), starts)
-        logits = masked_logits(self.actor.head(feats), avail)
-        logp_all = F.log_softmax(logits, dim=-1)
+        with self._autocast():
+            logits = self.actor.head(self.actor.trunk.sequence(obs, self._h(h_actor), starts))
+            values = self.critic.head(self.critic.trunk.sequence(critic_obs, self._h(h_critic), starts))
+        logp_all = F.log_softmax(masked_logits(logits.float(), avail), dim=-1)
         logp = logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
         entropy = -(logp_all.exp() * logp_all).sum(-1)
-        cfeats = self.critic.trunk.sequence(critic_obs, self._h(h_critic), starts)
-        values = self.critic.head(cfeats).squeeze(-1)
-        return logp, entropy, values
+        return logp, entropy, values.float().squeeze(-1)

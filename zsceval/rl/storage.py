@@ -83,6 +83,6 @@ class RolloutBuffer:
 
     def rows(self, x: torch.Tensor, index: torch.Tensor | None, time_dim: bool = True) -> torch.Tensor:
         """Flatten ``[T, B, n, ...]`` to ``[T, B*n, ...]`` and keep the rows in ``index`` (all if None)."""
-        lead = 2 if time_dim else 1
-        flat = x.reshape(*x.shape[: lead - 1], -1, *x.shape[lead + 1 :])
-        return flat if index is None else flat.index_select(lead - 1, index)
+        i = 1 if time_dim else 0
+        flat = x.reshape(*x.shape[:i], x.shape[i] * x.shape[i + 1], *x.shape[i + 2 :])
+        return flat if index is None else flat.index_select(i, index)

@@ -55,7 +55,9 @@ class PPOUpdater:
             term = buf.rows(buf.terminated.unsqueeze(-1).expand(-1, -1, n), rows)
             trunc = buf.rows(buf.truncated.unsqueeze(-1).expand(-1, -1, n), rows)
             rewards = buf.rows(buf.rewards, rows)
-            return compute_gae(rewards, values, term, trunc, trunc_values, self.cfg.gamma, self.cfg.gae_lambda)
+            return compute_gae(
+                rewards, values, term, trunc, trunc_values, self.cfg.gamma, self.cfg.gae_lambda
+            )
 
     def update(
         self, buf: RolloutBuffer, rows: torch.Tensor | None, entropy_coef: float, generator: torch.Generator
@@ -92,8 +94,7 @@ class PPOUpdater:
             "targets": targets,
         }
         seq = {k: _chunks(v, L) for k, v in data.items()}
-        h_actor = buf.rows(buf.h_actor, rows)[::L].reshape(-1, buf.h_actor.shape[-1])
-        h_critic = buf.rows(buf.h_critic, rows)[::L].reshape(-1, buf.h_critic.shape[-1])
+        h_actor, h_critic = (buf.rows(h, rows)[::L].flatten(0, 1) for h in (buf.h_actor, buf.h_critic))
         S = seq["actions"].shape[1]
         mb_size = -(-S // cfg.num_minibatches)
         sums: dict[str, torch.Tensor] = {}

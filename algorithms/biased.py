@@ -1,0 +1,102 @@
+"""Behavior-preferring agent with its best response (HSP stage 1; ZSC-Eval partner candidates).
+
+Method (ZSC-Eval Sec. 4.1, Alg. 1; HSP). Two policies learn together with independent PPO: the
+*biased* agent pi_w maximizes a hidden, behavior-preferring reward
+
+    r_w(s, a) = w_sparse * r_sparse(s, a) + sum_j w_j * phi_j(s, a),
+
+where phi_j counts event j of the biased agent at that step (the layout's ZSC-Eval event list,
+overcooked-spec 3.1 / 5.5) and r_sparse is the team sparse reward. It gets **no** default shaping.
+Its partner, the approximate best response BR(pi_w), learns from the ordinary reward: team sparse
+plus its own base shaped reward scaled by the annealed shaping factor (overcooked-spec 3.5).
+The biased agent's seat is drawn at random for every game at every episode start (ZSC-Eval's
+``random_index`` for bias agents), so both learn to play either seat.
+
+``algo.weights`` is the weight vector w: one entry per event in the env's event order, then the
+sparse weight (18 entries on classic layouts, 30 on multi-recipe ones); see
+``zsceval.evaluation.reward_space`` for the per-layout grids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from zsceval.envs.base import Step
+from zsceval.envs.overcooked import CLASSIC_EVENTS, MULTI_RECIPE_EVENTS, load_layout
+from zsceval.registry import register
+from zsceval.rl.algorithm import Algorithm, default_training_reward
+from zsceval.rl.config import ConfigError
+from zsceval.rl.policy import Policy
+
+BIASED, PARTNER = 0, 1
+
+
+@dataclass(frozen=True)
+class BiasedOptions:
+    """Options of the ``biased`` algorithm (``algo.*`` config keys)."""
+
+    weights: tuple[float, ...] = ()
+    """w: event weights in the env's event order, then the sparse-reward weight (ZSC-Eval ``w0``)."""
+
+
+def random_seats_at_episode_start(
+    algo: Algorithm, iteration: int, generator: torch.Generator, current: torch.Tensor | None
+) -> torch.Tensor:
+    """Seat assignment ``int64 [B, 2]`` of policies 0 and 1, redrawn per game at episode starts.
+
+    Rollouts of T steps start an episode every ``horizon / gcd`` iterations (all games reset in
+    lockstep); between episode starts the previous assignment is kept.
+    """
+    T, horizon = algo.config.ppo.rollout_length, algo.config.env.horizon
+    if current is not None and (iteration * T) % horizon != 0:
+        return current
+    flip = torch.randint(0, 2, (algo.num_envs,), generator=generator, device=algo.device)
+    return torch.stack([flip, 1 - flip], dim=1)
+
+
+@register("biased", "Behavior-preferring agent pi_w + its best response (HSP stage 1, ZSC-Eval partners).")
+class Biased(Algorithm):
+    """pi_w (hidden reward w, no shaping) and BR(pi_w) (sparse + annealed shaping), random seats."""
+
+    Options = BiasedOptions
+
+    def __init__(self, config, num_envs: int, num_agents: int, device) -> None:
+        super().__init__(config, num_envs, num_agents, device)
+        if num_agents != 2:
+            raise ConfigError(f"'biased' needs 2 agents, the env has {num_agents}")
+        layout = load_layout(config.env.layout)
+        events = MULTI_RECIPE_EVENTS if layout.dynamics == "multi_recipe" else CLASSIC_EVENTS
+        w = tuple(float(x) for x in self.options.weights)
+        if len(w) != len(events) + 1:
+            raise ConfigError(
+                f"algo.weights needs {len(events) + 1} entries for layout {layout.name!r} "
+                f"({len(events)} events then the sparse weight), got {len(w)}"
+            )
+        self.w_events = torch.tensor(w[:-1], dtype=torch.float32, device=self.device)
+        self.w_sparse = w[-1]
+        self.seats: torch.Tensor | None = None
+
+    def build_learners(self, make_policy: Callable[[], Policy]) -> dict[str, Policy]:
+        """The biased agent pi_w (reported as the ego) and its best-response partner."""
+        return {"biased": make_policy(), "br": make_policy()}
+
+    def assign_seats(self, iteration: int, generator: torch.Generator) -> torch.Tensor:
+        """pi_w in a random seat per game, redrawn at every episode start."""
+        self.seats = random_seats_at_episode_start(self, iteration, generator, self.seats)
+        return self.seats
+
+    def training_reward(self, step: Step, shaping_factor: float) -> torch.Tensor:
+        """``float32 [B, 2]``: r_w for pi_w's seat, sparse + rsf * shaped for the partner's seat."""
+        hidden = step.events.float() @ self.w_events + self.w_sparse * step.reward.unsqueeze(-1)
+        ordinary = default_training_reward(step, shaping_factor)
+        return torch.where(self.seats == BIASED, hidden, ordinary)
+
+    def state_dict(self) -> dict:
+        return {"seats": None if self.seats is None else self.seats.tolist()}
+
+    def load_state_dict(self, state: dict) -> None:
+        seats = state.get("seats")
+        self.seats = None if seats is None else torch.tensor(seats, dtype=torch.int64, device=self.device)

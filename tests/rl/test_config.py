@@ -1,0 +1,53 @@
+"""Config: presets, overrides, unknown keys, coercion, frozen dataclasses."""
+
+import dataclasses
+
+import pytest
+
+from zsceval.rl.config import (
+    ConfigError,
+    TrainConfig,
+    apply_overrides,
+    config_from_dict,
+    config_to_dict,
+    load_preset,
+    resolve_config,
+)
+
+
+def test_presets_load_and_paper_matches_zsceval():
+    paper = load_preset("paper")
+    assert paper.model.kind == "cnn" and paper.ppo.epochs == 15 and paper.ppo.num_minibatches == 1
+    assert paper.ppo.lr == 5e-4 and paper.ppo.clip == 0.2 and paper.ppo.gamma == 0.99
+    assert paper.ppo.entropy_coefs == (0.2, 0.05, 0.01)
+    assert paper.ppo.entropy_milestones == (0.0, 5e6, 1e7)
+    assert paper.run.total_steps == 10_000_000 and paper.shaping.horizon == 1e8
+    quick = load_preset("quick")
+    assert quick.model.kind == "mlp"
+
+
+def test_overrides_and_flags_apply_in_order_and_coerce_types():
+    cfg = resolve_config(preset="quick", overrides=["ppo.lr=1e-3", "run.total_steps=2e6"], **{"run.seed": 7})
+    assert cfg.ppo.lr == 1e-3 and cfg.run.total_steps == 2_000_000 and isinstance(cfg.run.total_steps, int)
+    assert cfg.run.seed == 7
+
+
+def test_unknown_key_names_closest_valid_key():
+    with pytest.raises(ConfigError, match=r"unknown config key 'ppo.lrr'; did you mean 'ppo.lr'"):
+        apply_overrides(TrainConfig(), ["ppo.lrr=1"])
+    with pytest.raises(ConfigError, match="'ppo'"):
+        config_from_dict({"ppoo": {"lr": 1}})
+
+
+def test_bad_value_is_refused():
+    with pytest.raises(ConfigError, match="env.num_envs"):
+        apply_overrides(TrainConfig(), ["env.num_envs=1.5"])
+    with pytest.raises(ConfigError, match="unknown preset 'quik'"):
+        load_preset("quik")
+
+
+def test_config_is_frozen_and_round_trips():
+    cfg = resolve_config(preset="paper")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.ppo.lr = 1.0  # type: ignore[misc]
+    assert config_from_dict(config_to_dict(cfg)) == cfg

@@ -1,0 +1,131 @@
+"""``zsceval train``: train a registered algorithm on a layout and write a run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import yaml
+
+from zsceval import registry
+from zsceval.rl.checkpoint import CheckpointError
+from zsceval.rl.config import ConfigError, config_to_dict, list_presets, resolve_config
+
+
+def _fail(exc: Exception) -> click.ClickException:
+    return click.ClickException(str(exc))
+
+
+@click.command(name="train")
+@click.option("--algo", default=None, help="Registered algorithm (`zsceval algos`). [default: sp]")
+@click.option(
+    "--layout", default=None, help="Layout name or alias (`zsceval layouts`). [default: cramped_room]"
+)
+@click.option("--seed", type=int, default=None, help="Run seed. [default: 0]")
+@click.option("--steps", default=None, help="Env steps to train for, e.g. 5e6. [default: from the preset]")
+@click.option("--preset", default=None, help="Preset name: quick or paper (zsceval/presets/*.yaml).")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="YAML file of config overrides.",
+)
+@click.option(
+    "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override one key, e.g. ppo.lr=1e-3."
+)
+@click.option("--device", default=None, help="Torch device: cpu, cuda, cuda:1. [default: cpu]")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Run directory. [default: runs/ALGO_LAYOUT_sSEED]",
+)
+@click.option(
+    "--resume/--no-resume",
+    default=False,
+    show_default=True,
+    help="Continue the run in --out from its last checkpoint.",
+)
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
+@click.option(
+    "--print-config/--no-print-config",
+    default=False,
+    show_default=True,
+    help="Print the resolved config and exit.",
+)
+def train(
+    algo, layout, seed, steps, preset, config_file, overrides, device, out, resume, progress, print_config
+) -> None:
+    """Train an algorithm on a layout; writes config, metrics, checkpoints and eval.json to --out.
+
+    \b
+    Examples:
+      zsceval train --algo sp --layout cramped_room --preset quick
+      zsceval train --algo sp --layout counter_circuit --preset paper --device cuda --seed 1
+      zsceval train --out runs/sp_cramped_room_s0 --resume
+    """
+    from zsceval.rl.trainer import RunExistsError, Trainer, load_run_config
+
+    try:
+        if steps is not None:
+            try:
+                steps = int(float(steps))
+            except ValueError:
+                raise click.BadParameter(f"{steps!r} is not a number", param_hint="--steps") from None
+        if resume:
+            if out is None:
+                raise click.UsageError("--resume needs --out RUN_DIR (the run to continue)")
+            given = {
+                "--algo": algo, "--layout": layout, "--seed": seed, "--preset": preset,
+                "--config": config_file, "--device": device,
+            }  # fmt: skip
+            clash = [k for k, v in given.items() if v is not None] + (["--set"] if overrides else [])
+            if clash:
+                raise click.UsageError(
+                    f"--resume continues with the run's saved config.yaml; drop {', '.join(clash)} "
+                    "(only --steps may be raised)"
+                )
+            cfg = load_run_config(out)
+            if steps is not None:
+                cfg = resolve_config(overrides=[f"run.total_steps={steps}"], base=cfg)
+        else:
+            if preset is not None and preset not in list_presets():
+                raise ConfigError(f"unknown preset '{preset}'. Valid presets: {', '.join(list_presets())}.")
+            cfg = resolve_config(
+                preset=preset,
+                config_file=config_file,
+                overrides=overrides,
+                **{
+                    "run.algo": algo,
+                    "env.layout": layout,
+                    "run.seed": seed,
+                    "run.total_steps": steps,
+                    "run.device": device,
+                },
+            )
+            registry.get(cfg.run.algo)  # fail before creating anything
+            if out is None:
+                out = str(Path("runs") / f"{cfg.run.algo}_{cfg.env.layout}_s{cfg.run.seed}")
+        if print_config:
+            click.echo(yaml.safe_dump(config_to_dict(cfg), sort_keys=False), nl=False)
+            return
+        trainer = Trainer(cfg, out, resume=resume, progress=progress)
+        if resume:
+            click.echo(f"resuming {out} at {trainer.env_steps:,} env steps", err=True)
+        summary = trainer.train()
+    except (
+        ConfigError,
+        CheckpointError,
+        RunExistsError,
+        registry.UnknownAlgorithmError,
+        registry.PluginLoadError,
+    ) as exc:
+        raise _fail(exc) from None
+    sp = summary.get("self_play")
+    line = f"done: {summary['env_steps']:,} env steps in {summary['train_wall_time_s']:.0f} s"
+    if sp:
+        lo, hi = sp["sparse_return_ci95"]
+        line += f"; self-play sparse return {sp['sparse_return_mean']:.1f} (95% CI {lo:.1f}..{hi:.1f})"
+    click.echo(line)
+    click.echo(f"run directory: {out}")
