@@ -58,14 +58,19 @@ class Collector:
         num_learners: how many of ``policies`` are trained.
         reward_fn: ``(step, shaping_factor) -> float32 [B, n]`` training reward.
         generator: torch generator on the env device used for action sampling.
+        own_critic_obs: the critic sees each agent's own observation instead of the joint
+            critic observation (``model.critic_obs: own``).
     """
 
-    def __init__(self, env, policies: list[Policy], num_learners: int, reward_fn, generator) -> None:
+    def __init__(
+        self, env, policies: list[Policy], num_learners: int, reward_fn, generator, own_critic_obs: bool = False
+    ) -> None:
         self.env = env
         self.policies = policies
         self.num_learners = num_learners
         self.reward_fn = reward_fn
         self.generator = generator
+        self.own_critic_obs = own_critic_obs
         self.device = torch.device(env.device)
         self.B, self.n = env.num_envs, env.num_agents
         self.rows: list[torch.Tensor | None] = [None] * len(policies)
@@ -125,10 +130,11 @@ class Collector:
         for t in range(buf.T):
             s = self.step_out
             obs = s.obs.reshape(N, *s.obs.shape[2:])
-            critic_obs = s.critic_obs.reshape(N, *s.critic_obs.shape[2:])
+            critic_obs = self._critic_obs(s).reshape(N, *buf.critic_obs.shape[3:])
             avail = s.avail_actions.reshape(N, -1)
             buf.obs[t].copy_(s.obs)
-            buf.critic_obs[t].view(N, *critic_obs.shape[1:]).copy_(critic_obs)
+            if not self.own_critic_obs:
+                buf.critic_obs[t].view(N, *critic_obs.shape[1:]).copy_(critic_obs)
             buf.avail[t].copy_(s.avail_actions)
             buf.starts[t].view(N).copy_(self.starts)
             actions = torch.empty(N, dtype=torch.int64, device=self.device)
@@ -163,7 +169,8 @@ class Collector:
             self.ep_events += s.events
             if bool(done.any()):
                 if s.final_obs is not None and bool(s.truncated.any()):
-                    self._truncated_values(buf, t, s.final_critic_obs.reshape(N, *critic_obs.shape[1:]))
+                    final = s.final_obs if self.own_critic_obs else s.final_critic_obs
+                    self._truncated_values(buf, t, final.reshape(N, *critic_obs.shape[1:]))
                 stats.sparse.append(self.ep_sparse[done])
                 stats.shaped.append(self.ep_shaped[done])
                 stats.events.append(self.ep_events[done])
@@ -175,6 +182,10 @@ class Collector:
             self.step_out = s
         self._bootstrap(buf)
         return stats
+
+    def _critic_obs(self, s) -> torch.Tensor:
+        """``uint8 [B, n, H, W, C']``: what the critics see in step ``s``."""
+        return s.obs if self.own_critic_obs else s.critic_obs
 
     @staticmethod
     def _store(dst: torch.Tensor, rows: torch.Tensor | None, src: torch.Tensor) -> None:
@@ -201,7 +212,7 @@ class Collector:
     def _bootstrap(self, buf: RolloutBuffer) -> None:
         """V(s_T) for the state after the rollout (the recurrent state is not advanced)."""
         s, N = self.step_out, self.B * self.n
-        critic_obs = s.critic_obs.reshape(N, *s.critic_obs.shape[2:])
+        critic_obs = self._critic_obs(s).reshape(N, *buf.critic_obs.shape[3:])
         for k in range(self.num_learners):
             rows = self.rows[k]
             if rows is not None and rows.numel() == 0:

@@ -79,6 +79,12 @@ class ModelConfig:
     """Add a GRU(hidden_size) after the encoder, trained with chunked BPTT."""
     chunk_length: int = 10
     """BPTT chunk length in env steps for the recurrent policy (ZSC-Eval ``data_chunk_length``)."""
+    critic_obs: str = "joint"
+    """What the centralized critic sees: ``joint`` = every agent's encoding concatenated on the
+    channel axis (ZSC-Eval's share_obs, ``env.critic_obs_shape``), or ``own`` = the agent's own
+    encoding. In fully observable Overcooked the own lossless encoding already holds the whole
+    state (both players, all objects), so ``own`` is the same information at half the critic
+    cost; ``joint`` is the ZSC-Eval setting."""
     bf16: bool = False
     """Run actor and critic under bfloat16 autocast (weights and optimizer stay float32). About
     2x faster updates on CPUs with AVX512-BF16 and on recent GPUs; off reproduces float32 math."""

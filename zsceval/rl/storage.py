@@ -53,15 +53,21 @@ class RolloutBuffer:
         num_actions: int,
         hidden_size: int,
         device: torch.device | str,
+        critic_is_obs: bool = False,
     ) -> RolloutBuffer:
-        """Zero-filled buffer (hidden_size 0 for feed-forward policies)."""
+        """Zero-filled buffer (hidden_size 0 for feed-forward policies).
+
+        With ``critic_is_obs`` the critic observation is the agent's own observation and
+        ``critic_obs`` is the same tensor as ``obs`` (nothing is stored twice).
+        """
 
         def z(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
             return torch.zeros(shape, dtype=dtype, device=device)
 
+        obs = z(T, B, n, *obs_shape, dtype=torch.uint8)
         return cls(
-            obs=z(T, B, n, *obs_shape, dtype=torch.uint8),
-            critic_obs=z(T, B, n, *critic_obs_shape, dtype=torch.uint8),
+            obs=obs,
+            critic_obs=obs if critic_is_obs else z(T, B, n, *critic_obs_shape, dtype=torch.uint8),
             avail=z(T, B, n, num_actions, dtype=torch.bool),
             starts=z(T, B, n, dtype=torch.bool),
             actions=z(T, B, n, dtype=torch.int64),

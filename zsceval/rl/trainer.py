@@ -139,7 +139,11 @@ class Trainer:
         self.env = make_env(cfg.env, device=self.device, seed=seed)
         self.algorithm = algo_cls(cfg, self.env.num_envs, self.env.num_agents, self.device)
         self.algorithm.np_rng = self.np_rng
-        spec = network_spec(cfg.model, self.env.obs_shape, self.env.critic_obs_shape, self.env.num_actions)
+        if cfg.model.critic_obs not in ("joint", "own"):
+            raise ConfigError(f"model.critic_obs must be 'joint' or 'own', got {cfg.model.critic_obs!r}")
+        own_critic = cfg.model.critic_obs == "own"
+        critic_shape = self.env.obs_shape if own_critic else self.env.critic_obs_shape
+        spec = network_spec(cfg.model, self.env.obs_shape, critic_shape, self.env.num_actions)
 
         def make_policy() -> Policy:
             return Policy(spec).to(self.device)
@@ -156,7 +160,12 @@ class Trainer:
         self.update_gen = torch.Generator(self.device).manual_seed(seed + 2)
         self.algo_gen = torch.Generator(self.device).manual_seed(seed + 3)
         self.collector = Collector(
-            self.env, self.policy_list, len(self.learners), self.algorithm.training_reward, self.act_gen
+            self.env,
+            self.policy_list,
+            len(self.learners),
+            self.algorithm.training_reward,
+            self.act_gen,
+            own_critic_obs=own_critic,
         )
         hidden = max(p.hidden_size for p in self.learners.values())
         self.buffer = RolloutBuffer.allocate(
@@ -164,10 +173,11 @@ class Trainer:
             self.env.num_envs,
             self.env.num_agents,
             tuple(self.env.obs_shape),
-            tuple(self.env.critic_obs_shape),
+            tuple(critic_shape),
             self.env.num_actions,
             hidden,
             self.device,
+            critic_is_obs=own_critic,
         )
         self.iteration = 0
         self.env_steps = 0

@@ -1,0 +1,351 @@
+"""Benchmark suites and ``zsceval bench``: the whole ZSC-Eval pipeline as resumable jobs.
+
+A suite (YAML, ``benchmarks/suites/*.yaml``, installed as ``zsceval.suites``) names layouts,
+algorithms, seeds and budgets::
+
+    name: overcooked-quick
+    seed: 0
+    layouts: [cramped_room]
+    algorithms: [sp, fcp, mep, trajedi, hsp, cole, e3t]
+    ego_seeds: 3
+    ego_steps: 2000000
+    preset: quick                 # training preset of every run
+    overrides: []                 # training config overrides of every run, e.g. [env.num_envs=64]
+    device: cpu
+    partners:
+      candidates: 8               # sampled weight vectors (behavior-preferring candidates)
+      candidate_steps: 1500000
+      checkpoints: 10             # checkpoint trail per candidate (for the mid checkpoint)
+      feature_episodes: 10        # episodes per seating for behavior features
+      k: 3                        # selected partners (x2 with their mid checkpoints)
+      mid_br_steps: 1000000
+      dpp_samples: 100000
+      min_return: 10              # drop candidates whose final return is <= this
+    evaluation:
+      episodes: 10                # per (ego, partner, seat)
+
+``zsceval bench`` builds the job graph (:mod:`zsceval.evaluation.pipeline`) and runs what is
+missing in phases (partner generation, selection, mid BRs, manifest, ego training, evaluation),
+so a killed bench resumes and finished work is never redone. Algorithms of the ZSC-Eval paper that
+are not registered yet are reported as skipped; unknown names are an error before any compute.
+Outputs under ``--out``: ``<layout>/...`` job folders, and ``results.parquet``,
+``br_returns.parquet``, ``features.parquet`` and ``suite.yaml`` (the resolved suite) for
+``zsceval report``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from zsceval import registry
+from zsceval.envs.overcooked import resolve_layout_name
+from zsceval.execution import Job, run_jobs
+
+from . import pipeline  # noqa: F401  (registers the job kinds)
+from .reward_space import load_reward_space, sample_weights
+
+__all__ = ["Suite", "PartnerBudget", "load_suite", "list_suites", "build_phases", "run_bench", "ZSC_ALGORITHMS"]
+
+# Algorithms of the ZSC-Eval paper (and TBS): a suite may name them before they are implemented.
+ZSC_ALGORITHMS = ("sp", "fcp", "mep", "trajedi", "hsp", "cole", "e3t", "tbs")
+
+
+@dataclass(frozen=True)
+class PartnerBudget:
+    """Partner generation and selection settings of a suite (see the module docstring)."""
+
+    candidates: int = 8
+    candidate_steps: int = 1_500_000
+    checkpoints: int = 10
+    feature_episodes: int = 10
+    k: int = 3
+    mid_br_steps: int = 1_000_000
+    dpp_samples: int = 100_000
+    min_return: float = 10.0
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A resolved benchmark suite (see the module docstring for the fields)."""
+
+    name: str
+    layouts: tuple[str, ...]
+    algorithms: tuple[str, ...]
+    ego_seeds: int = 3
+    ego_steps: int = 2_000_000
+    seed: int = 0
+    preset: str = "quick"
+    device: str = "cpu"
+    overrides: tuple[str, ...] = ()
+    partners: PartnerBudget = field(default_factory=PartnerBudget)
+    evaluation_episodes: int = 10
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["evaluation"] = {"episodes": d.pop("evaluation_episodes")}
+        return d
+
+
+class SuiteError(ValueError):
+    """A malformed suite (names the file and the key)."""
+
+
+def _suite_dir() -> Path:
+    return Path(str(resources.files("zsceval.suites")))
+
+
+def list_suites() -> list[str]:
+    """Names of the shipped suites."""
+    return sorted(p.stem for p in _suite_dir().glob("*.yaml"))
+
+
+def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Suite:
+    """Load and validate a suite by name or path, optionally restricted to some algorithms/layouts.
+
+    Raises:
+        SuiteError: unknown suite (lists the shipped ones), malformed YAML (file, line, column),
+            unknown keys, unknown layout or algorithm names (with the valid ones).
+    """
+    path = Path(str(name_or_path))
+    if not path.suffix:
+        path = _suite_dir() / f"{name_or_path}.yaml"
+        if not path.is_file():
+            raise SuiteError(f"unknown suite {str(name_or_path)!r}; shipped suites: {', '.join(list_suites())}")
+    if not path.is_file():
+        raise SuiteError(f"suite file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise SuiteError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise SuiteError(f"{path}: a suite is a mapping of keys")
+    known = {"name", "layouts", "algorithms", "ego_seeds", "ego_steps", "seed", "preset", "device",
+             "overrides", "partners", "evaluation"}  # fmt: skip
+    _check_keys(data, known, path, "")
+    pdata = data.get("partners") or {}
+    _check_keys(pdata, set(PartnerBudget.__dataclass_fields__), path, "partners.")
+    edata = data.get("evaluation") or {}
+    _check_keys(edata, {"episodes"}, path, "evaluation.")
+    try:
+        suite = Suite(
+            name=str(data.get("name", path.stem)),
+            layouts=tuple(data.get("layouts") or ()),
+            algorithms=tuple(data.get("algorithms") or ()),
+            ego_seeds=int(data.get("ego_seeds", 3)),
+            ego_steps=int(float(data.get("ego_steps", 2_000_000))),
+            seed=int(data.get("seed", 0)),
+            preset=str(data.get("preset", "quick")),
+            device=str(data.get("device", "cpu")),
+            overrides=tuple(str(o) for o in data.get("overrides") or ()),
+            partners=_partner_budget(pdata),
+            evaluation_episodes=int(edata.get("episodes", 10)),
+        )  # fmt: skip
+    except (TypeError, ValueError) as exc:
+        raise SuiteError(f"{path}: {exc}") from None
+    if layouts:
+        suite = _restrict(suite, "layouts", layouts, suite.layouts, path)
+    if algorithms:
+        suite = _restrict(suite, "algorithms", algorithms, suite.algorithms, path)
+    _validate(suite, path)
+    return suite
+
+
+def _partner_budget(data: dict) -> PartnerBudget:
+    """``partners:`` section with numbers coerced (``1.5e6`` is accepted for integer budgets)."""
+    defaults = PartnerBudget()
+    return PartnerBudget(**{k: int(float(v)) if isinstance(getattr(defaults, k), int) else float(v)
+                            for k, v in data.items()})  # fmt: skip
+
+
+def _check_keys(data: dict, known: set[str], path: Path, prefix: str) -> None:
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f" (did you mean {prefix}{close[0]!r}?)" if close else ""
+            raise SuiteError(f"{path}: unknown key {prefix}{key!r}{hint}; valid: {', '.join(sorted(known))}")
+
+
+def _restrict(suite: Suite, what: str, chosen, available, path: Path) -> Suite:
+    chosen = tuple(chosen)
+    kwargs = asdict(suite)
+    kwargs["partners"] = suite.partners
+    kwargs[what] = chosen
+    return Suite(**kwargs)
+
+
+def _validate(suite: Suite, path: Path) -> None:
+    if not suite.layouts:
+        raise SuiteError(f"{path}: 'layouts' is empty")
+    for name in suite.layouts:
+        try:
+            resolve_layout_name(name)
+        except ValueError as exc:
+            raise SuiteError(f"{path}: {exc}") from None
+    registered = set(registry.names())
+    for algo in suite.algorithms:
+        if algo not in registered and algo not in ZSC_ALGORITHMS:
+            close = difflib.get_close_matches(algo, sorted(registered | set(ZSC_ALGORITHMS)), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise SuiteError(
+                f"{path}: unknown algorithm {algo!r}{hint}; registered: {', '.join(sorted(registered))}; "
+                f"ZSC-Eval algorithms (skipped until implemented): {', '.join(ZSC_ALGORITHMS)}"
+            )
+    if suite.partners.k < 1 or suite.partners.k > suite.partners.candidates:
+        raise SuiteError(f"{path}: partners.k={suite.partners.k} must be between 1 and partners.candidates")
+
+
+# ------------------------------------------------------------------------------------------------------
+def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict]:
+    """Static phases 1-3 (candidates, features, selection) and the ego training jobs."""
+    lay = resolve_layout_name(layout)
+    pb = suite.partners
+    rng = np.random.default_rng(suite.seed)
+    space = load_reward_space(lay)
+    weights = sample_weights(space, pb.candidates, rng)
+    common = {"layout": lay, "preset": suite.preset, "device": suite.device, "overrides": list(suite.overrides)}
+    trains, evals = [], []
+    cand_ids = []
+    for i, w in enumerate(weights):
+        cid = f"c{i:03d}"
+        cand_ids.append(cid)
+        tid, eid = f"{lay}/candidates/{cid}/train", f"{lay}/candidates/{cid}/evaluate"
+        trains.append(Job(tid, "train", {**common, "algo": "biased", "seed": suite.seed + i,
+                                         "steps": pb.candidate_steps,
+                                         "checkpoint_every": max(1, pb.candidate_steps // pb.checkpoints),
+                                         "algo_options": {"weights": [float(x) for x in w]}}, out=tid))  # fmt: skip
+        evals.append(Job(eid, "candidate.evaluate", {"layout": lay, "episodes": pb.feature_episodes,
+                                                     "seed": suite.seed + i, "device": suite.device,
+                                                     "weights": [float(x) for x in w]}, needs=(tid,), out=eid))  # fmt: skip
+    sel_id = f"{lay}/partners/select"
+    select = Job(sel_id, "partners.select", {"k": pb.k, "seed": suite.seed, "num_samples": pb.dpp_samples,
+                                             "min_return": pb.min_return}, needs=tuple(e.id for e in evals), out=sel_id)  # fmt: skip
+    egos = []
+    implemented = set(registry.names())
+    for algo in suite.algorithms:
+        if algo not in implemented:
+            continue
+        for s in range(suite.ego_seeds):
+            jid = f"{lay}/egos/{algo}/s{s}"
+            egos.append(Job(jid, "train", {**common, "algo": algo, "seed": suite.seed + 1000 + s,
+                                           "steps": suite.ego_steps}, out=jid))  # fmt: skip
+    info = {"candidates": cand_ids, "trains": {j.id: j for j in trains}, "evals": {j.id: j for j in evals},
+            "select": select, "egos": egos}  # fmt: skip
+    return [trains + egos, evals, [select]], info
+
+
+def build_phases(suite: Suite, root: Path) -> tuple[list[list[Job]], list[Job], dict]:
+    """The static phases of every layout, plus a function of the selection for the rest."""
+    phases: list[list[Job]] = [[], [], []]
+    infos = {}
+    for layout in suite.layouts:
+        ph, info = _phases_for_layout(suite, layout)
+        for i, jobs in enumerate(ph):
+            phases[i].extend(jobs)
+        infos[resolve_layout_name(layout)] = info
+    return phases, [], infos
+
+
+def _late_phases(suite: Suite, root: Path, infos: dict, static: list[Job]) -> list[list[Job]]:
+    """Phases 4-6 (mid BRs, manifest, evaluation) once each layout's selection is known."""
+    import json
+
+    mids, manifests, evaluations = [], [], []
+    pb = suite.partners
+    for lay, info in infos.items():
+        sel = json.loads((root / info["select"].out / "DONE.json").read_text())["result"]
+        sel_candidates = list(sel["selected_ids"])
+        mid_jobs = {}
+        for cid in sel_candidates:
+            tid, eid = f"{lay}/candidates/{cid}/train", f"{lay}/candidates/{cid}/evaluate"
+            jid = f"{lay}/partners/mid_br/{cid}"
+            mid_jobs[cid] = Job(jid, "train", {"layout": lay, "preset": suite.preset, "device": suite.device,
+                                               "overrides": list(suite.overrides),
+                                               "algo": "br", "seed": suite.seed + 500, "steps": pb.mid_br_steps,
+                                               "partner_train": tid, "partner_eval": eid},
+                                needs=(tid, eid), out=jid)  # fmt: skip
+        mids.extend(mid_jobs.values())
+        man_id = f"{lay}/partners/set"
+        cand_map = {cid: [f"{lay}/candidates/{cid}/train", f"{lay}/candidates/{cid}/evaluate"] for cid in sel_candidates}
+        needs = [info["select"].id] + [j for pair in cand_map.values() for j in pair] + [j.id for j in mid_jobs.values()]
+        manifests.append(Job(man_id, "partners.manifest", {
+            "layout": lay, "seed": suite.seed, "episodes": suite.evaluation_episodes, "device": suite.device,
+            "select": info["select"].id, "candidates": cand_map,
+            "mid_brs": {cid: j.id for cid, j in mid_jobs.items()}}, needs=tuple(needs), out=man_id))  # fmt: skip
+        for ego in info["egos"]:
+            algo, seed = ego.id.split("/")[2], int(ego.id.split("/")[3][1:])
+            jid = f"{lay}/evaluation/{algo}/s{seed}"
+            evaluations.append(Job(jid, "ego.evaluate", {"layout": lay, "algorithm": algo, "ego_seed": seed,
+                                                         "episodes": suite.evaluation_episodes, "seed": suite.seed,
+                                                         "device": suite.device, "ego": ego.id, "partners": man_id},
+                                   needs=(ego.id, man_id), out=jid))  # fmt: skip
+    return [mids, manifests, evaluations]
+
+
+def _write_table(frame: pd.DataFrame, path: Path) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    frame.to_parquet(tmp)
+    os.replace(tmp, path)
+
+
+def run_bench(
+    suite: Suite, out: str | Path, *, executor: str = "local", workers: int = 1, progress: bool = True, log=print
+) -> dict[str, Any]:
+    """Run (or resume) a suite; returns a summary with the result table paths.
+
+    Raises:
+        zsceval.execution.JobError: a job failed (finished jobs stay finished; rerun to resume).
+    """
+    root = Path(out)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "suite.yaml").write_text(yaml.safe_dump(suite.to_dict(), sort_keys=False))
+    skipped = [a for a in suite.algorithms if a not in registry.names()]
+    if skipped:
+        log(f"skipped (not implemented yet): {', '.join(skipped)}")
+    static, _, infos = build_phases(suite, root)
+    all_jobs: list[Job] = []
+    names = ["candidates and ego training", "candidate features", "partner selection"]
+    for name, jobs in zip(names, static):
+        log(f"phase: {name} ({len(jobs)} jobs)")
+        all_jobs.extend(jobs)
+        run_jobs(all_jobs, root, executor=executor, workers=workers, progress=progress,
+                 modules=("zsceval.evaluation.pipeline",))  # fmt: skip
+    late = _late_phases(suite, root, infos, all_jobs)
+    for name, jobs in zip(["mid-checkpoint best responses", "partner-set manifests", "ego evaluation"], late):
+        log(f"phase: {name} ({len(jobs)} jobs)")
+        all_jobs.extend(jobs)
+        run_jobs(all_jobs, root, executor=executor, workers=workers, progress=progress,
+                 modules=("zsceval.evaluation.pipeline",))  # fmt: skip
+    return collect_tables(root, suite, infos, skipped)
+
+
+def collect_tables(root: Path, suite: Suite, infos: dict, skipped: list[str]) -> dict[str, Any]:
+    """Concatenate per-job tables into ``results.parquet``, ``br_returns.parquet``, ``features.parquet``."""
+    results, brs, feats = [], [], []
+    for lay in infos:
+        for path in sorted((root / lay / "evaluation").glob("*/*/results.parquet")):
+            results.append(pd.read_parquet(path))
+        brs.append(pd.read_parquet(root / lay / "partners" / "set" / "br_returns.parquet"))
+        f = pd.read_parquet(root / lay / "partners" / "select" / "features.parquet")
+        f.insert(0, "layout", lay)
+        feats.append(f)
+    out = {}
+    for name, frames in (("results", results), ("br_returns", brs), ("features", feats)):
+        if frames:
+            path = root / f"{name}.parquet"
+            _write_table(pd.concat(frames, ignore_index=True), path)
+            out[name] = str(path)
+    out["skipped_algorithms"] = skipped
+    return out

@@ -1,0 +1,311 @@
+"""The ZSC-Eval pipeline as jobs (ZSC-Eval Alg. 1): candidates, features, selection, mid BRs,
+partner-set manifest, ego evaluation.
+
+Every function here is a registered job kind (:mod:`zsceval.execution.jobs`): it reads its inputs
+from finished jobs' output folders and writes its own folder; training jobs resume from their
+last resumable checkpoint when re-run after a kill.
+
+Stages for one layout:
+
+1. ``train`` with algorithm ``biased`` for each sampled weight vector w: a *candidate* (pi_w and
+   its co-trained best response), with a trail of checkpoints.
+2. ``candidate.evaluate``: play (pi_w, BR) in both seatings; the behavior features are the BR's
+   mean event counts per episode (classic layouts: the first 13 events plus the sparse return;
+   multi-recipe: all 29 events; zsceval-facts pipeline item 5); record the final return and the
+   ``mid`` checkpoint (training sparse return closest to half of the final, final = mean of the
+   last 5 logged values; item 3).
+3. ``partners.select``: drop candidates whose final return <= ``min_return`` (10 in ZSC-Eval),
+   normalize features, select K by BR-Div with a k-DPP (exact enumeration when small).
+4. ``train`` with algorithm ``br`` against each selected ``mid`` checkpoint.
+5. ``partners.manifest``: export the 2K partners (K finals, K mids) and their BRs into a
+   self-contained folder, measure each BR's return with its partner in both seats, write the
+   manifest (checksums) and ``br_returns.parquet``.
+6. ``ego.evaluate``: an ego agent against the partner set, every seat, E episodes:
+   ``results.parquet`` rows in the schema of :mod:`zsceval.evaluation.metrics`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from zsceval.envs.overcooked import load_layout
+from zsceval.execution.jobs import job_kind
+from zsceval.rl.checkpoint import CheckpointError, list_checkpoints, load_policy, save_checkpoint
+
+from .manifest import (
+    BRReference,
+    PartnerEntry,
+    PartnerSetManifest,
+    SelectionRecord,
+    load_manifest,
+    make_file_ref,
+    write_manifest,
+)
+from .matches import PartnerSpec, evaluate_agent, evaluate_br_references, play_games
+from .selection import normalize_features, select_partners
+
+__all__ = ["feature_names", "mid_checkpoint", "load_partner_set"]
+
+CLASSIC_FEATURE_EVENTS = 13  # put_onion_on_X .. STAY; MOVEMENT and IDLE_* are dropped
+
+
+def _result(job_dir: Path) -> dict:
+    """The result a finished job stored in its ``DONE.json``."""
+    return json.loads((Path(job_dir) / "DONE.json").read_text())["result"]
+
+
+def feature_names(event_names: tuple[str, ...], multi_recipe: bool) -> list[str]:
+    """Behavior-feature columns: classic = first 13 events + ``sparse_reward``; multi = 29 events."""
+    if multi_recipe:
+        return list(event_names)
+    return list(event_names[:CLASSIC_FEATURE_EVENTS]) + ["sparse_reward"]
+
+
+def mid_checkpoint(run_dir: Path) -> tuple[Path, float, float]:
+    """The ``mid`` checkpoint of a run: training sparse return closest to half of the final.
+
+    final = mean of the last 5 logged training sparse returns (ZSC-Eval); each checkpoint's return
+    is the last logged value at or before its step.
+
+    Returns:
+        ``(checkpoint dir, its training return, final return)``.
+
+    Raises:
+        CheckpointError: no checkpoints or no logged returns.
+    """
+    metrics = pd.read_csv(run_dir / "metrics.csv")
+    if "sparse_return" not in metrics:
+        raise CheckpointError(f"{run_dir}: no finished episode was logged; train the candidate longer")
+    metrics = metrics.dropna(subset=["sparse_return"])
+    ckpts = list_checkpoints(run_dir)
+    if metrics.empty or not ckpts:
+        raise CheckpointError(f"{run_dir}: need logged returns and checkpoints to pick a mid checkpoint")
+    final = float(metrics["sparse_return"].tail(5).mean())
+    best, best_gap, best_ret = ckpts[0], float("inf"), 0.0
+    for ckpt in ckpts:
+        step = int(ckpt.name.split("_")[1])
+        logged = metrics[metrics["env_steps"] <= step]["sparse_return"]
+        ret = float(logged.iloc[-1]) if len(logged) else 0.0
+        if abs(ret - final / 2) < best_gap:
+            best, best_gap, best_ret = ckpt, abs(ret - final / 2), ret
+    return best, best_ret, final
+
+
+# -- 1/4. training ------------------------------------------------------------------------------------
+@job_kind("train")
+def train_job(params: dict, out: Path, needs: dict) -> dict:
+    """Train ``params['algo']`` on ``params['layout']`` into ``out/run`` (resumes a killed run).
+
+    params: ``algo, layout, seed, steps, preset, device, checkpoint_every, overrides`` (list of
+    ``key=value``), ``algo_options`` (dict of ``algo.*``), and for a BR of a candidate's ``mid``
+    checkpoint ``partner_train`` / ``partner_eval``: ids of that candidate's train and
+    ``candidate.evaluate`` jobs.
+    """
+    from zsceval.rl.config import config_from_dict, resolve_config
+    from zsceval.rl.trainer import Trainer
+
+    options = dict(params.get("algo_options", {}))
+    if params.get("partner_train"):
+        mid = _result(needs[params["partner_eval"]])["mid_checkpoint"]
+        options["partner"] = str(Path(needs[params["partner_train"]]) / mid)
+        options["partner_policy"] = "biased"
+    flags = {
+        "run.algo": params["algo"],
+        "env.layout": params["layout"],
+        "run.seed": params.get("seed", 0),
+        "run.total_steps": params.get("steps"),
+        "run.device": params.get("device"),
+        "run.checkpoint_every": params.get("checkpoint_every"),
+    }
+    cfg = resolve_config(preset=params.get("preset", "quick"), overrides=params.get("overrides", []), **flags)
+    if options:
+        cfg = config_from_dict({"algo": options}, cfg)
+    run = out / "run"
+    resume = (run / "config.yaml").exists() and any(
+        json.loads((c / "meta.json").read_text()).get("resumable") for c in list_checkpoints(run)
+    )
+    if (run / "config.yaml").exists() and not resume:
+        import shutil
+
+        shutil.rmtree(run)  # killed before its first resumable checkpoint: start over
+    summary = Trainer(cfg, run, resume=resume, progress=False).train()
+    return {"run": "run", "self_play_return": summary.get("self_play", {}).get("sparse_return_mean")}
+
+
+# -- 2. candidate features ----------------------------------------------------------------------------
+@job_kind("candidate.evaluate")
+def candidate_evaluate(params: dict, out: Path, needs: dict) -> dict:
+    """Features and mid checkpoint of a candidate (params: ``layout, episodes, seed, device``)."""
+    (train_dir,) = needs.values()
+    run = Path(train_dir) / "run"
+    device = params.get("device", "cpu")
+    biased, _ = load_policy(run, "biased", device)
+    br, _ = load_policy(run, "br", device)
+    E = int(params["episodes"])
+    # Games 0..E-1: biased in seat 0, BR in seat 1; games E..2E-1 swapped.
+    assignment = torch.tensor([[0, 1]] * E + [[1, 0]] * E)
+    gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)))
+    res = play_games(params["layout"], [biased, br], assignment, generator=gen, device=device)
+    br_seat = torch.tensor([1] * E + [0] * E)
+    br_events = res.events[torch.arange(2 * E), br_seat].mean(0).numpy()
+    multi = load_layout(params["layout"]).dynamics == "multi_recipe"
+    names = feature_names(res.event_names, multi)
+    sparse = float(res.sparse.mean())
+    features = list(map(float, br_events[: len(names) - (0 if multi else 1)]))
+    if not multi:
+        features.append(sparse)
+    mid, mid_ret, train_final = mid_checkpoint(run)
+    return {
+        "feature_names": names,
+        "features": features,
+        "final_return": sparse,
+        "train_final_return": train_final,
+        "final_checkpoint": str(list_checkpoints(run)[-1].relative_to(train_dir)),
+        "mid_checkpoint": str(mid.relative_to(train_dir)),
+        "mid_train_return": mid_ret,
+        "weights": params.get("weights"),
+    }
+
+
+# -- 3. selection ---------------------------------------------------------------------------------------
+@job_kind("partners.select")
+def partners_select(params: dict, out: Path, needs: dict) -> dict:
+    """Select K candidates by BR-Div (params: ``k, seed, num_samples, min_return``).
+
+    Raises:
+        ValueError: fewer usable candidates than K (before any sampling).
+    """
+    # needs: {".../candidates/<cid>/evaluate": path}
+    results = {job_id.split("/")[-2]: _result(path) for job_id, path in needs.items()}
+    kept = {cid: r for cid, r in results.items() if r["final_return"] > params.get("min_return", 10.0)}
+    k = int(params["k"])
+    if len(kept) < k:
+        raise ValueError(
+            f"only {len(kept)} of {len(results)} candidates have a final return > {params.get('min_return', 10.0)}; "
+            f"cannot select K={k} (train candidates longer, sample more, or lower min_return)"
+        )
+    ids = sorted(kept)
+    features = np.array([kept[c]["features"] for c in ids], dtype=float)
+    rng = np.random.default_rng(int(params.get("seed", 0)))
+    sel = select_partners(normalize_features(features), k, rng=rng, num_samples=int(params.get("num_samples", 1_000_000)))
+    chosen = [ids[i] for i in sel.indices]
+    frame = pd.DataFrame(features, columns=next(iter(kept.values()))["feature_names"])
+    frame.insert(0, "candidate_id", ids)
+    frame["selected"] = frame["candidate_id"].isin(chosen)
+    frame.to_parquet(out / "features.parquet")
+    return {
+        "candidate_ids": ids,
+        "selected_ids": chosen,
+        "dropped": sorted(set(results) - set(kept)),
+        "method": sel.method,
+        "determinant": float(sel.determinant),
+        "num_samples": int(sel.num_samples),
+    }
+
+
+# -- 5. manifest ----------------------------------------------------------------------------------------
+def _export(policy_dir: Path, ckpt: Path, name: str, device: str) -> Path:
+    """Copy one policy of a checkpoint into its own compact checkpoint; returns its meta.json."""
+    policy, meta = load_policy(ckpt, name, device)
+    keep = {k: meta[k] for k in ("algo", "layout", "env_spec", "seed") if k in meta}
+    path = save_checkpoint(policy_dir, int(meta.get("steps", 0)), {name: policy}, {**keep, "ego": name})
+    return path / "meta.json"
+
+
+@job_kind("partners.manifest")
+def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
+    """Export partners and BRs, measure BR returns, write ``manifest.json`` + ``br_returns.parquet``.
+
+    params: ``layout, seed, episodes, device, select`` (id of the select job), ``candidates``
+    ({candidate id: [train-job id, evaluate-job id]}), ``mid_brs`` ({candidate id: train-job id}).
+    """
+    layout, device = params["layout"], params.get("device", "cpu")
+    select = _result(needs[params["select"]])
+    entries, specs = [], []
+    first = None
+    for cid in select["selected_ids"]:
+        train_id, eval_id = params["candidates"][cid]
+        ev, train_dir = _result(needs[eval_id]), Path(needs[train_id])
+        first = first or ev
+        br_dir = Path(needs[params["mid_brs"][cid]]) / "run"
+        for level, ckpt, br_ckpt, br_name in (
+            ("final", train_dir / ev["final_checkpoint"], train_dir / ev["final_checkpoint"], "br"),
+            ("mid", train_dir / ev["mid_checkpoint"], list_checkpoints(br_dir)[-1], "br"),
+        ):
+            pid = f"{cid}_{level}"
+            p_meta = _export(out / "policies" / pid, ckpt, "biased", device)
+            b_meta = _export(out / "brs" / pid, br_ckpt, br_name, device)
+            specs.append((pid, level, p_meta, b_meta, ev["features"]))
+    partners = [
+        PartnerSpec(pid, "expert" if level == "final" else "moderate",
+                    load_policy(p_meta, "biased", device)[0], load_policy(b_meta, "br", device)[0])
+        for pid, level, p_meta, b_meta, _ in specs
+    ]  # fmt: skip
+    gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)))
+    br_frame = evaluate_br_references(layout, partners, episodes=int(params["episodes"]), generator=gen, device=device)
+    br_frame.to_parquet(out / "br_returns.parquet")
+    br_mean = br_frame.groupby("partner")["br_return"].mean()
+    for pid, level, p_meta, b_meta, features in specs:
+        entries.append(
+            PartnerEntry(
+                id=pid,
+                level=level,
+                checkpoint=make_file_ref(p_meta, out),
+                br=BRReference(make_file_ref(b_meta, out), float(br_mean[pid])),
+                features=tuple(features),
+                candidate_id=pid.rsplit("_", 1)[0],
+            )
+        )
+    manifest = PartnerSetManifest(
+        layout=load_layout(layout).name,
+        seed=int(params.get("seed", 0)),
+        feature_names=tuple(first["feature_names"]),
+        selection=SelectionRecord(
+            method=select["method"],
+            criterion="BR-Div",
+            determinant=select["determinant"],
+            k=len(select["selected_ids"]),
+            num_samples=select["num_samples"],
+            candidate_ids=tuple(select["candidate_ids"]),
+            selected_ids=tuple(select["selected_ids"]),
+        ),
+        partners=tuple(entries),
+    )
+    write_manifest(manifest, out / "manifest.json")
+    return {"manifest": "manifest.json", "partners": [e.id for e in entries], "br_returns": dict(br_mean)}
+
+
+def load_partner_set(manifest_path: str | Path, layout: str, device: str = "cpu") -> list[PartnerSpec]:
+    """Partners (with their BRs) of a verified manifest.
+
+    Raises:
+        ManifestError: another layout, missing or altered files (before any compute).
+    """
+    manifest = load_manifest(manifest_path, layout=layout, verify=True)
+    out = []
+    for p in manifest.partners:
+        policy, _ = load_policy(manifest.resolve(p.checkpoint), "biased", device)
+        br, _ = load_policy(manifest.resolve(p.br.checkpoint), "br", device)
+        out.append(PartnerSpec(p.id, "expert" if p.level == "final" else "moderate", policy, br))
+    return out
+
+
+# -- 6. ego evaluation ----------------------------------------------------------------------------------
+@job_kind("ego.evaluate")
+def ego_evaluate(params: dict, out: Path, needs: dict) -> dict:
+    """An ego agent vs the partner set (params: ``layout, algorithm, ego_seed, episodes, seed, device,
+    ego`` (train-job id), ``partners`` (manifest-job id)); writes ``results.parquet``."""
+    device = params.get("device", "cpu")
+    ego, _ = load_policy(Path(needs[params["ego"]]) / "run", None, device)
+    partners = load_partner_set(Path(needs[params["partners"]]) / "manifest.json", params["layout"], device)
+    gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)))
+    labels = {"algorithm": params["algorithm"], "ego_seed": int(params["ego_seed"])}
+    frame = evaluate_agent(params["layout"], ego, partners, episodes=int(params["episodes"]), generator=gen,
+                           device=device, labels=labels)  # fmt: skip
+    frame.to_parquet(out / "results.parquet")
+    return {"rows": len(frame), "mean_sparse_return": float(frame["sparse_return"].mean())}
