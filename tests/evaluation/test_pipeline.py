@@ -1,0 +1,198 @@
+"""The ZSC-Eval pipeline end to end on a real layout with tiny budgets, resume, and bad input."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from zsceval.envs.overcooked import OvercookedEnv
+from zsceval.evaluation import bench as bench_mod
+from zsceval.evaluation import pipeline
+from zsceval.evaluation.bench import SuiteError, load_suite, run_bench
+from zsceval.evaluation.manifest import ChecksumMismatchError, LayoutMismatchError
+from zsceval.evaluation.matches import PartnerSpec, evaluate_agent, play_games
+from zsceval.evaluation.report import read_tables, summarize
+from zsceval.execution import JobError
+from zsceval.execution.jobs import JOB_KINDS
+
+TINY = """
+name: tiny
+seed: 0
+layouts: [cramped_room]
+algorithms: [sp, fcp]
+ego_seeds: 2
+ego_steps: 3200
+preset: quick
+overrides: [env.num_envs=8, run.eval_episodes=2]
+partners:
+  candidates: 3
+  candidate_steps: 6400
+  checkpoints: 2
+  feature_episodes: 2
+  k: 2
+  mid_br_steps: 3200
+  dpp_samples: 50
+  min_return: -1
+evaluation:
+  episodes: 2
+"""
+
+
+def write_suite(tmp_path: Path, text: str = TINY, name: str = "tiny.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_bench(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bench")
+    suite = load_suite(write_suite(root))
+    tables = run_bench(suite, root / "out", progress=False, log=lambda *_: None)
+    return suite, root / "out", tables
+
+
+def done_times(root: Path) -> dict[str, float]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("DONE.json")}
+
+
+def test_tiny_bench_produces_tables_manifest_and_br_prox(tiny_bench):
+    suite, out, tables = tiny_bench
+    assert tables["skipped_algorithms"] == ["fcp"]  # not implemented: reported, not faked
+    results, br, features = read_tables(out)
+    # 2 ego seeds x 2k=4 partners x 2 seats x 2 episodes
+    assert len(results) == 2 * 4 * 2 * 2
+    assert set(results["algorithm"]) == {"sp"} and set(results["seat"]) == {0, 1}
+    assert set(results["partner_level"]) == {"moderate", "expert"}
+    assert len(br) == 4 * 2 * 2 and set(br["partner"]) == set(results["partner"])
+    assert features["selected"].sum() == 2 and len(features) == 3
+    manifest = json.loads((out / "cramped_room/partners/set/manifest.json").read_text())
+    assert {p["level"] for p in manifest["partners"]} == {"final", "mid"}
+    assert manifest["selection"]["selected_ids"] == sorted(manifest["selection"]["selected_ids"])
+    summary = summarize(results, br, reps=200)
+    row = summary[(summary.algorithm == "sp") & (summary.partner_level == "all")].iloc[0]
+    assert 0.0 <= row.ci_low <= row.iqm <= row.ci_high <= 1.0
+
+
+def test_rerun_redoes_nothing_and_a_killed_bench_resumes(tiny_bench, tmp_path, monkeypatch):
+    suite, out, _ = tiny_bench
+    before = done_times(out)
+    run_bench(suite, out, progress=False, log=lambda *_: None)
+    assert done_times(out) == before  # every job was already finished
+
+    # A copy whose evaluation jobs are lost and whose next evaluation fails ("killed").
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    for d in (copy / "cramped_room/evaluation").glob("*/*"):
+        (d / "DONE.json").unlink()
+    kept = done_times(copy)
+    calls = []
+
+    def fail(params, out_dir, needs):
+        calls.append(params["ego_seed"])
+        raise RuntimeError("killed")
+
+    monkeypatch.setitem(JOB_KINDS, "ego.evaluate", fail)
+    with pytest.raises(JobError, match="killed"):
+        run_bench(suite, copy, progress=False, log=lambda *_: None)
+    monkeypatch.undo()
+    run_bench(suite, copy, progress=False, log=lambda *_: None)
+    after = done_times(copy)
+    for job, mtime in kept.items():
+        assert after[job] == mtime  # finished training and selection jobs were not redone
+    assert len(after) == len(before)
+
+
+def test_partner_set_from_another_layout_or_altered_is_refused_before_compute(tiny_bench, tmp_path):
+    _, out, _ = tiny_bench
+    manifest = out / "cramped_room/partners/set/manifest.json"
+    with pytest.raises(LayoutMismatchError, match="cramped_room"):
+        pipeline.load_partner_set(manifest, "counter_circuit")
+    copy = tmp_path / "set"
+    shutil.copytree(manifest.parent, copy)
+    victim = next((copy / "policies").rglob("policies.safetensors")).parent / "meta.json"
+    victim.write_text(victim.read_text().replace('"steps"', '"steps" ', 1))
+    with pytest.raises(ChecksumMismatchError):
+        pipeline.load_partner_set(copy / "manifest.json", "cramped_room")
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("algorithms: [sp, fcp]", "algorithms: [sp, fpc]"), "did you mean 'fcp'"),
+        (("layouts: [cramped_room]", "layouts: [cramped_rom]"), "unknown layout 'cramped_rom'"),
+        (("  k: 2", "  k: 5"), "partners.k=5"),
+        (("ego_seeds: 2", "ego_seedz: 2"), "did you mean 'ego_seeds'"),
+        (("layouts: [cramped_room]", "layouts: [cramped_room"), "tiny.yaml:5:"),
+    ],
+)
+def test_bad_suites_fail_before_any_compute(tmp_path, edit, message):
+    path = write_suite(tmp_path, TINY.replace(*edit))
+    with pytest.raises(SuiteError, match=message.replace("[", r"\[")):
+        load_suite(path)
+    assert not any(tmp_path.rglob("DONE.json"))
+
+
+def test_unknown_suite_lists_shipped_ones():
+    with pytest.raises(SuiteError, match="overcooked-quick"):
+        load_suite("no-such-suite")
+    assert {"overcooked", "overcooked-quick"} <= set(bench_mod.list_suites())
+
+
+def test_selection_refuses_k_larger_than_usable_candidates(tmp_path):
+    root = tmp_path
+    needs = {}
+    for i in range(2):
+        d = root / f"l/candidates/c{i:03d}/evaluate"
+        d.mkdir(parents=True)
+        result = {"final_return": 5.0 + 20 * i, "features": [1.0, float(i)], "feature_names": ["a", "b"]}
+        (d / "DONE.json").write_text(json.dumps({"result": result}))
+        needs[f"l/candidates/c{i:03d}/evaluate"] = d
+    with pytest.raises(ValueError, match="only 1 of 2 candidates"):
+        pipeline.partners_select({"k": 2, "min_return": 10.0}, root, needs)
+
+
+class Scripted(torch.nn.Module):
+    """A stand-in policy that always takes one action."""
+
+    hidden_size = 0
+
+    def __init__(self, action: int):
+        super().__init__()
+        self.action = action
+
+    def initial_state(self, n, device):
+        return torch.zeros(n, 0, device=device)
+
+    def act(self, obs, avail, h, starts, generator=None, deterministic=False):
+        a = torch.full((obs.shape[0],), self.action, dtype=torch.int64)
+        return a, torch.zeros(obs.shape[0]), h
+
+
+def test_batched_matches_put_the_ego_in_the_right_seat():
+    """Each (partner, seat) game equals a direct rollout with the ego in that seat."""
+    west, stay, east = Scripted(3), Scripted(4), Scripted(2)
+    partners = [PartnerSpec("stay", "expert", stay), PartnerSpec("east", "moderate", east)]
+    frame = evaluate_agent("cramped_room", west, partners, episodes=2, labels={"algorithm": "x", "ego_seed": 0})
+    assert len(frame) == 2 * 2 * 2 and set(frame.algorithm) == {"x"}
+    for (pid, seat), rows in frame.groupby(["partner", "seat"]):
+        partner_action = {"stay": 4, "east": 2}[pid]
+        joint = [partner_action, partner_action]
+        joint[seat] = 3
+        env = OvercookedEnv("cramped_room", num_envs=1)
+        env.reset()
+        idle = 0
+        for _ in range(env.horizon):
+            idle += int(env.step(torch.tensor([joint]))
+                        .events[0, seat, env.event_names.index("IDLE_MOVEMENT")])  # fmt: skip
+        assert (rows["ev_IDLE_MOVEMENT"] == idle).all(), (pid, seat)
+    # The two seats really differ for the west-walking ego in cramped_room.
+    by_seat = frame[frame.partner == "stay"].groupby("seat")["ev_IDLE_MOVEMENT"].first()
+    assert by_seat[0] != by_seat[1]
+
+
+def test_play_games_validates_assignment():
+    with pytest.raises(ValueError, match="assignment indices"):
+        play_games("cramped_room", [Scripted(4)], torch.tensor([[0, 1]]))
