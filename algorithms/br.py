@@ -62,7 +62,8 @@ class BestResponse(Algorithm):
         for key in ("obs_shape", "num_actions"):
             if partner.spec[key] != expected[key]:
                 raise ConfigError(
-                    f"partner {self.options.partner} has {key} {partner.spec[key]}, this layout needs {expected[key]}"
+                    f"partner {self.options.partner} has {key} {partner.spec[key]}, "
+                    f"this layout needs {expected[key]}"
                 )
         return {"partner": partner}
 

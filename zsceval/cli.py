@@ -40,6 +40,7 @@ class LazyGroup(click.Group):
         except ModuleNotFoundError as exc:
             if exc.name != module_name:
                 raise
+
             # Not implemented yet: show it, but say so instead of failing with a traceback.
             @click.command(name=name, help=f"{short} (not available in this version)")
             def unavailable() -> None:

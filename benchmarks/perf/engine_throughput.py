@@ -68,12 +68,16 @@ def reference_rate(layout: str, seconds: float, observe: bool) -> float | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--layouts", nargs="+", default=["counter_circuit", "counter_circuit_mr"])
     parser.add_argument("--num-envs", nargs="+", type=int, default=[1, 256, 4096, 16384])
     parser.add_argument("--seconds", type=float, default=2.0, help="measurement time per cell")
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 2], help="CPU intra-op threads")
-    parser.add_argument("--device", nargs="+", default=["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
+    parser.add_argument(
+        "--device", nargs="+", default=["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    )
     args = parser.parse_args()
 
     rows = []
@@ -89,12 +93,21 @@ def main() -> None:
                         rate = engine_rate(layout, num_envs, device, observe, args.seconds)
                         ref = refs[observe]
                         ratio = rate / ref if ref else None
-                        rows.append((layout, device, threads, num_envs, "yes" if observe else "no", rate, ratio))
+                        rows.append(
+                            (layout, device, threads, num_envs, "yes" if observe else "no", rate, ratio)
+                        )
                         r = rows[-1]
-                        print(f"  measured {r[0]} {r[1]} threads={r[2]} B={r[3]} obs={r[4]}: {rate:,.0f}", flush=True)
+                        print(
+                            f"  measured {r[0]} {r[1]} threads={r[2]} B={r[3]} obs={r[4]}: {rate:,.0f}",
+                            flush=True,
+                        )
 
     print()
-    print(f"{'layout':<20} {'engine':<10} {'threads':>7} {'num_envs':>9} {'obs':>4} {'steps/s':>13} {'x ref':>8}")
+    header = ("layout", "engine", "threads", "num_envs", "obs", "steps/s", "x ref")
+    print(
+        f"{header[0]:<20} {header[1]:<10} "
+        + " ".join(f"{h:>{w}}" for h, w in zip(header[2:], (7, 9, 4, 13, 8)))
+    )
     for layout, device, threads, num_envs, obs, rate, ratio in rows:
         rate_s = f"{rate:,.0f}" if rate else "n/a"
         ratio_s = f"{ratio:.1f}" if ratio else "n/a"

@@ -58,8 +58,12 @@ def test_critic_obs_concatenates_own_then_other_encodings():
     step = env.reset()
     C = env.obs_shape[2]
     crit = step.critic_obs
-    assert torch.equal(crit[:, 0, ..., :C], step.obs[:, 0]) and torch.equal(crit[:, 0, ..., C:], step.obs[:, 1])
-    assert torch.equal(crit[:, 1, ..., :C], step.obs[:, 1]) and torch.equal(crit[:, 1, ..., C:], step.obs[:, 0])
+    assert torch.equal(crit[:, 0, ..., :C], step.obs[:, 0]) and torch.equal(
+        crit[:, 0, ..., C:], step.obs[:, 1]
+    )
+    assert torch.equal(crit[:, 1, ..., :C], step.obs[:, 1]) and torch.equal(
+        crit[:, 1, ..., C:], step.obs[:, 0]
+    )
 
 
 def test_same_seed_same_trajectory_and_seats():
@@ -195,8 +199,8 @@ def test_import_export_round_trip_and_render():
     [
         ([((0, 0), None), ((3, 1), None)], [], "not a floor cell"),
         ([((3, 1), None), ((3, 1), None)], [], "two players"),
-        ([((3, 3), None), ((3, 1), None)], [{"name": "onion", "position": (0, 1)}, {"name": "dish", "position": (0, 1)}],
-         "two objects"),
+        ([((3, 3), None), ((3, 1), None)],
+         [{"name": "onion", "position": (0, 1)}, {"name": "dish", "position": (0, 1)}], "two objects"),
         ([((3, 3), None), ((3, 1), None)], [{"name": "onion", "position": (1, 2)}], "counters and pots"),
         ([((3, 3), None), ((3, 1), None)], [{"name": "onion", "position": (3, 0)}], "only hold a soup"),
         ([((3, 3), None), ((3, 1), None)], [{"name": "tomato", "position": (0, 1)}], "tomatoes"),

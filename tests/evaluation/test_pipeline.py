@@ -175,7 +175,9 @@ def test_batched_matches_put_the_ego_in_the_right_seat():
     """Each (partner, seat) game equals a direct rollout with the ego in that seat."""
     west, stay, east = Scripted(3), Scripted(4), Scripted(2)
     partners = [PartnerSpec("stay", "expert", stay), PartnerSpec("east", "moderate", east)]
-    frame = evaluate_agent("cramped_room", west, partners, episodes=2, labels={"algorithm": "x", "ego_seed": 0})
+    frame = evaluate_agent(
+        "cramped_room", west, partners, episodes=2, labels={"algorithm": "x", "ego_seed": 0}
+    )
     assert len(frame) == 2 * 2 * 2 and set(frame.algorithm) == {"x"}
     for (pid, seat), rows in frame.groupby(["partner", "seat"]):
         partner_action = {"stay": 4, "east": 2}[pid]
@@ -185,8 +187,9 @@ def test_batched_matches_put_the_ego_in_the_right_seat():
         env.reset()
         idle = 0
         for _ in range(env.horizon):
-            idle += int(env.step(torch.tensor([joint]))
-                        .events[0, seat, env.event_names.index("IDLE_MOVEMENT")])  # fmt: skip
+            idle += int(
+                env.step(torch.tensor([joint])).events[0, seat, env.event_names.index("IDLE_MOVEMENT")]
+            )
         assert (rows["ev_IDLE_MOVEMENT"] == idle).all(), (pid, seat)
     # The two seats really differ for the west-walking ego in cramped_room.
     by_seat = frame[frame.partner == "stay"].groupby("seat")["ev_IDLE_MOVEMENT"].first()

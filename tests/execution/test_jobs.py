@@ -68,7 +68,9 @@ def test_bad_job_graphs_are_refused(tmp_path):
     with pytest.raises(JobError, match="unknown job"):
         order_jobs([Job("x", "test.square", {"x": 1}, needs=("nope",), out="x")])
     with pytest.raises(JobError, match="cycle"):
-        order_jobs([Job("x", "test.square", needs=("y",), out="x"), Job("y", "test.square", needs=("x",), out="y")])
+        order_jobs(
+            [Job("x", "test.square", needs=("y",), out="x"), Job("y", "test.square", needs=("x",), out="y")]
+        )
     with pytest.raises(JobError, match="duplicate"):
         order_jobs([Job("x", "test.square", out="x"), Job("x", "test.square", out="y")])
     with pytest.raises(JobError, match="did you mean 'test.square'"):
@@ -79,6 +81,7 @@ def test_bad_job_graphs_are_refused(tmp_path):
 
 def test_process_pool_executor(tmp_path):
     js = [Job(f"sq{i}", "test.square", {"x": i}, out=f"sq{i}") for i in range(4)]
-    results = run_jobs(js, tmp_path, executor="process", workers=2, modules=("tests.execution.test_jobs",),
-                       progress=False)  # fmt: skip
+    results = run_jobs(
+        js, tmp_path, executor="process", workers=2, modules=("tests.execution.test_jobs",), progress=False
+    )
     assert results == {f"sq{i}": i * i for i in range(4)}

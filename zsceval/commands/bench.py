@@ -9,11 +9,17 @@ import click
 @click.option("--suite", "suite_name", required=True, help="Suite name (benchmarks/suites) or a YAML path.")
 @click.option("--algos", default=None, help="Comma-separated subset of the suite's algorithms.")
 @click.option("--layouts", default=None, help="Comma-separated subset of the suite's layouts.")
-@click.option("--out", type=click.Path(file_okay=False), default=None, help="Output directory. [default: bench/SUITE]")
-@click.option("--executor", type=click.Choice(["local", "process", "ray"]), default="local", show_default=True)
+@click.option(
+    "--out", type=click.Path(file_okay=False), default=None, help="Output directory. [default: bench/SUITE]"
+)
+@click.option(
+    "--executor", type=click.Choice(["local", "process", "ray"]), default="local", show_default=True
+)
 @click.option("--workers", type=int, default=1, show_default=True, help="Parallel jobs (process / ray).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
-@click.option("--report/--no-report", default=True, show_default=True, help="Print the BR-Prox table at the end.")
+@click.option(
+    "--report/--no-report", default=True, show_default=True, help="Print the BR-Prox table at the end."
+)
 def bench(suite_name, algos, layouts, out, executor, workers, progress, report) -> None:
     """Run whatever is missing of a suite: partner generation and selection, ego training, evaluation.
 
@@ -38,12 +44,17 @@ def bench(suite_name, algos, layouts, out, executor, workers, progress, report) 
     except SuiteError as exc:
         raise click.ClickException(str(exc)) from None
     out = out or f"bench/{suite.name}"
-    click.echo(f"suite {suite.name}: layouts {', '.join(suite.layouts)}; algorithms {', '.join(suite.algorithms)}")
+    click.echo(
+        f"suite {suite.name}: layouts {', '.join(suite.layouts)}; algorithms {', '.join(suite.algorithms)}"
+    )
     try:
         tables = run_bench(suite, out, executor=executor, workers=workers, progress=progress, log=click.echo)
     except (JobError, ValueError) as exc:
         raise click.ClickException(f"{exc}\n(rerun the same command to resume)") from None
-    click.echo(f"results in {out}: " + ", ".join(f"{k}" for k in tables if k.endswith("s") and k != "skipped_algorithms"))
+    click.echo(
+        f"results in {out}: "
+        + ", ".join(f"{k}" for k in tables if k.endswith("s") and k != "skipped_algorithms")
+    )
     if report and "results" in tables:
         from zsceval.evaluation.report import format_table, read_tables, summarize
 

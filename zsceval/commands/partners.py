@@ -11,8 +11,15 @@ def _suite(layout: str, candidates: int, k: int, steps: int | None, seed: int, p
     budget = PartnerBudget(candidates=candidates, k=min(k, candidates))
     if steps is not None:
         budget = PartnerBudget(**{**budget.__dict__, "candidate_steps": steps, "mid_br_steps": steps})
-    return Suite(name="partners", layouts=(layout,), algorithms=(), seed=seed, preset=preset, device=device,
-                 partners=budget)  # fmt: skip
+    return Suite(
+        name="partners",
+        layouts=(layout,),
+        algorithms=(),
+        seed=seed,
+        preset=preset,
+        device=device,
+        partners=budget,
+    )
 
 
 @click.group(name="partners")
@@ -28,13 +35,17 @@ def partners() -> None:
 
 _common = [
     click.option("--layout", required=True, help="Layout name or alias."),
-    click.option("--out", type=click.Path(file_okay=False), default=None,
-                 help="Working directory. [default: eval_partners/LAYOUT]"),
+    click.option(
+        "--out",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Working directory. [default: eval_partners/LAYOUT]",
+    ),
     click.option("--seed", type=int, default=0, show_default=True),
     click.option("--preset", default="quick", show_default=True, help="Training preset of every run."),
     click.option("--device", default="cpu", show_default=True),
     click.option("--steps", default=None, help="Env steps per candidate and per mid BR (e.g. 1e7)."),
-]  # fmt: skip
+]
 
 
 def _options(fn):
@@ -54,7 +65,7 @@ def generate(layout, out, seed, preset, device, steps, candidates) -> None:
     steps = int(float(steps)) if steps else None
     suite = _suite(layout, candidates, 1, steps, seed, preset, device)
     out = out or f"eval_partners/{suite.layouts[0]}"
-    phases, _, _ = build_phases(suite, out)
+    phases, _ = build_phases(suite)
     try:
         results = run_jobs(phases[0] + phases[1], out, modules=("zsceval.evaluation.pipeline",))
     except JobError as exc:
@@ -66,11 +77,15 @@ def generate(layout, out, seed, preset, device, steps, candidates) -> None:
 
 @partners.command(name="select")
 @_options
-@click.option("-k", "k", type=int, required=True, help="Partners to select (the set has 2k: finals and mids).")
+@click.option(
+    "-k", "k", type=int, required=True, help="Partners to select (the set has 2k: finals and mids)."
+)
 @click.option("--candidates", type=int, default=8, show_default=True, help="As given to `generate`.")
 def select(layout, out, seed, preset, device, steps, k, candidates) -> None:
     """Select k candidates by BR-Div (k-DPP), train BRs of their mid checkpoints, write the manifest."""
-    from zsceval.evaluation.bench import SuiteError, _late_phases, _validate, build_phases
+    from pathlib import Path
+
+    from zsceval.evaluation.bench import SuiteError, _validate, build_phases, late_phases
     from zsceval.execution import JobError, run_jobs
 
     steps = int(float(steps)) if steps else None
@@ -82,11 +97,11 @@ def select(layout, out, seed, preset, device, steps, k, candidates) -> None:
     except SuiteError as exc:
         raise click.ClickException(str(exc)) from None
     out = out or f"eval_partners/{suite.layouts[0]}"
-    phases, _, infos = build_phases(suite, out)
+    phases, infos = build_phases(suite)
     jobs = phases[0] + phases[1] + phases[2]
     try:
         run_jobs(jobs, out, modules=("zsceval.evaluation.pipeline",))
-        late = _late_phases(suite, __import__("pathlib").Path(out), infos, jobs)
+        late = late_phases(suite, Path(out), infos)
         run_jobs(jobs + late[0] + late[1], out, modules=("zsceval.evaluation.pipeline",))
     except (JobError, ValueError) as exc:
         raise click.ClickException(f"{exc}\n(rerun the same command to resume)") from None

@@ -35,6 +35,7 @@ Outputs under ``--out``: ``<layout>/...`` job folders, and ``results.parquet``,
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import tempfile
@@ -54,7 +55,17 @@ from zsceval.execution import Job, run_jobs
 from . import pipeline  # noqa: F401  (registers the job kinds)
 from .reward_space import load_reward_space, sample_weights
 
-__all__ = ["Suite", "PartnerBudget", "load_suite", "list_suites", "build_phases", "run_bench", "ZSC_ALGORITHMS"]
+__all__ = [
+    "Suite",
+    "SuiteError",
+    "PartnerBudget",
+    "load_suite",
+    "list_suites",
+    "build_phases",
+    "late_phases",
+    "run_bench",
+    "ZSC_ALGORITHMS",
+]
 
 # Algorithms of the ZSC-Eval paper (and TBS): a suite may name them before they are implemented.
 ZSC_ALGORITHMS = ("sp", "fcp", "mep", "trajedi", "hsp", "cole", "e3t", "tbs")
@@ -120,7 +131,9 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
     if not path.suffix:
         path = _suite_dir() / f"{name_or_path}.yaml"
         if not path.is_file():
-            raise SuiteError(f"unknown suite {str(name_or_path)!r}; shipped suites: {', '.join(list_suites())}")
+            raise SuiteError(
+                f"unknown suite {str(name_or_path)!r}; shipped suites: {', '.join(list_suites())}"
+            )
     if not path.is_file():
         raise SuiteError(f"suite file {path} does not exist")
     try:
@@ -131,8 +144,19 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
         raise SuiteError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(data, dict):
         raise SuiteError(f"{path}: a suite is a mapping of keys")
-    known = {"name", "layouts", "algorithms", "ego_seeds", "ego_steps", "seed", "preset", "device",
-             "overrides", "partners", "evaluation"}  # fmt: skip
+    known = {
+        "name",
+        "layouts",
+        "algorithms",
+        "ego_seeds",
+        "ego_steps",
+        "seed",
+        "preset",
+        "device",
+        "overrides",
+        "partners",
+        "evaluation",
+    }
     _check_keys(data, known, path, "")
     pdata = data.get("partners") or {}
     _check_keys(pdata, set(PartnerBudget.__dataclass_fields__), path, "partners.")
@@ -151,13 +175,13 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
             overrides=tuple(str(o) for o in data.get("overrides") or ()),
             partners=_partner_budget(pdata),
             evaluation_episodes=int(edata.get("episodes", 10)),
-        )  # fmt: skip
+        )
     except (TypeError, ValueError) as exc:
         raise SuiteError(f"{path}: {exc}") from None
     if layouts:
-        suite = _restrict(suite, "layouts", layouts, suite.layouts, path)
+        suite = _restrict(suite, "layouts", layouts)
     if algorithms:
-        suite = _restrict(suite, "algorithms", algorithms, suite.algorithms, path)
+        suite = _restrict(suite, "algorithms", algorithms)
     _validate(suite, path)
     return suite
 
@@ -165,8 +189,9 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
 def _partner_budget(data: dict) -> PartnerBudget:
     """``partners:`` section with numbers coerced (``1.5e6`` is accepted for integer budgets)."""
     defaults = PartnerBudget()
-    return PartnerBudget(**{k: int(float(v)) if isinstance(getattr(defaults, k), int) else float(v)
-                            for k, v in data.items()})  # fmt: skip
+    return PartnerBudget(
+        **{k: int(float(v)) if isinstance(getattr(defaults, k), int) else float(v) for k, v in data.items()}
+    )
 
 
 def _check_keys(data: dict, known: set[str], path: Path, prefix: str) -> None:
@@ -177,12 +202,9 @@ def _check_keys(data: dict, known: set[str], path: Path, prefix: str) -> None:
             raise SuiteError(f"{path}: unknown key {prefix}{key!r}{hint}; valid: {', '.join(sorted(known))}")
 
 
-def _restrict(suite: Suite, what: str, chosen, available, path: Path) -> Suite:
-    chosen = tuple(chosen)
-    kwargs = asdict(suite)
-    kwargs["partners"] = suite.partners
-    kwargs[what] = chosen
-    return Suite(**kwargs)
+def _restrict(suite: Suite, what: str, chosen) -> Suite:
+    """The suite with ``what`` (``layouts`` or ``algorithms``) replaced by ``chosen``."""
+    return dataclasses.replace(suite, **{what: tuple(chosen)})
 
 
 def _validate(suite: Suite, path: Path) -> None:
@@ -214,23 +236,56 @@ def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict
     rng = np.random.default_rng(suite.seed)
     space = load_reward_space(lay)
     weights = sample_weights(space, pb.candidates, rng)
-    common = {"layout": lay, "preset": suite.preset, "device": suite.device, "overrides": list(suite.overrides)}
+    common = {
+        "layout": lay,
+        "preset": suite.preset,
+        "device": suite.device,
+        "overrides": list(suite.overrides),
+    }
     trains, evals = [], []
     cand_ids = []
     for i, w in enumerate(weights):
         cid = f"c{i:03d}"
         cand_ids.append(cid)
         tid, eid = f"{lay}/candidates/{cid}/train", f"{lay}/candidates/{cid}/evaluate"
-        trains.append(Job(tid, "train", {**common, "algo": "biased", "seed": suite.seed + i,
-                                         "steps": pb.candidate_steps,
-                                         "checkpoint_every": max(1, pb.candidate_steps // pb.checkpoints),
-                                         "algo_options": {"weights": [float(x) for x in w]}}, out=tid))  # fmt: skip
-        evals.append(Job(eid, "candidate.evaluate", {"layout": lay, "episodes": pb.feature_episodes,
-                                                     "seed": suite.seed + i, "device": suite.device,
-                                                     "weights": [float(x) for x in w]}, needs=(tid,), out=eid))  # fmt: skip
+        trains.append(
+            Job(
+                tid,
+                "train",
+                {
+                    **common,
+                    "algo": "biased",
+                    "seed": suite.seed + i,
+                    "steps": pb.candidate_steps,
+                    "checkpoint_every": max(1, pb.candidate_steps // pb.checkpoints),
+                    "algo_options": {"weights": [float(x) for x in w]},
+                },
+                out=tid,
+            )
+        )
+        evals.append(
+            Job(
+                eid,
+                "candidate.evaluate",
+                {
+                    "layout": lay,
+                    "episodes": pb.feature_episodes,
+                    "seed": suite.seed + i,
+                    "device": suite.device,
+                    "weights": [float(x) for x in w],
+                },
+                needs=(tid,),
+                out=eid,
+            )
+        )
     sel_id = f"{lay}/partners/select"
-    select = Job(sel_id, "partners.select", {"k": pb.k, "seed": suite.seed, "num_samples": pb.dpp_samples,
-                                             "min_return": pb.min_return}, needs=tuple(e.id for e in evals), out=sel_id)  # fmt: skip
+    select = Job(
+        sel_id,
+        "partners.select",
+        {"k": pb.k, "seed": suite.seed, "num_samples": pb.dpp_samples, "min_return": pb.min_return},
+        needs=tuple(e.id for e in evals),
+        out=sel_id,
+    )
     egos = []
     implemented = set(registry.names())
     for algo in suite.algorithms:
@@ -238,15 +293,27 @@ def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict
             continue
         for s in range(suite.ego_seeds):
             jid = f"{lay}/egos/{algo}/s{s}"
-            egos.append(Job(jid, "train", {**common, "algo": algo, "seed": suite.seed + 1000 + s,
-                                           "steps": suite.ego_steps}, out=jid))  # fmt: skip
-    info = {"candidates": cand_ids, "trains": {j.id: j for j in trains}, "evals": {j.id: j for j in evals},
-            "select": select, "egos": egos}  # fmt: skip
+            egos.append(
+                Job(
+                    jid,
+                    "train",
+                    {**common, "algo": algo, "seed": suite.seed + 1000 + s, "steps": suite.ego_steps},
+                    out=jid,
+                )
+            )
+    info = {
+        "candidates": cand_ids,
+        "trains": {j.id: j for j in trains},
+        "evals": {j.id: j for j in evals},
+        "select": select,
+        "egos": egos,
+    }
     return [trains + egos, evals, [select]], info
 
 
-def build_phases(suite: Suite, root: Path) -> tuple[list[list[Job]], list[Job], dict]:
-    """The static phases of every layout, plus a function of the selection for the rest."""
+def build_phases(suite: Suite) -> tuple[list[list[Job]], dict]:
+    """Phases 1-3 of every layout (candidates and egos, features, selection) and per-layout info
+    for :func:`late_phases`."""
     phases: list[list[Job]] = [[], [], []]
     infos = {}
     for layout in suite.layouts:
@@ -254,11 +321,11 @@ def build_phases(suite: Suite, root: Path) -> tuple[list[list[Job]], list[Job], 
         for i, jobs in enumerate(ph):
             phases[i].extend(jobs)
         infos[resolve_layout_name(layout)] = info
-    return phases, [], infos
+    return phases, infos
 
 
-def _late_phases(suite: Suite, root: Path, infos: dict, static: list[Job]) -> list[list[Job]]:
-    """Phases 4-6 (mid BRs, manifest, evaluation) once each layout's selection is known."""
+def late_phases(suite: Suite, root: Path, infos: dict) -> list[list[Job]]:
+    """Phases 4-6 (mid BRs, manifest, evaluation), built once each layout's selection is done."""
     import json
 
     mids, manifests, evaluations = [], [], []
@@ -270,26 +337,72 @@ def _late_phases(suite: Suite, root: Path, infos: dict, static: list[Job]) -> li
         for cid in sel_candidates:
             tid, eid = f"{lay}/candidates/{cid}/train", f"{lay}/candidates/{cid}/evaluate"
             jid = f"{lay}/partners/mid_br/{cid}"
-            mid_jobs[cid] = Job(jid, "train", {"layout": lay, "preset": suite.preset, "device": suite.device,
-                                               "overrides": list(suite.overrides),
-                                               "algo": "br", "seed": suite.seed + 500, "steps": pb.mid_br_steps,
-                                               "partner_train": tid, "partner_eval": eid},
-                                needs=(tid, eid), out=jid)  # fmt: skip
+            mid_jobs[cid] = Job(
+                jid,
+                "train",
+                {
+                    "layout": lay,
+                    "preset": suite.preset,
+                    "device": suite.device,
+                    "overrides": list(suite.overrides),
+                    "algo": "br",
+                    "seed": suite.seed + 500,
+                    "steps": pb.mid_br_steps,
+                    "partner_train": tid,
+                    "partner_eval": eid,
+                },
+                needs=(tid, eid),
+                out=jid,
+            )
         mids.extend(mid_jobs.values())
         man_id = f"{lay}/partners/set"
-        cand_map = {cid: [f"{lay}/candidates/{cid}/train", f"{lay}/candidates/{cid}/evaluate"] for cid in sel_candidates}
-        needs = [info["select"].id] + [j for pair in cand_map.values() for j in pair] + [j.id for j in mid_jobs.values()]
-        manifests.append(Job(man_id, "partners.manifest", {
-            "layout": lay, "seed": suite.seed, "episodes": suite.evaluation_episodes, "device": suite.device,
-            "select": info["select"].id, "candidates": cand_map,
-            "mid_brs": {cid: j.id for cid, j in mid_jobs.items()}}, needs=tuple(needs), out=man_id))  # fmt: skip
+        cand_map = {
+            cid: [f"{lay}/candidates/{cid}/train", f"{lay}/candidates/{cid}/evaluate"]
+            for cid in sel_candidates
+        }
+        needs = (
+            [info["select"].id]
+            + [j for pair in cand_map.values() for j in pair]
+            + [j.id for j in mid_jobs.values()]
+        )
+        manifests.append(
+            Job(
+                man_id,
+                "partners.manifest",
+                {
+                    "layout": lay,
+                    "seed": suite.seed,
+                    "episodes": suite.evaluation_episodes,
+                    "device": suite.device,
+                    "select": info["select"].id,
+                    "candidates": cand_map,
+                    "mid_brs": {cid: j.id for cid, j in mid_jobs.items()},
+                },
+                needs=tuple(needs),
+                out=man_id,
+            )
+        )
         for ego in info["egos"]:
             algo, seed = ego.id.split("/")[2], int(ego.id.split("/")[3][1:])
             jid = f"{lay}/evaluation/{algo}/s{seed}"
-            evaluations.append(Job(jid, "ego.evaluate", {"layout": lay, "algorithm": algo, "ego_seed": seed,
-                                                         "episodes": suite.evaluation_episodes, "seed": suite.seed,
-                                                         "device": suite.device, "ego": ego.id, "partners": man_id},
-                                   needs=(ego.id, man_id), out=jid))  # fmt: skip
+            evaluations.append(
+                Job(
+                    jid,
+                    "ego.evaluate",
+                    {
+                        "layout": lay,
+                        "algorithm": algo,
+                        "ego_seed": seed,
+                        "episodes": suite.evaluation_episodes,
+                        "seed": suite.seed,
+                        "device": suite.device,
+                        "ego": ego.id,
+                        "partners": man_id,
+                    },
+                    needs=(ego.id, man_id),
+                    out=jid,
+                )
+            )
     return [mids, manifests, evaluations]
 
 
@@ -301,7 +414,13 @@ def _write_table(frame: pd.DataFrame, path: Path) -> None:
 
 
 def run_bench(
-    suite: Suite, out: str | Path, *, executor: str = "local", workers: int = 1, progress: bool = True, log=print
+    suite: Suite,
+    out: str | Path,
+    *,
+    executor: str = "local",
+    workers: int = 1,
+    progress: bool = True,
+    log=print,
 ) -> dict[str, Any]:
     """Run (or resume) a suite; returns a summary with the result table paths.
 
@@ -314,20 +433,32 @@ def run_bench(
     skipped = [a for a in suite.algorithms if a not in registry.names()]
     if skipped:
         log(f"skipped (not implemented yet): {', '.join(skipped)}")
-    static, _, infos = build_phases(suite, root)
+    static, infos = build_phases(suite)
     all_jobs: list[Job] = []
     names = ["candidates and ego training", "candidate features", "partner selection"]
     for name, jobs in zip(names, static):
         log(f"phase: {name} ({len(jobs)} jobs)")
         all_jobs.extend(jobs)
-        run_jobs(all_jobs, root, executor=executor, workers=workers, progress=progress,
-                 modules=("zsceval.evaluation.pipeline",))  # fmt: skip
-    late = _late_phases(suite, root, infos, all_jobs)
+        run_jobs(
+            all_jobs,
+            root,
+            executor=executor,
+            workers=workers,
+            progress=progress,
+            modules=("zsceval.evaluation.pipeline",),
+        )
+    late = late_phases(suite, root, infos)
     for name, jobs in zip(["mid-checkpoint best responses", "partner-set manifests", "ego evaluation"], late):
         log(f"phase: {name} ({len(jobs)} jobs)")
         all_jobs.extend(jobs)
-        run_jobs(all_jobs, root, executor=executor, workers=workers, progress=progress,
-                 modules=("zsceval.evaluation.pipeline",))  # fmt: skip
+        run_jobs(
+            all_jobs,
+            root,
+            executor=executor,
+            workers=workers,
+            progress=progress,
+            modules=("zsceval.evaluation.pipeline",),
+        )
     return collect_tables(root, suite, infos, skipped)
 
 

@@ -152,7 +152,9 @@ def evaluate_agent(
     """
     n = 2
     assignment, keys = _pairings(len(partners), n, episodes)
-    res = play_games(layout, [agent, *(p.policy for p in partners)], assignment, generator=generator, device=device)
+    res = play_games(
+        layout, [agent, *(p.policy for p in partners)], assignment, generator=generator, device=device
+    )
     ego_events = res.events[torch.arange(len(keys)), torch.as_tensor(keys[:, 1])]
     frame = pd.DataFrame(
         {

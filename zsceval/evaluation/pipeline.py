@@ -186,13 +186,16 @@ def partners_select(params: dict, out: Path, needs: dict) -> dict:
     k = int(params["k"])
     if len(kept) < k:
         raise ValueError(
-            f"only {len(kept)} of {len(results)} candidates have a final return > {params.get('min_return', 10.0)}; "
-            f"cannot select K={k} (train candidates longer, sample more, or lower min_return)"
+            f"only {len(kept)} of {len(results)} candidates have a final return > "
+            f"{params.get('min_return', 10.0)}; cannot select K={k} "
+            "(train candidates longer, sample more, or lower min_return)"
         )
     ids = sorted(kept)
     features = np.array([kept[c]["features"] for c in ids], dtype=float)
     rng = np.random.default_rng(int(params.get("seed", 0)))
-    sel = select_partners(normalize_features(features), k, rng=rng, num_samples=int(params.get("num_samples", 1_000_000)))
+    sel = select_partners(
+        normalize_features(features), k, rng=rng, num_samples=int(params.get("num_samples", 1_000_000))
+    )
     chosen = [ids[i] for i in sel.indices]
     frame = pd.DataFrame(features, columns=next(iter(kept.values()))["feature_names"])
     frame.insert(0, "candidate_id", ids)
@@ -242,12 +245,18 @@ def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
             b_meta = _export(out / "brs" / pid, br_ckpt, br_name, device)
             specs.append((pid, level, p_meta, b_meta, ev["features"]))
     partners = [
-        PartnerSpec(pid, "expert" if level == "final" else "moderate",
-                    load_policy(p_meta, "biased", device)[0], load_policy(b_meta, "br", device)[0])
+        PartnerSpec(
+            pid,
+            "expert" if level == "final" else "moderate",
+            load_policy(p_meta, "biased", device)[0],
+            load_policy(b_meta, "br", device)[0],
+        )
         for pid, level, p_meta, b_meta, _ in specs
-    ]  # fmt: skip
+    ]
     gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)))
-    br_frame = evaluate_br_references(layout, partners, episodes=int(params["episodes"]), generator=gen, device=device)
+    br_frame = evaluate_br_references(
+        layout, partners, episodes=int(params["episodes"]), generator=gen, device=device
+    )
     br_frame.to_parquet(out / "br_returns.parquet")
     br_mean = br_frame.groupby("partner")["br_return"].mean()
     for pid, level, p_meta, b_meta, features in specs:
@@ -305,7 +314,14 @@ def ego_evaluate(params: dict, out: Path, needs: dict) -> dict:
     partners = load_partner_set(Path(needs[params["partners"]]) / "manifest.json", params["layout"], device)
     gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)))
     labels = {"algorithm": params["algorithm"], "ego_seed": int(params["ego_seed"])}
-    frame = evaluate_agent(params["layout"], ego, partners, episodes=int(params["episodes"]), generator=gen,
-                           device=device, labels=labels)  # fmt: skip
+    frame = evaluate_agent(
+        params["layout"],
+        ego,
+        partners,
+        episodes=int(params["episodes"]),
+        generator=gen,
+        device=device,
+        labels=labels,
+    )
     frame.to_parquet(out / "results.parquet")
     return {"rows": len(frame), "mean_sparse_return": float(frame["sparse_return"].mean())}

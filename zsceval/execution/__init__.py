@@ -3,4 +3,14 @@
 from .executors import EXECUTORS, run_jobs
 from .jobs import Job, JobError, is_done, job_kind, order_jobs, read_result, run_job
 
-__all__ = ["Job", "JobError", "job_kind", "run_job", "run_jobs", "is_done", "read_result", "order_jobs", "EXECUTORS"]
+__all__ = [
+    "Job",
+    "JobError",
+    "job_kind",
+    "run_job",
+    "run_jobs",
+    "is_done",
+    "read_result",
+    "order_jobs",
+    "EXECUTORS",
+]

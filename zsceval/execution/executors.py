@@ -65,7 +65,9 @@ def run_jobs(
     for j in ordered:
         if j not in pending:
             results[j.id] = run_job(j, root, out_dirs)  # reads the stored result
-    bar = tqdm(total=len(ordered), initial=len(ordered) - len(pending), disable=not progress, desc="jobs", unit="job")
+    bar = tqdm(
+        total=len(ordered), initial=len(ordered) - len(pending), disable=not progress, desc="jobs", unit="job"
+    )
 
     def finished(job: Job, result: object) -> None:
         results[job.id] = result

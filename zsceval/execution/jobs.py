@@ -47,7 +47,9 @@ def job_kind(name: str) -> Callable:
         old = JOB_KINDS.get(name)
         same = old is not None and (old.__module__, old.__qualname__) == (fn.__module__, fn.__qualname__)
         if old is not None and not same:  # re-importing the same module may re-register
-            raise ValueError(f"job kind {name!r} is already registered by {old.__module__}.{old.__qualname__}")
+            raise ValueError(
+                f"job kind {name!r} is already registered by {old.__module__}.{old.__qualname__}"
+            )
         JOB_KINDS[name] = fn
         return fn
 
@@ -124,8 +126,10 @@ def run_job(job: Job, root: str | Path, out_dirs: dict[str, str]) -> Any:
         return read_result(job, root)
     if job.kind not in JOB_KINDS:
         close = difflib.get_close_matches(job.kind, list(JOB_KINDS), n=1)
-        raise JobError(f"unknown job kind {job.kind!r}{f' (did you mean {close[0]!r}?)' if close else ''}; "
-                       f"known: {', '.join(sorted(JOB_KINDS))}")
+        raise JobError(
+            f"unknown job kind {job.kind!r}{f' (did you mean {close[0]!r}?)' if close else ''}; "
+            f"known: {', '.join(sorted(JOB_KINDS))}"
+        )
     needs = {}
     for dep in job.needs:
         path = root / out_dirs[dep]

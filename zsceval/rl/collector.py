@@ -63,7 +63,13 @@ class Collector:
     """
 
     def __init__(
-        self, env, policies: list[Policy], num_learners: int, reward_fn, generator, own_critic_obs: bool = False
+        self,
+        env,
+        policies: list[Policy],
+        num_learners: int,
+        reward_fn,
+        generator,
+        own_critic_obs: bool = False,
     ) -> None:
         self.env = env
         self.policies = policies

@@ -70,7 +70,9 @@ def interact(state: State, actions: torch.Tensor, T: Tables, out: dict[str, torc
         potadd = (code == Interaction.POT_ONION) | (code == Interaction.POT_TOMATO)
         deliver = code == Interaction.DELIVER
         ingredient = code - (Interaction.POT_ONION - 1)  # 1 onion, 2 tomato when potadd
-        aux = torch.where(potadd, AUX_POT + cseq * 3 + ingredient, torch.where(deliver, AUX_DELIVER + hseq, 0))
+        aux = torch.where(
+            potadd, AUX_POT + cseq * 3 + ingredient, torch.where(deliver, AUX_DELIVER + hseq, 0)
+        )
 
         # USEFUL_DISH_PICKUP (spec 3.1 #8): no dish on any counter now, and fewer dishes in hands
         # now than busy pots in the snapshot. Defined for two players only (overcooked-ai).

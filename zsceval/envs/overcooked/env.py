@@ -82,7 +82,9 @@ class OvercookedEnv:
         self.randomize_seats = randomize_seats
         self.multi_recipe = self.layout.dynamics == "multi_recipe"
         self.tables = build_tables(self.layout, self.device)
-        self.encoder = Encoder(self.tables, self.layout.height, self.layout.width, self.multi_recipe, self.horizon)
+        self.encoder = Encoder(
+            self.tables, self.layout.height, self.layout.width, self.multi_recipe, self.horizon
+        )
         W = self.layout.width
         self._start_cells = [y * W + x for x, y in self.layout.start_positions]
         self.generator = torch.Generator(device=self.device)
@@ -177,7 +179,9 @@ class OvercookedEnv:
             raise ValueError(f"actions must be an int64 tensor, got {type(actions).__name__}")
         expected = (self.num_envs, self.num_agents)
         if tuple(actions.shape) != expected:
-            raise ValueError(f"actions must have shape {list(expected)} [num_envs, num_agents], got {list(actions.shape)}")
+            raise ValueError(
+                f"actions must have shape {list(expected)} [num_envs, num_agents], got {list(actions.shape)}"
+            )
         if actions.dtype != torch.int64:
             raise ValueError(f"actions must have dtype torch.int64, got {actions.dtype} (use .long())")
         actions = actions.to(self.device)

@@ -60,7 +60,8 @@ def export_state(state: State, i: int, layout: Layout, T: Tables) -> dict:
     stamps = state.obj_stamp[i].tolist()
     seqs, ticks, kinds = state.obj_seq[i].tolist(), state.obj_tick[i].tolist(), obj.tolist()
     objects = [
-        _object_dict(kinds[c], seqs[c], ticks[c], (c % W, c // W), T) for c in sorted(cells, key=lambda c: stamps[c])
+        _object_dict(kinds[c], seqs[c], ticks[c], (c % W, c // W), T)
+        for c in sorted(cells, key=lambda c: stamps[c])
     ]
     orders = [{"ingredients": r.ingredients} for r in layout.orders]
     return {
@@ -124,11 +125,15 @@ def import_state(state: State, i: int, d: dict, layout: Layout, T: Tables) -> No
     for p, pd in enumerate(players):
         x, y = _parse_pos(pd.get("position"), f"player {p}", layout)
         if terrain[y * W + x] != " ":
-            raise ValueError(f"player {p}: position {(x, y)} is not a floor cell (terrain {terrain[y * W + x]!r})")
+            raise ValueError(
+                f"player {p}: position {(x, y)} is not a floor cell (terrain {terrain[y * W + x]!r})"
+            )
         try:
             o = DIRECTIONS.index(tuple(int(v) for v in pd.get("orientation", ())))
         except (ValueError, TypeError):
-            raise ValueError(f"player {p}: orientation must be one of {DIRECTIONS}, got {pd.get('orientation')!r}") from None
+            raise ValueError(
+                f"player {p}: orientation must be one of {DIRECTIONS}, got {pd.get('orientation')!r}"
+            ) from None
         kind, seq, tick = (0, 0, -1)
         if pd.get("held_object") is not None:
             kind, seq, tick = _parse_object(pd["held_object"], f"player {p} held object", layout, T)
@@ -155,7 +160,9 @@ def import_state(state: State, i: int, d: dict, layout: Layout, T: Tables) -> No
         t = terrain[c]
         if t == "P":
             if kind != Obj.SOUP:
-                raise ValueError(f"{what}: a pot at {(x, y)} can only hold a soup, got {OBJ_NAMES[Obj(kind)]}")
+                raise ValueError(
+                    f"{what}: a pot at {(x, y)} can only hold a soup, got {OBJ_NAMES[Obj(kind)]}"
+                )
         elif t == "X":
             if kind == Obj.SOUP and tick < int(T.seq_time[seq]):
                 raise ValueError(f"{what}: a soup on counter {(x, y)} must be ready (cooking_tick {tick})")
@@ -185,5 +192,3 @@ def import_state(state: State, i: int, d: dict, layout: Layout, T: Tables) -> No
     state.obj_tick[i] = torch.tensor(obj_tick, dtype=torch.int16, device=dev)
     state.obj_stamp[i] = torch.tensor(stamp, device=dev)
     state.timestep[i] = timestep
-
-

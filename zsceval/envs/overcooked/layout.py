@@ -239,7 +239,9 @@ def parse_layout(text: str, source: str = "<string>") -> Layout:
             if "T" in row:
                 raise rd.error(lineno, row.index("T") + 1, "tomato dispensers need 'dynamics: multi_recipe'")
     recipes = _parse_orders(orders, ints, rd)
-    if dynamics[0] == "classic" and any(r.onions + r.tomatoes != MAX_INGREDIENTS or r.tomatoes for r in recipes):
+    if dynamics[0] == "classic" and any(
+        r.onions + r.tomatoes != MAX_INGREDIENTS or r.tomatoes for r in recipes
+    ):
         raise rd.error(orders[0][1] if orders else 1, 1, "classic dynamics only allow the 3-onion order")
     aliases = tuple(a.strip() for a in meta.get("aliases", ("", 0))[0].split(",") if a.strip())
     return Layout(
@@ -299,7 +301,9 @@ def _parse_grid(
     for y, (row, lineno) in enumerate(grid):
         if len(row) != width:
             raise rd.error(
-                lineno, min(len(row), width) + 1, f"grid is not rectangular: row has {len(row)} columns, expected {width}"
+                lineno,
+                min(len(row), width) + 1,
+                f"grid is not rectangular: row has {len(row)} columns, expected {width}",
             )
         out = []
         for x, c in enumerate(row):

@@ -62,7 +62,8 @@ class Encoder:
             (Terrain.POT, Terrain.COUNTER, Terrain.ONION_DISPENSER, Terrain.TOMATO_DISPENSER,
              Terrain.DISH_DISPENSER, Terrain.SERVE)
             if multi
-            else (Terrain.POT, Terrain.COUNTER, Terrain.ONION_DISPENSER, Terrain.DISH_DISPENSER, Terrain.SERVE)
+            else (Terrain.POT, Terrain.COUNTER, Terrain.ONION_DISPENSER, Terrain.DISH_DISPENSER,
+                  Terrain.SERVE)
         )  # fmt: skip
         self.static = torch.stack([(T.terrain == k) for k in kinds]).to(torch.uint8)  # [S, HW]
         self.num_static = len(kinds)

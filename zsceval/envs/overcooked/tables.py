@@ -252,9 +252,16 @@ def build_tables(layout: Layout, device: torch.device) -> Tables:
             optimal, viable = b_old == b_new, b_new > 0
             catastrophic, useless = b_old > 0 and b_new <= 0, b_old <= 0
             evs = ["PLACEMENT_IN_POT", "potting_onion" if g == 1 else "potting_tomato"]
-            evs += [n for n, f in (("viable_placement", viable), ("optimal_placement", optimal),
-                                   ("catastrophic_placement", catastrophic),
-                                   ("useless_placement", useless)) if f]
+            evs += [
+                n
+                for n, f in (
+                    ("viable_placement", viable),
+                    ("optimal_placement", optimal),
+                    ("catastrophic_placement", catastrophic),
+                    ("useless_placement", useless),
+                )
+                if f
+            ]
             i = AUX_POT + old * 3 + g
             aux_events[i] = row(*evs)
             # Classic (OLD, PYPI): every accepted potting earns +3. Multi-recipe (ZSC-Eval NEW):
