@@ -199,3 +199,23 @@ def test_batched_matches_put_the_ego_in_the_right_seat():
 def test_play_games_validates_assignment():
     with pytest.raises(ValueError, match="assignment indices"):
         play_games("cramped_room", [Scripted(4)], torch.tensor([[0, 1]]))
+
+
+def test_eval_command_against_a_partner_set(tiny_bench):
+    from click.testing import CliRunner
+
+    from zsceval.cli import main
+
+    _, out, _ = tiny_bench
+    manifest = out / "cramped_room/partners/set/manifest.json"
+    args = ["eval", "--agent", str(out / "cramped_room/egos/sp/s0/run"), "--layout", "cramped_room",
+            "--partner-set", str(manifest), "--episodes", "2", "--json"]  # fmt: skip
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert len(data["units"]) == 4 * 2  # 2k partners x 2 seats
+    for u in data["units"]:
+        expected = 1.0 if u["br_return"] <= 0 else min(1.0, u["sparse_return"] / u["br_return"])
+        assert u["br_prox"] == pytest.approx(expected)
+    wrong = CliRunner().invoke(main, args[:5] + ["counter_circuit"] + args[6:])
+    assert wrong.exit_code != 0 and "cramped_room" in wrong.output

@@ -81,9 +81,60 @@ def cross_play(
     }
 
 
+def partner_set_play(
+    agent_path: str, manifest: str, layout: str, episodes: int, device: str, seed: int
+) -> dict:
+    """Play ``agent`` with every partner of a partner-set manifest in every seat; BR-Prox per partner.
+
+    BR-Prox per (partner, seat) = min(1, R(agent, partner) / R(BR, partner)), 1 when the BR return
+    is <= 0 (ZSC-Eval Sec. 4.3); the BR returns come from the set's ``br_returns.parquet`` (per
+    seat) or, without it, the manifest's per-partner BR return.
+
+    Raises:
+        ManifestError: another layout, missing or altered files (checked before any game is played).
+        CheckpointError: the agent cannot be loaded or was trained on another observation spec.
+    """
+    from pathlib import Path
+
+    import pandas as pd
+
+    from zsceval.envs.overcooked import OvercookedEnv
+    from zsceval.evaluation.manifest import load_manifest
+    from zsceval.evaluation.matches import evaluate_agent
+    from zsceval.evaluation.metrics import br_prox, iqm
+    from zsceval.evaluation.pipeline import load_partner_set
+
+    dev = resolve_device(device)
+    partners = load_partner_set(manifest, layout, dev)
+    agent, meta = load_policy(agent_path, device=dev)
+    check_compatible(meta, OvercookedEnv(layout, num_envs=1).spec_dict(), f"agent {agent_path}")
+    gen = torch.Generator(dev).manual_seed(seed)
+    frame = evaluate_agent(layout, agent, partners, episodes=episodes, generator=gen, device=dev)
+    units = frame.groupby(["partner", "partner_level", "seat"], as_index=False)["sparse_return"].mean()
+    br_file = Path(manifest).parent / "br_returns.parquet"
+    if br_file.is_file():
+        br = pd.read_parquet(br_file).groupby(["partner", "seat"], as_index=False)["br_return"].mean()
+        units = units.merge(br, on=["partner", "seat"])
+    else:
+        stored = {p.id: p.br.br_return for p in load_manifest(manifest, verify=False).partners}
+        units["br_return"] = units["partner"].map(stored)
+    units["br_prox"] = br_prox(units["sparse_return"].to_numpy(), units["br_return"].to_numpy())
+    return {
+        "layout": layout,
+        "agent": agent_path,
+        "partner_set": str(manifest),
+        "episodes_per_seat": episodes,
+        "br_prox_iqm": float(iqm(units["br_prox"].to_numpy())),
+        "units": units.to_dict(orient="records"),
+    }
+
+
 @click.command(name="evaluate")
 @click.option("--agent", required=True, help="Run dir, checkpoint dir or meta.json of the ego agent.")
-@click.option("--partner", required=True, help="Run dir, checkpoint dir or meta.json of the partner.")
+@click.option("--partner", default=None, help="Run dir, checkpoint dir or meta.json of the partner.")
+@click.option(
+    "--partner-set", default=None, help="A partner-set manifest.json: play every partner, report BR-Prox."
+)
 @click.option("--layout", required=True, help="Layout both agents were trained on.")
 @click.option(
     "--episodes", type=click.IntRange(min=1), default=20, show_default=True, help="Episodes per seating."
@@ -93,14 +144,37 @@ def cross_play(
 @click.option(
     "--json/--no-json", "as_json", default=False, show_default=True, help="Print JSON instead of text."
 )
-def evaluate(agent, partner, layout, episodes, device, seed, as_json) -> None:
-    """Cross-play two saved agents in both seats: mean sparse return (95% CI) and event counts.
+def evaluate(agent, partner, partner_set, layout, episodes, device, seed, as_json) -> None:
+    """Cross-play two saved agents in both seats: mean sparse return (95% CI) and event counts;
+    or play one agent against a whole evaluation-partner set and report BR-Prox.
 
     \b
-    Example:
+    Examples:
       zsceval eval --agent runs/sp_counter_circuit_s0 --partner runs/sp_counter_circuit_s1 \\
                    --layout counter_circuit --episodes 50
+      zsceval eval --agent runs/sp_counter_circuit_s0 --layout counter_circuit \\
+                   --partner-set eval_partners/counter_circuit/counter_circuit/partners/set/manifest.json
     """
+    if (partner is None) == (partner_set is None):
+        raise click.UsageError("give exactly one of --partner and --partner-set")
+    if partner_set is not None:
+        from zsceval.evaluation.manifest import ManifestError
+
+        try:
+            out = partner_set_play(agent, partner_set, layout, episodes, device, seed)
+        except (CheckpointError, ConfigError, ManifestError) as exc:
+            raise click.ClickException(str(exc)) from None
+        if as_json:
+            click.echo(json.dumps(out, indent=2, default=float))
+            return
+        click.echo(f"layout {out['layout']}: {episodes} episodes per (partner, seat)")
+        for u in out["units"]:
+            click.echo(
+                f"  {u['partner']:<14} {u['partner_level']:<9} seat {u['seat']}: "
+                f"return {u['sparse_return']:6.1f}  BR {u['br_return']:6.1f}  BR-Prox {u['br_prox']:.3f}"
+            )
+        click.echo(f"  BR-Prox IQM over {len(out['units'])} (partner, seat) units: {out['br_prox_iqm']:.3f}")
+        return
     try:
         out = cross_play(agent, partner, layout, episodes, device, seed)
     except (CheckpointError, ConfigError) as exc:
