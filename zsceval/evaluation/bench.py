@@ -76,13 +76,21 @@ class PartnerBudget:
     """Partner generation and selection settings of a suite (see the module docstring)."""
 
     candidates: int = 8
+    """Behavior-preferring candidates: weight vectors sampled from the layout's grid (C_max = 3)."""
     candidate_steps: int = 1_500_000
+    """Env steps of each candidate run (pi_w with its BR; ZSC-Eval: 1e7)."""
     checkpoints: int = 10
+    """Checkpoints kept per candidate, the trail the ``mid`` checkpoint is chosen from."""
     feature_episodes: int = 10
+    """Episodes per seating used for behavior features (ZSC-Eval: 80 over both seatings)."""
     k: int = 3
+    """Partners selected by BR-Div; the evaluation set has 2k (finals and mids)."""
     mid_br_steps: int = 1_000_000
+    """Env steps of the BR trained for each selected ``mid`` checkpoint (ZSC-Eval: 1e7)."""
     dpp_samples: int = 100_000
+    """k-DPP samples drawn when the subsets are too many to enumerate (ZSC-Eval: 1e6)."""
     min_return: float = 10.0
+    """Candidates whose return with their BR is <= this are dropped (ZSC-Eval: 10)."""
 
 
 @dataclass(frozen=True)
@@ -90,16 +98,27 @@ class Suite:
     """A resolved benchmark suite (see the module docstring for the fields)."""
 
     name: str
+    """Suite name (default output folder ``bench/<name>``)."""
     layouts: tuple[str, ...]
+    """Layout names or aliases."""
     algorithms: tuple[str, ...]
+    """Ego algorithms; ZSC-Eval algorithms not implemented yet are skipped."""
     ego_seeds: int = 3
+    """Training seeds per ego algorithm (ZSC-Eval: 5)."""
     ego_steps: int = 2_000_000
+    """Env steps of each ego training run."""
     seed: int = 0
+    """Seed of weight sampling, selection and evaluation."""
     preset: str = "quick"
+    """Training preset of every run (``quick`` or ``paper``)."""
     device: str = "cpu"
+    """Torch device of every job."""
     overrides: tuple[str, ...] = ()
+    """Training-config overrides (``key=value``) applied to every run."""
     partners: PartnerBudget = field(default_factory=PartnerBudget)
+    """Partner generation and selection budget."""
     evaluation_episodes: int = 10
+    """Episodes per (ego seed, partner, seat), and per (partner, seat) for BR returns."""
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -406,6 +425,13 @@ def late_phases(suite: Suite, root: Path, infos: dict) -> list[list[Job]]:
     return [mids, manifests, evaluations]
 
 
+def _write_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def _write_table(frame: pd.DataFrame, path: Path) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
@@ -429,36 +455,26 @@ def run_bench(
     """
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
-    (root / "suite.yaml").write_text(yaml.safe_dump(suite.to_dict(), sort_keys=False))
+    _write_text(root / "suite.yaml", yaml.safe_dump(suite.to_dict(), sort_keys=False))
     skipped = [a for a in suite.algorithms if a not in registry.names()]
     if skipped:
         log(f"skipped (not implemented yet): {', '.join(skipped)}")
     static, infos = build_phases(suite)
     all_jobs: list[Job] = []
-    names = ["candidates and ego training", "candidate features", "partner selection"]
-    for name, jobs in zip(names, static):
+
+    def run_phase(name: str, jobs: list[Job]) -> None:
         log(f"phase: {name} ({len(jobs)} jobs)")
-        all_jobs.extend(jobs)
-        run_jobs(
-            all_jobs,
-            root,
-            executor=executor,
-            workers=workers,
-            progress=progress,
-            modules=("zsceval.evaluation.pipeline",),
-        )
-    late = late_phases(suite, root, infos)
-    for name, jobs in zip(["mid-checkpoint best responses", "partner-set manifests", "ego evaluation"], late):
-        log(f"phase: {name} ({len(jobs)} jobs)")
-        all_jobs.extend(jobs)
-        run_jobs(
-            all_jobs,
-            root,
-            executor=executor,
-            workers=workers,
-            progress=progress,
-            modules=("zsceval.evaluation.pipeline",),
-        )
+        all_jobs.extend(jobs)  # earlier phases' jobs are done: they are skipped, not rerun
+        run_jobs(all_jobs, root, executor=executor, workers=workers, progress=progress,
+                 modules=("zsceval.evaluation.pipeline",))  # fmt: skip
+
+    for name, jobs in zip(["candidates and ego training", "candidate features", "partner selection"], static):
+        run_phase(name, jobs)
+    for name, jobs in zip(
+        ["mid-checkpoint best responses", "partner-set manifests", "ego evaluation"],
+        late_phases(suite, root, infos),
+    ):
+        run_phase(name, jobs)
     return collect_tables(root, suite, infos, skipped)
 
 
