@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 
@@ -10,7 +12,7 @@ def _suite(layout: str, candidates: int, k: int, steps: int | None, seed: int, p
 
     budget = PartnerBudget(candidates=candidates, k=min(k, candidates))
     if steps is not None:
-        budget = PartnerBudget(**{**budget.__dict__, "candidate_steps": steps, "mid_br_steps": steps})
+        budget = dataclasses.replace(budget, candidate_steps=steps, mid_br_steps=steps)
     return Suite(
         name="partners",
         layouts=(layout,),

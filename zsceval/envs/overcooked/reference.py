@@ -98,7 +98,6 @@ def random_state_dict(layout: Layout, rng: random.Random, timestep: int = 0) -> 
     holds a random object with probability 0.3; each pot holds nothing, an idle soup, a cooking
     soup or a ready soup.
     """
-    W = layout.width
     floor = layout.cells(" ")
     ingredients = INGREDIENTS if layout.dynamics == "multi_recipe" else ("onion",)
     loose = ["onion", "dish", "soup"] + (["tomato"] if layout.dynamics == "multi_recipe" else [])
@@ -145,7 +144,6 @@ def random_state_dict(layout: Layout, rng: random.Random, timestep: int = 0) -> 
             lo = 3 if layout.dynamics == "classic" else 1
             objects.append(soup(pos, lo, 3, kind))
     rng.shuffle(objects)
-    del W
     return {
         "players": players,
         "objects": objects,

@@ -80,7 +80,3 @@ class State:
     def clone(self) -> State:
         """A deep copy (new tensors)."""
         return State(**{f.name: getattr(self, f.name).clone() for f in fields(self)})
-
-    def index(self, i: int) -> State:
-        """Game ``i`` as a batch of one (views, not copies)."""
-        return State(**{f.name: getattr(self, f.name)[i : i + 1] for f in fields(self)})
