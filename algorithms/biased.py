@@ -88,6 +88,10 @@ class Biased(Algorithm):
         self.seats = random_seats_at_episode_start(self, iteration, generator, self.seats)
         return self.seats
 
+    def eval_seats(self, learners: list[str], partners: list[str]) -> list[str]:
+        """Evaluate the pair: pi_w with its best response."""
+        return ["biased", "br"]
+
     def training_reward(self, step: Step, shaping_factor: float) -> torch.Tensor:
         """``float32 [B, 2]``: r_w for pi_w's seat, sparse + rsf * shaped for the partner's seat."""
         hidden = step.events.float() @ self.w_events + self.w_sparse * step.reward.unsqueeze(-1)

@@ -67,6 +67,10 @@ class BestResponse(Algorithm):
                 )
         return {"partner": partner}
 
+    def eval_seats(self, learners: list[str], partners: list[str]) -> list[str]:
+        """Evaluate the BR with its fixed partner."""
+        return ["br", "partner"]
+
     def assign_seats(self, iteration: int, generator: torch.Generator) -> torch.Tensor:
         """The BR in a random seat per game, redrawn at every episode start."""
         self.seats = random_seats_at_episode_start(self, iteration, generator, self.seats)

@@ -219,3 +219,14 @@ def test_eval_command_against_a_partner_set(tiny_bench):
         assert u["br_prox"] == pytest.approx(expected)
     wrong = CliRunner().invoke(main, args[:5] + ["counter_circuit"] + args[6:])
     assert wrong.exit_code != 0 and "cramped_room" in wrong.output
+
+
+def test_candidate_runs_are_evaluated_as_a_pair(tiny_bench):
+    """eval.json of a biased run seats pi_w with its BR, of a mid-BR run the BR with its partner."""
+    _, out, _ = tiny_bench
+    cand = json.loads((out / "cramped_room/candidates/c000/train/run/eval.json").read_text())
+    assert cand["eval_seats"] == ["biased", "br"]
+    mid = next((out / "cramped_room/partners/mid_br").glob("*/run/eval.json"))
+    assert json.loads(mid.read_text())["eval_seats"] == ["br", "partner"]
+    sp = json.loads((out / "cramped_room/egos/sp/s0/run/eval.json").read_text())
+    assert sp["eval_seats"] == ["ego", "ego"]

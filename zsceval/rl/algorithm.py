@@ -122,6 +122,13 @@ class Algorithm:
         """``float32 [B, n]`` reward each seat learns from (default: :func:`default_training_reward`)."""
         return default_training_reward(step, shaping_factor)
 
+    def eval_seats(self, learners: list[str], partners: list[str]) -> list[str]:
+        """Policy names seated in the final evaluation (``eval.json``), one per seat.
+
+        Default: the ego (first learner) in every seat, i.e. self-play.
+        """
+        return [learners[0]] * self.num_agents
+
     def after_iteration(self, iteration: int, env_steps: int, stats: dict[str, float]) -> None:
         """Hook called after each PPO update (e.g. to update partner-sampling priorities)."""
 

@@ -414,7 +414,8 @@ class Trainer:
         return self.evaluate()
 
     def evaluate(self) -> dict[str, Any]:
-        """Self-play evaluation of the ego policy; writes and returns ``eval.json``'s content."""
+        """Final evaluation with the plug-in's ``eval_seats`` (default: the ego in self-play);
+        writes and returns ``eval.json``'s content (its ``self_play`` entry)."""
         cfg = self.cfg
         ego_name = next(iter(self.learners))
         summary: dict[str, Any] = {
@@ -432,10 +433,16 @@ class Trainer:
                 cfg.env, num_envs=min(episodes, 1024), device=self.device, seed=cfg.run.seed + 10_000
             )
             gen = torch.Generator(self.device).manual_seed(cfg.run.seed + 10_001)
-            ego = self.learners[ego_name].eval()
-            result = play(env, [ego] * env.num_agents, episodes, gen)
+            policies = {**self.learners, **self.partners}
+            seats = self.algorithm.eval_seats(list(self.learners), list(self.partners))
+            summary["eval_seats"] = seats
+            training = {name: p.training for name, p in policies.items()}
+            for p in policies.values():
+                p.eval()
+            result = play(env, [policies[name] for name in seats], episodes, gen)
             summary["self_play"] = summarize(result)
-            ego.train()
+            for name, p in policies.items():
+                p.train(training[name])
         atomic_write_text(self.run_dir / EVAL, json.dumps(summary, indent=2))
         return summary
 
