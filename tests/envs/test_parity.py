@@ -35,9 +35,21 @@ CLASSIC = [
 MULTI = ["forced_coordination_mr", "coordination_ring_mr", "counter_circuit_mr", "asymmetric_advantages_mr"]
 
 
-def lockstep(name: str, *, randomized: bool, seed: int, num_games: int = 16, steps: int = 200) -> dict:
+def lockstep(
+    name: str,
+    *,
+    randomized: bool,
+    seed: int,
+    num_games: int = 16,
+    steps: int = 200,
+    random_start_prob: float = 0.0,
+) -> dict:
+    """Step our engine and the reference together; ``random_start_prob`` starts our games from
+    the engine's own random kitchens (the reference is set to the exported state)."""
     layout = load_layout(name)
-    env = OvercookedEnv(layout, num_envs=num_games, horizon=10**6)
+    env = OvercookedEnv(
+        layout, num_envs=num_games, horizon=10**6, random_start_prob=random_start_prob, seed=seed
+    )
     env.reset()
     rng = random.Random(seed)
     refs = [ReferenceGame(layout) for _ in range(num_games)]
@@ -46,6 +58,8 @@ def lockstep(name: str, *, randomized: bool, seed: int, num_games: int = 16, ste
             d = random_state_dict(layout, rng, timestep=rng.randrange(50))
             env.import_state(i, d)
             ref.set_state(d)
+        elif random_start_prob > 0:
+            ref.set_state(env.export_state(i))
         assert env.export_state(i) == ref.to_dict()
     ev = {n: k for k, n in enumerate(env.event_names)}
     stats = {"deliveries": 0, "soup_pickups": 0, "pottings": 0, "rule_differences": 0}
@@ -95,6 +109,13 @@ def test_multi_recipe_parity(name):
     randomized = lockstep(name, randomized=True, seed=4)
     assert standard["pottings"] > 0
     assert randomized["deliveries"] + randomized["soup_pickups"] > 0
+
+
+@pytest.mark.parametrize("name", ["counter_circuit", "counter_circuit_mr", "forced_coordination_mr"])
+def test_parity_from_engine_random_start(name):
+    """Random kitchens (``random_start_prob``) are states the reference accepts and steps identically."""
+    stats = lockstep(name, randomized=False, seed=7, steps=150, random_start_prob=1.0)
+    assert stats["deliveries"] > 0 and stats["soup_pickups"] + stats["pottings"] > 0
 
 
 def test_parity_with_seat_randomization_and_auto_reset():

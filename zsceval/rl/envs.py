@@ -9,7 +9,13 @@ from zsceval.rl.config import ConfigError, EnvConfig
 __all__ = ["env_spec", "make_env"]
 
 
-def make_env(cfg: EnvConfig, num_envs: int | None = None, device: str | torch.device = "cpu", seed: int = 0):
+def make_env(
+    cfg: EnvConfig,
+    num_envs: int | None = None,
+    device: str | torch.device = "cpu",
+    seed: int = 0,
+    evaluation: bool = False,
+):
     """Construct the batched env of ``cfg`` (``zsceval.envs.base`` protocol).
 
     Args:
@@ -17,6 +23,8 @@ def make_env(cfg: EnvConfig, num_envs: int | None = None, device: str | torch.de
         num_envs: override ``cfg.num_envs`` (e.g. for evaluation).
         device: torch device of the env state.
         seed: seed of the env generator.
+        evaluation: build the env for evaluation: standard starts only (``random_start_prob``
+            is a training aid).
 
     Raises:
         ConfigError: unknown layout (valid names listed, closest one suggested).
@@ -37,7 +45,13 @@ def make_env(cfg: EnvConfig, num_envs: int | None = None, device: str | torch.de
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     return OvercookedEnv(
-        layout, B, device=device, seed=seed, horizon=cfg.horizon, randomize_seats=cfg.randomize_seats
+        layout,
+        B,
+        device=device,
+        seed=seed,
+        horizon=cfg.horizon,
+        randomize_seats=cfg.randomize_seats,
+        random_start_prob=0.0 if evaluation else cfg.random_start_prob,
     )
 
 

@@ -430,7 +430,11 @@ class Trainer:
         if cfg.run.eval_episodes > 0:
             episodes = cfg.run.eval_episodes
             env = make_env(
-                cfg.env, num_envs=min(episodes, 1024), device=self.device, seed=cfg.run.seed + 10_000
+                cfg.env,
+                num_envs=min(episodes, 1024),
+                device=self.device,
+                seed=cfg.run.seed + 10_000,
+                evaluation=True,
             )
             gen = torch.Generator(self.device).manual_seed(cfg.run.seed + 10_001)
             policies = {**self.learners, **self.partners}

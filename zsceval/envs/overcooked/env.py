@@ -13,6 +13,7 @@ from .constants import Action
 from .export import export_state, import_state
 from .layout import Layout, load_layout
 from .observation import Encoder
+from .random_start import randomize_start
 from .render import render_state
 from .state import State
 from .tables import build_tables
@@ -48,10 +49,13 @@ class OvercookedEnv:
         randomize_seats: at every reset, draw which seat (player) each agent slot drives,
             uniformly per game (ZSC-Eval ``random_index`` / ``agent_idx``). Everything in
             :class:`Step` is in slot order either way.
+        random_start_prob: probability that a reset game starts from a random kitchen (items on
+            counters, part-filled and ready pots) instead of the standard start; ZSC-Eval's
+            ``random_start_prob`` (overcooked-spec section 5.9), a training-time exploration aid.
 
     Raises:
         ValueError: unknown layout (lists the valid names), malformed layout file, bad
-            ``num_envs``/``horizon``, or ``device="cuda"`` without CUDA.
+            ``num_envs``/``horizon``, ``random_start_prob`` outside [0, 1], or ``device="cuda"`` without CUDA.
 
     Example:
         >>> env = OvercookedEnv("counter_circuit", num_envs=4)
@@ -69,6 +73,7 @@ class OvercookedEnv:
         seed: int = 0,
         horizon: int | None = None,
         randomize_seats: bool = False,
+        random_start_prob: float = 0.0,
     ):
         self.layout = load_layout(layout)
         if int(num_envs) < 1:
@@ -80,6 +85,9 @@ class OvercookedEnv:
         self.device = resolve_device(device)
         self.seed = seed
         self.randomize_seats = randomize_seats
+        self.random_start_prob = float(random_start_prob)
+        if not 0.0 <= self.random_start_prob <= 1.0:
+            raise ValueError(f"random_start_prob must be in [0, 1], got {random_start_prob}")
         self.multi_recipe = self.layout.dynamics == "multi_recipe"
         self.tables = build_tables(self.layout, self.device)
         self.encoder = Encoder(
@@ -142,10 +150,15 @@ class OvercookedEnv:
         if self.randomize_seats:
             draws = torch.rand(num_envs, self.num_agents, generator=self.generator, device=self.device)
             start.seats = draws.argsort(dim=1)
+        if self.random_start_prob > 0:
+            draws = torch.rand(num_envs, generator=self.generator, device=self.device)
+            randomize_start(
+                start, draws < self.random_start_prob, self.tables, self.multi_recipe, self.generator
+            )
         return start
 
     def reset(self) -> Step:
-        """Reset every game to the standard start state and return its observations.
+        """Reset every game to a start state (standard, or random with ``random_start_prob``).
 
         Returns:
             A :class:`Step` with zero rewards and events and ``truncated`` all False.
