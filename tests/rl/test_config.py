@@ -51,3 +51,38 @@ def test_config_is_frozen_and_round_trips():
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.ppo.lr = 1.0  # type: ignore[misc]
     assert config_from_dict(config_to_dict(cfg)) == cfg
+
+
+def test_quick_preset_by_dynamics_applies_to_multi_recipe_layouts_only():
+    classic = resolve_config(preset="quick", **{"env.layout": "counter_circuit"})
+    multi = resolve_config(preset="quick", **{"env.layout": "random3_m"})  # alias of counter_circuit_mr
+    assert classic.env.random_start_prob == 0.0
+    assert multi.env.random_start_prob > 0.0
+    assert multi.run.total_steps > classic.run.total_steps
+    # Everything the user says still wins over the preset's by_dynamics entry.
+    user = resolve_config(
+        preset="quick",
+        overrides=["env.random_start_prob=0"],
+        **{"env.layout": "counter_circuit_mr", "run.total_steps": 1000},
+    )
+    assert user.env.random_start_prob == 0.0 and user.run.total_steps == 1000
+    assert load_preset("quick", dynamics="multi_recipe").env.random_start_prob == multi.env.random_start_prob
+    assert load_preset("quick").env.random_start_prob == 0.0
+
+
+def test_preset_by_dynamics_with_an_unknown_dynamics_is_refused(monkeypatch):
+    import zsceval.rl.config as config
+
+    monkeypatch.setattr(config, "list_presets", lambda: ["quick", "weird"])
+    real = config.resources.files
+
+    class Fake:
+        def __truediv__(self, other):
+            return self
+
+        def read_text(self):
+            return "by_dynamics:\n  multi-recipe:\n    env: {random_start_prob: 0.5}\n"
+
+    monkeypatch.setattr(config.resources, "files", lambda pkg: Fake() if pkg == "zsceval" else real(pkg))
+    with pytest.raises(ConfigError, match="by_dynamics.multi-recipe is not one of classic, multi_recipe"):
+        config.load_preset("weird")

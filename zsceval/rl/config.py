@@ -60,6 +60,10 @@ class EnvConfig:
     """Episode length in env steps; episodes end only by truncation here (ZSC-Eval: 400)."""
     randomize_seats: bool = False
     """Shuffle which seat each agent slot drives at every reset (ZSC-Eval ``random_index``)."""
+    random_start_prob: float = 0.0
+    """Probability that a training episode starts from a random kitchen (ready soups and items on
+    counters, part-filled pots; ZSC-Eval ``random_start_prob``, overcooked-spec 5.9). Evaluation
+    always uses the standard start."""
 
 
 @dataclass(frozen=True)
@@ -328,19 +332,60 @@ def list_presets() -> list[str]:
     return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
-def load_preset(name: str, base: TrainConfig | None = None) -> TrainConfig:
-    """Apply the preset ``zsceval/presets/<name>.yaml`` on top of ``base``.
+DYNAMICS = ("classic", "multi_recipe")
 
-    Raises:
-        ConfigError: unknown preset (valid names listed) or invalid preset content.
-    """
+
+def _preset_data(name: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``(sections, by_dynamics)`` of the preset file ``zsceval/presets/<name>.yaml``."""
     names = list_presets()
     if name not in names:
         close = difflib.get_close_matches(name, names, n=1)
         hint = f" Did you mean '{close[0]}'?" if close else ""
         raise ConfigError(f"unknown preset '{name}'. Valid presets: {', '.join(names)}.{hint}")
     text = (resources.files("zsceval") / "presets" / f"{name}.yaml").read_text()
-    return config_from_dict(yaml.safe_load(text) or {}, base)
+    data = yaml.safe_load(text) or {}
+    by_dynamics = data.pop("by_dynamics", None) or {}
+    for key, value in by_dynamics.items():
+        if key not in DYNAMICS:
+            raise ConfigError(f"preset '{name}': by_dynamics.{key} is not one of {', '.join(DYNAMICS)}")
+        if not isinstance(value, dict):
+            raise ConfigError(f"preset '{name}': by_dynamics.{key} must be a mapping of config sections")
+    return data, by_dynamics
+
+
+def load_preset(name: str, base: TrainConfig | None = None, dynamics: str | None = None) -> TrainConfig:
+    """Apply the preset ``zsceval/presets/<name>.yaml`` on top of ``base``.
+
+    A preset may hold a ``by_dynamics`` mapping (``classic`` / ``multi_recipe``) of further config
+    sections, applied after the preset's own when the layout has those dynamics (e.g. the quick
+    preset's random starts and longer budget for multi-recipe layouts).
+
+    Args:
+        name: preset name (``list_presets()``).
+        base: config to apply the preset on (default: the dataclass defaults).
+        dynamics: the layout's dynamics, selecting a ``by_dynamics`` entry; None applies none.
+
+    Raises:
+        ConfigError: unknown preset (valid names listed) or invalid preset content.
+    """
+    data, by_dynamics = _preset_data(name)
+    cfg = config_from_dict(data, base)
+    if dynamics is not None and dynamics in by_dynamics:
+        cfg = config_from_dict(by_dynamics[dynamics], cfg)
+    return cfg
+
+
+def layout_dynamics(env: EnvConfig) -> str | None:
+    """``classic`` or ``multi_recipe`` for an Overcooked env config; None for other envs or an
+    unknown layout (the env constructor reports that error with the valid names)."""
+    if env.name != "overcooked":
+        return None
+    from zsceval.envs.overcooked import load_layout
+
+    try:
+        return load_layout(env.layout).dynamics
+    except (ValueError, OSError):
+        return None
 
 
 def load_yaml_file(path: str | Path, base: TrainConfig | None = None) -> TrainConfig:
@@ -360,7 +405,8 @@ def resolve_config(
     overrides: tuple[str, ...] | list[str] = (),
     **flags: Any,
 ) -> TrainConfig:
-    """Resolve a config in the documented order: defaults, preset, file, overrides, flags.
+    """Resolve a config in the documented order: defaults, preset (with its ``by_dynamics``
+    entry for the resolved layout), file, overrides, flags.
 
     Args:
         base: starting config (default: the dataclass defaults).
@@ -369,16 +415,25 @@ def resolve_config(
         overrides: ``section.key=value`` strings.
         **flags: dotted keys given by explicit CLI flags (``{"run.seed": 3}``); None values skip.
     """
-    cfg = base or TrainConfig()
+
+    def resolve(dynamics: str | None) -> TrainConfig:
+        cfg = base or TrainConfig()
+        if preset is not None:
+            cfg = load_preset(preset, cfg, dynamics)
+        if config_file is not None:
+            cfg = load_yaml_file(config_file, cfg)
+        cfg = apply_overrides(cfg, list(overrides))
+        for key, value in flags.items():
+            if value is not None:
+                section, name = key.split(".", 1)
+                cfg = config_from_dict({section: {name: value}}, cfg)
+        return cfg
+
+    cfg = resolve(None)
     if preset is not None:
-        cfg = load_preset(preset, cfg)
-    if config_file is not None:
-        cfg = load_yaml_file(config_file, cfg)
-    cfg = apply_overrides(cfg, list(overrides))
-    for key, value in flags.items():
-        if value is not None:
-            section, name = key.split(".", 1)
-            cfg = config_from_dict({section: {name: value}}, cfg)
+        dynamics = layout_dynamics(cfg.env)
+        if dynamics is not None and dynamics in _preset_data(preset)[1]:
+            cfg = resolve(dynamics)
     validate(cfg)
     return cfg
 
@@ -392,6 +447,7 @@ def validate(cfg: TrainConfig) -> None:
     checks = [
         (cfg.env.num_envs >= 1, "env.num_envs must be >= 1"),
         (cfg.env.horizon >= 1, "env.horizon must be >= 1"),
+        (0.0 <= cfg.env.random_start_prob <= 1.0, "env.random_start_prob must be in [0, 1]"),
         (cfg.ppo.rollout_length >= 1, "ppo.rollout_length must be >= 1"),
         (cfg.ppo.epochs >= 1, "ppo.epochs must be >= 1"),
         (cfg.ppo.num_minibatches >= 1, "ppo.num_minibatches must be >= 1"),
