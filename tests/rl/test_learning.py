@@ -32,3 +32,16 @@ def test_quick_preset_sp_reaches_100_on_cramped_room(tmp_path):
     cfg = resolve_config(preset="quick", overrides=["env.layout=cramped_room", "run.total_steps=1500000"])
     summary = Trainer(cfg, tmp_path / "run", progress=False).train()
     assert summary["self_play"]["sparse_return_mean"] >= 100
+
+
+@pytest.mark.slow
+def test_quick_preset_sp_delivers_orders_on_counter_circuit_mr(tmp_path):
+    """Multi-recipe acceptance (about 7 minutes on 2 cores): the quick preset's multi-recipe entry
+    (random starts, 1e7 steps) learns to deliver orders from the standard start."""
+    cfg = resolve_config(preset="quick", overrides=["env.layout=counter_circuit_mr"])
+    summary = Trainer(cfg, tmp_path / "run", progress=False).train()
+    sp = summary["self_play"]
+    assert sp["sparse_return_mean"] > 0
+    by_seat = sp["events_mean_by_seat"]
+    orders_delivered = sum(e["delivery"] - e["deliver_useless_order"] for e in by_seat)
+    assert orders_delivered > 0
