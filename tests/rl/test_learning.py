@@ -36,8 +36,8 @@ def test_quick_preset_sp_reaches_100_on_cramped_room(tmp_path):
 
 @pytest.mark.slow
 def test_quick_preset_sp_delivers_orders_on_counter_circuit_mr(tmp_path):
-    """Multi-recipe acceptance (about 7 minutes on 2 cores): the quick preset's multi-recipe entry
-    (random starts, 1e7 steps) learns to deliver orders from the standard start."""
+    """Multi-recipe acceptance (about 12 minutes on 2 cores): the quick preset's multi-recipe entry
+    (random starts, 2e7 steps) learns to deliver orders from the standard start."""
     cfg = resolve_config(preset="quick", overrides=["env.layout=counter_circuit_mr"])
     summary = Trainer(cfg, tmp_path / "run", progress=False).train()
     sp = summary["self_play"]
