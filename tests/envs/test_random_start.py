@@ -42,9 +42,10 @@ def test_counters_uniform_over_items_and_ready_same_ingredient_soups(name, kinds
     assert bool((s.obj_tick[:, T.counter_cells][~soup] == -1).all())
 
 
-def test_pots_hold_zero_to_three_of_one_kind_full_ones_ready():
+@pytest.mark.parametrize("name,kinds", [("counter_circuit_mr", 2), ("counter_circuit", 1)])
+def test_pots_hold_zero_to_three_of_one_kind_full_ones_ready(name, kinds):
     B = 4000
-    env = OvercookedEnv("counter_circuit_mr", num_envs=B, random_start_prob=1.0, seed=2)
+    env = OvercookedEnv(name, num_envs=B, random_start_prob=1.0, seed=2)
     env.reset()
     s, T = env.state, env.tables
     seq = s.obj_seq[:, T.pot_cells].long()
@@ -54,7 +55,8 @@ def test_pots_hold_zero_to_three_of_one_kind_full_ones_ready():
         assert abs((count == k).float().mean().item() - 0.25) < 0.015
     onions, tomatoes = T.seq_onions[seq], T.seq_tomatoes[seq]
     assert bool(((onions == 0) | (tomatoes == 0)).all())  # one kind per pot
-    assert 0.45 < (tomatoes > 0).float().sum().item() / (count > 0).float().sum().item() < 0.55
+    tomato_share = (tomatoes > 0).float().sum().item() / (count > 0).float().sum().item()
+    assert 0.45 < tomato_share < 0.55 if kinds == 2 else tomato_share == 0
     has = count > 0
     assert torch.equal(s.obj[:, T.pot_cells].long() == Obj.SOUP, has)
     assert bool((tick[count == 3] == 20).all())  # ready
@@ -94,23 +96,40 @@ def test_probability_selects_that_fraction_of_games_also_at_auto_reset():
     assert not torch.equal(env.state.obj, before)  # fresh draws
 
 
-def test_same_seed_same_kitchens():
-    a = OvercookedEnv("counter_circuit_mr", num_envs=32, random_start_prob=0.5, seed=9)
-    b = OvercookedEnv("counter_circuit_mr", num_envs=32, random_start_prob=0.5, seed=9)
-    a.reset()
-    b.reset()
-    assert torch.equal(a.state.obj, b.state.obj) and torch.equal(a.state.obj_seq, b.state.obj_seq)
+def test_same_seed_same_kitchens_other_seed_other_kitchens():
+    def kitchens(seed):
+        env = OvercookedEnv("counter_circuit_mr", num_envs=32, random_start_prob=0.5, seed=seed)
+        env.reset()
+        return env.state.obj.clone(), env.state.obj_seq.clone()
+
+    a, b, c = kitchens(9), kitchens(9), kitchens(10)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert not torch.equal(a[0], c[0])
 
 
-def test_ready_soup_on_a_counter_can_be_delivered_for_its_order_value():
-    env = OvercookedEnv("cramped_room", num_envs=2000, random_start_prob=1.0, seed=5)
+def test_random_kitchen_soups_deliver_for_their_recipe_value():
+    """In every game, player 1 picks up whatever the random kitchen left on counter (5, 2) of
+    counter_circuit_mr and faces the serving window (7, 2): three onions pay 20 (an order), three
+    tomatoes -10 (not an order; ZSC-Eval's rule), anything else is not delivered."""
+    B = 200
+    env = OvercookedEnv("counter_circuit_mr", num_envs=B, random_start_prob=1.0, seed=6, horizon=10**6)
     env.reset()
-    # Soups and dishes lie around: a short random rollout delivers some for 20 each.
-    gen = torch.Generator().manual_seed(0)
-    total = torch.zeros(2000)
-    for _ in range(30):
-        total += env.step(torch.randint(6, (2000, 2), generator=gen)).reward
-    assert bool(((total % 20) == 0).all()) and total.max() >= 20
+    W = env.layout.width
+    counter = 2 * W + 5
+    obj, seq = env.state.obj[:, counter].long(), env.state.obj_seq[:, counter].long()
+    T = env.tables
+    expected = torch.zeros(B)
+    soup = obj == Obj.SOUP
+    expected[soup & (T.seq_onions[seq] == 3)] = env.layout.recipe(3, 0)[0]
+    expected[soup & (T.seq_tomatoes[seq] == 3)] = env.layout.recipe(0, 3)[0]
+    assert env.layout.recipe(3, 0)[0] == 20 and env.layout.recipe(0, 3)[0] == -10
+    assert bool((expected == 20).any()) and bool((expected == -10).any()) and bool((expected == 0).any())
+    env.state.pos[:, 0] = 2 * W + 6  # player 1 at (6, 2) ...
+    env.state.ori[:, 0] = 3  # ... facing west, toward the counter
+    total = torch.zeros(B)
+    for action in (5, 2, 5):  # pick up, turn east (the window is not walkable), deliver
+        total += env.step(torch.tensor([[action, 4]] * B)).reward
+    assert torch.equal(total, expected)
 
 
 def test_bad_probability_is_rejected():

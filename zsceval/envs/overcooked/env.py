@@ -44,7 +44,7 @@ class OvercookedEnv:
             ``.layout`` file, or a :class:`Layout`.
         num_envs: B, the number of games.
         device: ``"cpu"``, ``"cuda"`` or a ``torch.device``.
-        seed: seeds the generator used for seat randomization.
+        seed: seeds the generator of seat randomization and random starts.
         horizon: episode length in env steps (default: the layout's, 400).
         randomize_seats: at every reset, draw which seat (player) each agent slot drives,
             uniformly per game (ZSC-Eval ``random_index`` / ``agent_idx``). Everything in
