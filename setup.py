@@ -28,7 +28,7 @@ setup(
         "zsceval": ["presets/*.yaml", "evaluation/grids/*.yaml"],
     },
     install_requires=[
-        "torch>=2.1",
+        "torch>=2.4",
         "numpy>=1.24",
         "click>=8.1",
         "pyyaml>=6.0",

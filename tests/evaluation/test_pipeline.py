@@ -230,3 +230,14 @@ def test_candidate_runs_are_evaluated_as_a_pair(tiny_bench):
     assert json.loads(mid.read_text())["eval_seats"] == ["br", "partner"]
     sp = json.loads((out / "cramped_room/egos/sp/s0/run/eval.json").read_text())
     assert sp["eval_seats"] == ["ego", "ego"]
+
+
+def test_candidate_runs_keep_their_whole_checkpoint_trail(tiny_bench):
+    """The mid checkpoint is chosen from every checkpoint of a candidate, so none may be pruned."""
+    import yaml
+
+    _, out, _ = tiny_bench
+    cfg = yaml.safe_load((out / "cramped_room/candidates/c000/train/run/config.yaml").read_text())
+    checkpoints = 2  # TINY's partners.checkpoints
+    assert cfg["run"]["keep_checkpoints"] == checkpoints + 1
+    assert cfg["run"]["checkpoint_every"] == 6400 // checkpoints

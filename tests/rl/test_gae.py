@@ -30,18 +30,19 @@ def test_no_episode_end_bootstraps_from_last_value():
 def test_truncation_bootstraps_from_cut_off_state_and_stops_recursion():
     # step 0 truncated: next value is V(final) = 10, not values[1] = 3 (the reset state's value)
     # delta_0 = 1 + 0.5*10 - 2 = 4; the recursion does not cross the episode end.
-    # step 1: delta_1 = 1 + 0.5*4 - 3 = 0.
-    adv, ret = _gae([1, 1], [2, 3, 4], [0, 0], [1, 0], [10, 0], gamma=0.5, lam=0.9)
-    assert adv == pytest.approx([4.0, 0.0])
-    assert ret == pytest.approx([6.0, 3.0])
+    # step 1: delta_1 = 2 + 0.5*4 - 3 = 1 (crossing the end would give A_0 = 4 + 0.45 * 1).
+    adv, ret = _gae([1, 2], [2, 3, 4], [0, 0], [1, 0], [10, 0], gamma=0.5, lam=0.9)
+    assert adv == pytest.approx([4.0, 1.0])
+    assert ret == pytest.approx([6.0, 4.0])
 
 
 def test_termination_has_no_bootstrap_even_if_truncated_value_given():
     # terminated at step 0: delta_0 = 1 + 0 - 2 = -1; truncated_values are ignored
-    adv, _ = _gae([1, 1], [2, 3, 4], [1, 0], [0, 0], [10, 0], gamma=0.5, lam=0.9)
-    assert adv == pytest.approx([-1.0, 0.0])
-    adv2, _ = _gae([1, 1], [2, 3, 4], [1, 0], [1, 0], [10, 0], gamma=0.5, lam=0.9)
-    assert adv2 == pytest.approx([-1.0, 0.0])
+    # step 1: delta_1 = 2 + 0.5*4 - 3 = 1, not carried back across the end
+    adv, _ = _gae([1, 2], [2, 3, 4], [1, 0], [0, 0], [10, 0], gamma=0.5, lam=0.9)
+    assert adv == pytest.approx([-1.0, 1.0])
+    adv2, _ = _gae([1, 2], [2, 3, 4], [1, 0], [1, 0], [10, 0], gamma=0.5, lam=0.9)
+    assert adv2 == pytest.approx([-1.0, 1.0])
 
 
 def test_lambda_mixes_td_errors():

@@ -277,6 +277,8 @@ def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict
                     "seed": suite.seed + i,
                     "steps": pb.candidate_steps,
                     "checkpoint_every": max(1, pb.candidate_steps // pb.checkpoints),
+                    # the whole trail stays on disk: the mid checkpoint is chosen from all of it
+                    "keep_checkpoints": pb.checkpoints + 1,
                     "algo_options": {"weights": [float(x) for x in w]},
                 },
                 out=tid,

@@ -101,9 +101,9 @@ def mid_checkpoint(run_dir: Path) -> tuple[Path, float, float]:
 def train_job(params: dict, out: Path, needs: dict) -> dict:
     """Train ``params['algo']`` on ``params['layout']`` into ``out/run`` (resumes a killed run).
 
-    params: ``algo, layout, seed, steps, preset, device, checkpoint_every, overrides`` (list of
-    ``key=value``), ``algo_options`` (dict of ``algo.*``), and for a BR of a candidate's ``mid``
-    checkpoint ``partner_train`` / ``partner_eval``: ids of that candidate's train and
+    params: ``algo, layout, seed, steps, preset, device, checkpoint_every, keep_checkpoints,
+    overrides`` (list of ``key=value``), ``algo_options`` (dict of ``algo.*``), and for a BR of a
+    candidate's ``mid`` checkpoint ``partner_train`` / ``partner_eval``: ids of that candidate's train and
     ``candidate.evaluate`` jobs.
     """
     from zsceval.rl.config import config_from_dict, resolve_config
@@ -121,6 +121,7 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
         "run.total_steps": params.get("steps"),
         "run.device": params.get("device"),
         "run.checkpoint_every": params.get("checkpoint_every"),
+        "run.keep_checkpoints": params.get("keep_checkpoints"),
     }
     cfg = resolve_config(preset=params.get("preset", "quick"), overrides=params.get("overrides", []), **flags)
     if options:

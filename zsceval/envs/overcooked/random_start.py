@@ -4,10 +4,10 @@ ZSC-Eval's multi-recipe wrapper can start an episode from a random state instead
 kitchen: every counter independently holds one of {onion, tomato, dish, a ready soup of three
 equal ingredients, nothing}, drawn uniformly; every pot holds 0-3 ingredients of one random kind,
 and a 3-ingredient pot is ready (ZSC-Eval sets tick 20; here the recipe's cook time, which is 20
-for every 3-ingredient recipe of the shipped layouts, so that the soup is ready on any layout). Players stay on their start cells, facing
-north, empty-handed. It is a training-time exploration aid (never used in evaluation): games that
-start with ready soups on the counters and part-filled pots show the learner what delivering an
-order is worth before it can cook one.
+for every 3-ingredient recipe of the shipped layouts, so that the soup is ready on any layout).
+Players stay on their start cells, facing north, empty-handed. It is a training-time exploration
+aid (never used in evaluation): games that start with ready soups on the counters and part-filled
+pots show the learner what delivering an order is worth before it can cook one.
 
 Classic (onion-only) layouts draw from the same distribution without tomatoes. ZSC-Eval's classic
 wrapper ignores the option (its random start returns the standard state); here it works on both
