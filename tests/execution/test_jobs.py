@@ -60,8 +60,27 @@ def test_changed_parameters_rerun_the_job(tmp_path):
     changed = jobs()
     changed[1] = Job("a", "test.write", {"name": "a", "value": 2}, out="a")
     CALLS.clear()
+    results = run_jobs(changed, tmp_path, progress=False)
+    # b and c read a's output: they are redone although their own params did not change
+    assert CALLS == ["a", "b", "c"]
+    assert results == {"a": {"value": 2}, "b": {"value": 12}, "c": {"value": 114}}
+    CALLS.clear()
     run_jobs(changed, tmp_path, progress=False)
-    assert CALLS == ["a"]  # b and c keep their markers (their own params did not change)
+    assert CALLS == []
+
+
+def test_changed_job_starts_from_a_clean_directory_a_killed_one_resumes(tmp_path):
+    CALLS.clear()
+    run_jobs(jobs(), tmp_path, progress=False)
+    (tmp_path / "a" / "leftover.bin").write_text("old weights")
+    changed = [Job("a", "test.write", {"name": "a", "value": 2}, out="a")]
+    run_jobs(changed, tmp_path, progress=False)
+    assert not (tmp_path / "a" / "leftover.bin").exists()  # stale work of other inputs is gone
+    # A killed run of the same job (STARTED.json, no DONE.json) keeps its files to resume from.
+    (tmp_path / "a" / "DONE.json").unlink()
+    (tmp_path / "a" / "partial.bin").write_text("checkpoint")
+    run_jobs(changed, tmp_path, progress=False)
+    assert (tmp_path / "a" / "partial.bin").exists()
 
 
 def test_bad_job_graphs_are_refused(tmp_path):

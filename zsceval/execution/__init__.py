@@ -1,7 +1,7 @@
 """Job model and executors (local, process pool, Ray) for benchmark pipelines."""
 
 from .executors import EXECUTORS, run_jobs
-from .jobs import Job, JobError, is_done, job_kind, order_jobs, read_result, run_job
+from .jobs import Job, JobError, chain_fingerprints, is_done, job_kind, order_jobs, read_result, run_job
 
 __all__ = [
     "Job",
@@ -12,5 +12,6 @@ __all__ = [
     "is_done",
     "read_result",
     "order_jobs",
+    "chain_fingerprints",
     "EXECUTORS",
 ]

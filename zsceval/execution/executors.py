@@ -13,20 +13,20 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from .jobs import Job, JobError, is_done, order_jobs, run_job
+from .jobs import Job, JobError, chain_fingerprints, is_done, order_jobs, run_job
 
 __all__ = ["run_jobs", "EXECUTORS"]
 
 EXECUTORS = ("local", "process", "ray")
 
 
-def _run_imported(job: Job, root: str, out_dirs: dict[str, str], modules: tuple[str, ...]):
+def _run_imported(job: Job, root: str, out_dirs: dict[str, str], modules: tuple[str, ...], fingerprint: str):
     """Process/Ray entry point: import the modules that register job kinds, then run."""
     import importlib
 
     for m in modules:
         importlib.import_module(m)
-    return run_job(job, root, out_dirs)
+    return run_job(job, root, out_dirs, fingerprint)
 
 
 def run_jobs(
@@ -60,11 +60,13 @@ def run_jobs(
     root = Path(root)
     ordered = order_jobs(jobs)
     out_dirs = {j.id: j.out for j in ordered}
+    prints = chain_fingerprints(ordered)
     results: dict[str, object] = {}
-    pending = [j for j in ordered if not is_done(j, root)]
+    pending = [j for j in ordered if not is_done(j, root, prints[j.id])]
+    pending_ids = {j.id for j in pending}
     for j in ordered:
-        if j not in pending:
-            results[j.id] = run_job(j, root, out_dirs)  # reads the stored result
+        if j.id not in pending_ids:
+            results[j.id] = run_job(j, root, out_dirs, prints[j.id])  # reads the stored result
     bar = tqdm(
         total=len(ordered), initial=len(ordered) - len(pending), disable=not progress, desc="jobs", unit="job"
     )
@@ -79,11 +81,11 @@ def run_jobs(
         if executor == "local" or workers <= 1 and executor != "ray":
             for job in pending:
                 bar.set_postfix_str(job.id)
-                finished(job, run_job(job, root, out_dirs))
+                finished(job, run_job(job, root, out_dirs, prints[job.id]))
             return results
         if executor == "process":
             pool = cf.ProcessPoolExecutor(max_workers=workers)
-            submit = lambda j: pool.submit(_run_imported, j, str(root), out_dirs, modules)  # noqa: E731
+            submit = lambda j: pool.submit(_run_imported, j, str(root), out_dirs, modules, prints[j.id])  # noqa: E731
         else:
             try:
                 import ray
@@ -94,7 +96,7 @@ def run_jobs(
             remote = ray.remote(_run_imported)
             pool = cf.ThreadPoolExecutor(max_workers=workers)
             submit = lambda j: pool.submit(  # noqa: E731
-                lambda: ray.get(remote.remote(j, str(root), out_dirs, modules))
+                lambda: ray.get(remote.remote(j, str(root), out_dirs, modules, prints[j.id]))
             )
         with pool:
             _schedule(pending, results, submit, finished)

@@ -16,6 +16,7 @@ import difflib
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import time
 import traceback
@@ -24,9 +25,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Job", "JobError", "job_kind", "run_job", "is_done", "read_result", "order_jobs", "JOB_KINDS"]
+__all__ = [
+    "Job",
+    "JobError",
+    "job_kind",
+    "run_job",
+    "is_done",
+    "read_result",
+    "order_jobs",
+    "chain_fingerprints",
+    "JOB_KINDS",
+]
 
 DONE = "DONE.json"
+STARTED = "STARTED.json"  # written when a job starts: which inputs its output directory holds
 
 # kind -> function(params: dict, out_dir: Path, needs: dict[str, Path]) -> JSON-able result
 JOB_KINDS: dict[str, Callable[[dict, Path, dict[str, Path]], Any]] = {}
@@ -76,7 +88,7 @@ class Job:
 
     @property
     def fingerprint(self) -> str:
-        """sha256 of (kind, params): a finished job whose parameters changed is not reused."""
+        """sha256 of (kind, params), the job's own inputs; ``chain_fingerprints`` adds its needs'."""
         blob = json.dumps({"kind": self.kind, "params": self.params}, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -89,15 +101,35 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def is_done(job: Job, root: Path) -> bool:
-    """True if ``job``'s output holds a ``DONE.json`` with the same fingerprint."""
-    marker = root / job.out / DONE
-    if not marker.is_file():
-        return False
+def chain_fingerprints(ordered: list[Job]) -> dict[str, str]:
+    """Fingerprint of every job over its own (kind, params) and, recursively, its needs'.
+
+    A job is reused only if nothing upstream changed either: retraining a candidate redoes its
+    evaluation, the selection and everything after them.
+
+    Args:
+        ordered: jobs in dependency order (``order_jobs``).
+    """
+    chained: dict[str, str] = {}
+    for j in ordered:
+        blob = json.dumps([j.fingerprint, [chained[d] for d in j.needs]])
+        chained[j.id] = hashlib.sha256(blob.encode()).hexdigest()
+    return chained
+
+
+def _stored_fingerprint(path: Path) -> str | None:
     try:
-        return json.loads(marker.read_text()).get("fingerprint") == job.fingerprint
-    except json.JSONDecodeError:
-        return False
+        return json.loads(path.read_text()).get("fingerprint")
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def is_done(job: Job, root: Path, fingerprint: str | None = None) -> bool:
+    """True if ``job``'s output holds a ``DONE.json`` with the same fingerprint.
+
+    ``fingerprint`` defaults to ``job.fingerprint``; runners pass ``chain_fingerprints``'.
+    """
+    return _stored_fingerprint(root / job.out / DONE) == (fingerprint or job.fingerprint)
 
 
 def read_result(job: Job | str, root: Path) -> Any:
@@ -109,20 +141,27 @@ def read_result(job: Job | str, root: Path) -> Any:
     return json.loads(marker.read_text())["result"]
 
 
-def run_job(job: Job, root: str | Path, out_dirs: dict[str, str]) -> Any:
+def run_job(job: Job, root: str | Path, out_dirs: dict[str, str], fingerprint: str | None = None) -> Any:
     """Run one job (unless done) and mark it done; returns its result.
+
+    An output directory left by the same job with other inputs (a ``DONE.json`` or ``STARTED.json``
+    with another fingerprint) is cleared first, so that a changed job never resumes stale work;
+    one left by a killed run of the same job is kept, for the job to resume.
 
     Args:
         job: the job.
         root: directory that relative ``out`` paths are under.
         out_dirs: output directory of every job id (to resolve ``needs``).
+        fingerprint: the job's fingerprint (default ``job.fingerprint``; runners pass
+            ``chain_fingerprints``', which cover the needs too).
 
     Raises:
         JobError: unknown kind (valid ones listed), unfinished input, or the function raised
             (the original traceback is included; nothing is marked done).
     """
     root = Path(root)
-    if is_done(job, root):
+    fingerprint = fingerprint or job.fingerprint
+    if is_done(job, root, fingerprint):
         return read_result(job, root)
     if job.kind not in JOB_KINDS:
         close = difflib.get_close_matches(job.kind, list(JOB_KINDS), n=1)
@@ -137,7 +176,11 @@ def run_job(job: Job, root: str | Path, out_dirs: dict[str, str]) -> Any:
             raise JobError(f"job {job.id!r} needs {dep!r}, which has not finished ({path})")
         needs[dep] = path
     out = root / job.out
+    stored = [_stored_fingerprint(out / name) for name in (DONE, STARTED)]
+    if any(f is not None and f != fingerprint for f in stored):
+        shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
+    _atomic_write(out / STARTED, json.dumps({"job": job.id, "fingerprint": fingerprint}))
     start = time.time()
     try:
         result = JOB_KINDS[job.kind](dict(job.params), out, needs)
@@ -145,7 +188,7 @@ def run_job(job: Job, root: str | Path, out_dirs: dict[str, str]) -> Any:
         raise JobError(f"job {job.id!r} ({job.kind}) failed: {exc}\n{traceback.format_exc()}") from exc
     record = {
         "job": asdict(job),
-        "fingerprint": job.fingerprint,
+        "fingerprint": fingerprint,
         "seconds": round(time.time() - start, 3),
         "result": result,
     }
