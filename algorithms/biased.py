@@ -45,10 +45,12 @@ class BiasedOptions:
 def random_seats_at_episode_start(
     algo: Algorithm, iteration: int, generator: torch.Generator, current: torch.Tensor | None
 ) -> torch.Tensor:
-    """Seat assignment ``int64 [B, 2]`` of policies 0 and 1, redrawn per game at episode starts.
+    """Seat assignment ``int64 [B, 2]`` of policies 0 and 1, drawn uniformly per game.
 
-    Rollouts of T steps start an episode every ``horizon / gcd`` iterations (all games reset in
-    lockstep); between episode starts the previous assignment is kept.
+    Seats change only between rollouts, so they are redrawn at the episode starts that fall on a
+    rollout boundary (all games reset in lockstep): at every episode start when the rollout length
+    T divides the horizon, as in both presets (100 or 400 steps, horizon 400); otherwise every
+    ``lcm(T, horizon) / horizon`` episodes. Between redraws the previous assignment is kept.
     """
     T, horizon = algo.config.ppo.rollout_length, algo.config.env.horizon
     if current is not None and (iteration * T) % horizon != 0:
@@ -84,7 +86,7 @@ class Biased(Algorithm):
         return {"biased": make_policy(), "br": make_policy()}
 
     def assign_seats(self, iteration: int, generator: torch.Generator) -> torch.Tensor:
-        """pi_w in a random seat per game, redrawn at every episode start."""
+        """pi_w in a random seat per game (``random_seats_at_episode_start``)."""
         self.seats = random_seats_at_episode_start(self, iteration, generator, self.seats)
         return self.seats
 

@@ -72,7 +72,7 @@ class BestResponse(Algorithm):
         return ["br", "partner"]
 
     def assign_seats(self, iteration: int, generator: torch.Generator) -> torch.Tensor:
-        """The BR in a random seat per game, redrawn at every episode start."""
+        """The BR in a random seat per game (``random_seats_at_episode_start``)."""
         self.seats = random_seats_at_episode_start(self, iteration, generator, self.seats)
         return self.seats
 

@@ -86,3 +86,8 @@ def test_preset_by_dynamics_with_an_unknown_dynamics_is_refused(monkeypatch):
     monkeypatch.setattr(config.resources, "files", lambda pkg: Fake() if pkg == "zsceval" else real(pkg))
     with pytest.raises(ConfigError, match="by_dynamics.multi-recipe is not one of classic, multi_recipe"):
         config.load_preset("weird")
+
+
+def test_bad_critic_obs_is_refused_when_the_config_is_resolved():
+    with pytest.raises(ConfigError, match="model.critic_obs must be 'joint' or 'own', got 'both'"):
+        resolve_config(preset="quick", overrides=["model.critic_obs=both"])

@@ -462,6 +462,10 @@ def validate(cfg: TrainConfig) -> None:
         ),
         (cfg.model.kind in ("mlp", "cnn"), f"model.kind must be 'mlp' or 'cnn', got '{cfg.model.kind}'"),
         (
+            cfg.model.critic_obs in ("joint", "own"),
+            f"model.critic_obs must be 'joint' or 'own', got '{cfg.model.critic_obs}'",
+        ),
+        (
             cfg.env.name in ("overcooked", "toy"),
             f"env.name must be 'overcooked' or 'toy', got '{cfg.env.name}'",
         ),

@@ -27,7 +27,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -40,6 +39,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from zsceval import registry
+from zsceval.envs.overcooked.env import resolve_device as resolve_env_device
 from zsceval.rl.checkpoint import (
     CheckpointError,
     atomic_write_text,
@@ -49,7 +49,7 @@ from zsceval.rl.checkpoint import (
     save_checkpoint,
 )
 from zsceval.rl.collector import Collector
-from zsceval.rl.config import ConfigError, TrainConfig, config_from_dict, config_to_dict
+from zsceval.rl.config import ConfigError, TrainConfig, config_from_dict, config_to_dict, validate
 from zsceval.rl.envs import make_env
 from zsceval.rl.play import play, summarize
 from zsceval.rl.policy import Policy, network_spec
@@ -81,27 +81,21 @@ def load_run_config(run_dir: str | Path) -> TrainConfig:
 
 
 def resolve_device(name: str) -> torch.device:
-    """``torch.device(name)``, refusing CUDA when it is not available.
+    """``torch.device(name)``, refusing CUDA when it is not available (``envs.resolve_device``).
 
     Raises:
         ConfigError: unknown device string or CUDA missing.
     """
     try:
-        device = torch.device(name)
-    except RuntimeError as exc:
+        return resolve_env_device(name)
+    except (RuntimeError, ValueError) as exc:
         raise ConfigError(f"run.device: {exc}") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("run.device is 'cuda' but torch.cuda.is_available() is False")
-    return device
 
 
 def env_generator(env) -> torch.Generator | None:
-    """The env's torch generator (attribute ``generator`` or ``rng``), if it exposes one."""
-    for attr in ("generator", "rng", "_generator"):
-        g = getattr(env, attr, None)
-        if isinstance(g, torch.Generator):
-            return g
-    return None
+    """The env's ``generator`` attribute (a ``torch.Generator``; both shipped envs have one), or None."""
+    g = getattr(env, "generator", None)
+    return g if isinstance(g, torch.Generator) else None
 
 
 class Trainer:
@@ -123,6 +117,7 @@ class Trainer:
     def __init__(
         self, cfg: TrainConfig, run_dir: str | Path, *, resume: bool = False, progress: bool = True
     ) -> None:
+        validate(cfg)
         self.cfg, self.run_dir, self.progress = cfg, Path(run_dir), progress
         if not resume and (self.run_dir / CONFIG).exists():
             raise RunExistsError(f"{self.run_dir} already holds a run; pass --resume or choose another --out")
@@ -139,8 +134,6 @@ class Trainer:
         self.env = make_env(cfg.env, device=self.device, seed=seed)
         self.algorithm = algo_cls(cfg, self.env.num_envs, self.env.num_agents, self.device)
         self.algorithm.np_rng = self.np_rng
-        if cfg.model.critic_obs not in ("joint", "own"):
-            raise ConfigError(f"model.critic_obs must be 'joint' or 'own', got {cfg.model.critic_obs!r}")
         own_critic = cfg.model.critic_obs == "own"
         critic_shape = self.env.obs_shape if own_critic else self.env.critic_obs_shape
         spec = network_spec(cfg.model, self.env.obs_shape, critic_shape, self.env.num_actions)
@@ -465,8 +458,3 @@ class Trainer:
                 "(or pip install zsceval[tensorboard]), or pass --no-tensorboard"
             ) from None
         return SummaryWriter
-
-
-def lcm_steps(rollout_length: int, horizon: int) -> int:
-    """Env steps per game between lockstep episode boundaries that are also rollout boundaries."""
-    return math.lcm(rollout_length, horizon)
