@@ -126,13 +126,27 @@ def test_partner_set_from_another_layout_or_altered_is_refused_before_compute(ti
         (("  k: 2", "  k: 5"), "partners.k=5"),
         (("ego_seeds: 2", "ego_seedz: 2"), "did you mean 'ego_seeds'"),
         (("layouts: [cramped_room]", "layouts: [cramped_room"), "tiny.yaml:5:"),
+        (("ego_steps: 3200", "ego_steps: 1.5"), "'ego_steps': cannot use 1.5 as int"),
+        (("ego_seeds: 2", "ego_seeds: true"), "'ego_seeds': cannot use True as int"),
+        (("preset: quick", "preset: quik"), "unknown preset 'quik'"),
+        (("env.num_envs=8", "env.num_env=8"), "did you mean 'env.num_envs'"),
+        (("  checkpoints: 2", "  checkpoints: 0"), "partners.checkpoints=0 must be >= 1"),
     ],
 )
-def test_bad_suites_fail_before_any_compute(tmp_path, edit, message):
+def test_bad_suites_fail_when_loaded(tmp_path, edit, message):
     path = write_suite(tmp_path, TINY.replace(*edit))
     with pytest.raises(SuiteError, match=message.replace("[", r"\[")):
         load_suite(path)
-    assert not any(tmp_path.rglob("DONE.json"))
+
+
+def test_suite_values_are_coerced_to_their_types(tmp_path):
+    text = TINY.replace("layouts: [cramped_room]", "layouts: cramped_room").replace(
+        "candidate_steps: 6400", "candidate_steps: 1.5e6"
+    )
+    suite = load_suite(write_suite(tmp_path, text))
+    assert suite.layouts == ("cramped_room",)
+    assert suite.partners.candidate_steps == 1_500_000 and isinstance(suite.partners.candidate_steps, int)
+    assert suite.evaluation_episodes == 2 and suite.overrides == ("env.num_envs=8", "run.eval_episodes=2")
 
 
 def test_unknown_suite_lists_shipped_ones():

@@ -39,6 +39,7 @@ import dataclasses
 import difflib
 import os
 import tempfile
+import typing
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -51,6 +52,7 @@ import yaml
 from zsceval import registry
 from zsceval.envs.overcooked import resolve_layout_name
 from zsceval.execution import Job, run_jobs
+from zsceval.rl.config import ConfigError, coerce_value, resolve_config
 
 from . import pipeline  # noqa: F401  (registers the job kinds)
 from .reward_space import load_reward_space, sample_weights
@@ -163,40 +165,20 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
         raise SuiteError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(data, dict):
         raise SuiteError(f"{path}: a suite is a mapping of keys")
-    known = {
-        "name",
-        "layouts",
-        "algorithms",
-        "ego_seeds",
-        "ego_steps",
-        "seed",
-        "preset",
-        "device",
-        "overrides",
-        "partners",
-        "evaluation",
-    }
+    known = (set(Suite.__dataclass_fields__) - {"evaluation_episodes"}) | {"evaluation"}
     _check_keys(data, known, path, "")
     pdata = data.get("partners") or {}
     _check_keys(pdata, set(PartnerBudget.__dataclass_fields__), path, "partners.")
     edata = data.get("evaluation") or {}
     _check_keys(edata, {"episodes"}, path, "evaluation.")
-    try:
-        suite = Suite(
-            name=str(data.get("name", path.stem)),
-            layouts=tuple(data.get("layouts") or ()),
-            algorithms=tuple(data.get("algorithms") or ()),
-            ego_seeds=int(data.get("ego_seeds", 3)),
-            ego_steps=int(float(data.get("ego_steps", 2_000_000))),
-            seed=int(data.get("seed", 0)),
-            preset=str(data.get("preset", "quick")),
-            device=str(data.get("device", "cpu")),
-            overrides=tuple(str(o) for o in data.get("overrides") or ()),
-            partners=_partner_budget(pdata),
-            evaluation_episodes=int(edata.get("episodes", 10)),
-        )
-    except (TypeError, ValueError) as exc:
-        raise SuiteError(f"{path}: {exc}") from None
+    values = {"name": path.stem, "layouts": [], "algorithms": []}
+    values.update({k: v for k, v in data.items() if k not in ("partners", "evaluation")})
+    if "episodes" in edata:
+        values["evaluation_episodes"] = edata["episodes"]
+    suite = Suite(
+        **_typed(Suite, values, path, ""),
+        partners=PartnerBudget(**_typed(PartnerBudget, pdata, path, "partners.")),
+    )
     if layouts:
         suite = _restrict(suite, "layouts", layouts)
     if algorithms:
@@ -205,12 +187,21 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
     return suite
 
 
-def _partner_budget(data: dict) -> PartnerBudget:
-    """``partners:`` section with numbers coerced (``1.5e6`` is accepted for integer budgets)."""
-    defaults = PartnerBudget()
-    return PartnerBudget(
-        **{k: int(float(v)) if isinstance(getattr(defaults, k), int) else float(v) for k, v in data.items()}
-    )
+def _typed(cls, values: dict, path: Path, prefix: str) -> dict:
+    """``values`` coerced to the field types of the dataclass ``cls`` (``1.5e6`` is an int budget;
+    a scalar where a list is expected becomes a one-element list).
+
+    Raises:
+        SuiteError: a value of the wrong type, naming the file and the key.
+    """
+    hints = typing.get_type_hints(cls)
+    try:
+        return {
+            k: coerce_value(v, hints[k], "evaluation.episodes" if k == "evaluation_episodes" else prefix + k)
+            for k, v in values.items()
+        }
+    except ConfigError as exc:
+        raise SuiteError(f"{path}: {exc}") from None
 
 
 def _check_keys(data: dict, known: set[str], path: Path, prefix: str) -> None:
@@ -245,6 +236,24 @@ def _validate(suite: Suite, path: Path) -> None:
             )
     if suite.partners.k < 1 or suite.partners.k > suite.partners.candidates:
         raise SuiteError(f"{path}: partners.k={suite.partners.k} must be between 1 and partners.candidates")
+    pb = suite.partners
+    for key, value in [
+        ("ego_seeds", suite.ego_seeds),
+        ("ego_steps", suite.ego_steps),
+        ("partners.candidate_steps", pb.candidate_steps),
+        ("partners.checkpoints", pb.checkpoints),
+        ("partners.feature_episodes", pb.feature_episodes),
+        ("partners.mid_br_steps", pb.mid_br_steps),
+        ("partners.dpp_samples", pb.dpp_samples),
+        ("evaluation.episodes", suite.evaluation_episodes),
+    ]:
+        if value < 1:
+            raise SuiteError(f"{path}: {key}={value} must be >= 1")
+    for name in suite.layouts:  # the training config of every run resolves (preset, overrides)
+        try:
+            resolve_config(preset=suite.preset, overrides=suite.overrides, **{"env.layout": name})
+        except ConfigError as exc:
+            raise SuiteError(f"{path}: {exc}") from None
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -88,13 +88,13 @@ class Algorithm:
                 close = difflib.get_close_matches(key, names, n=1)
                 hint = f"; did you mean 'algo.{close[0]}'?" if close else ""
                 raise ConfigError(f"unknown config key 'algo.{key}' for algorithm '{cls.name}'{hint}")
-        from zsceval.rl.config import _coerce
+        from zsceval.rl.config import coerce_value
 
         try:
             hints = typing.get_type_hints(cls.Options)
         except (NameError, TypeError):
             return cls.Options(**values)
-        return cls.Options(**{k: _coerce(v, hints[k], f"algo.{k}") for k, v in values.items()})
+        return cls.Options(**{k: coerce_value(v, hints[k], f"algo.{k}") for k, v in values.items()})
 
     # -- policies --------------------------------------------------------------------------------
     def build_learners(self, make_policy: Callable[[], Policy]) -> dict[str, Policy]:

@@ -210,8 +210,13 @@ def _unknown(key: str, candidates: list[str]) -> ConfigError:
     return ConfigError(f"unknown config key '{key}'{hint} (`zsceval train --print-config` shows every key)")
 
 
-def _coerce(value: Any, tp: Any, key: str) -> Any:
-    """Convert a YAML-parsed value to the field type ``tp`` (int from 1e7, tuples from lists)."""
+def coerce_value(value: Any, tp: Any, key: str) -> Any:
+    """Convert a YAML-parsed value to the field type ``tp``: int (from ``1e7``, not from 1.5 or a
+    bool), float, bool, str, ``tuple[X, ...]`` (a scalar becomes a 1-tuple) or dict.
+
+    Raises:
+        ConfigError: naming ``key`` and the expected type.
+    """
     origin = typing.get_origin(tp)
     try:
         if tp is bool:
@@ -237,7 +242,7 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
             (inner, _) = typing.get_args(tp)
             if not isinstance(value, list | tuple):
                 value = [value]
-            return tuple(_coerce(v, inner, key) for v in value)
+            return tuple(coerce_value(v, inner, key) for v in value)
         if origin is dict:
             if not isinstance(value, dict):
                 raise TypeError
@@ -283,7 +288,7 @@ def config_from_dict(data: dict[str, Any], base: TrainConfig | None = None) -> T
         for key, value in values.items():
             if key not in hints:
                 raise _unknown(f"{section}.{key}", valid_keys())
-            updates[key] = _coerce(value, hints[key], f"{section}.{key}")
+            updates[key] = coerce_value(value, hints[key], f"{section}.{key}")
         changes[section] = dataclasses.replace(current, **updates)
     return dataclasses.replace(base, **changes)
 
