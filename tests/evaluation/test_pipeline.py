@@ -4,6 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -255,3 +256,17 @@ def test_candidate_runs_keep_their_whole_checkpoint_trail(tiny_bench):
     checkpoints = 2  # TINY's partners.checkpoints
     assert cfg["run"]["keep_checkpoints"] == checkpoints + 1
     assert cfg["run"]["checkpoint_every"] == 6400 // checkpoints
+
+
+def test_tables_hold_only_this_suites_evaluations(tiny_bench, tmp_path):
+    """Results of an earlier, larger suite in the same folder (ego seed 7) are not collected."""
+    suite, out, _ = tiny_bench
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    stale = copy / "cramped_room/evaluation/sp/s7"
+    shutil.copytree(copy / "cramped_room/evaluation/sp/s0", stale)
+    frame = pd.read_parquet(stale / "results.parquet").assign(ego_seed=7)
+    frame.to_parquet(stale / "results.parquet")
+    run_bench(suite, copy, progress=False, log=lambda *_: None)
+    results, _, _ = read_tables(copy)
+    assert set(results["ego_seed"]) == {0, 1}

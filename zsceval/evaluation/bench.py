@@ -52,6 +52,7 @@ import yaml
 from zsceval import registry
 from zsceval.envs.overcooked import resolve_layout_name
 from zsceval.execution import Job, run_jobs
+from zsceval.rl.checkpoint import atomic_write_text
 from zsceval.rl.config import ConfigError, coerce_value, resolve_config
 
 from . import pipeline  # noqa: F401  (registers the job kinds)
@@ -66,6 +67,7 @@ __all__ = [
     "build_phases",
     "late_phases",
     "run_bench",
+    "collect_tables",
     "ZSC_ALGORITHMS",
 ]
 
@@ -436,13 +438,6 @@ def late_phases(suite: Suite, root: Path, infos: dict) -> list[list[Job]]:
     return [mids, manifests, evaluations]
 
 
-def _write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def _write_table(frame: pd.DataFrame, path: Path) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
@@ -466,7 +461,7 @@ def run_bench(
     """
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
-    _write_text(root / "suite.yaml", yaml.safe_dump(suite.to_dict(), sort_keys=False))
+    atomic_write_text(root / "suite.yaml", yaml.safe_dump(suite.to_dict(), sort_keys=False))
     skipped = [a for a in suite.algorithms if a not in registry.names()]
     if skipped:
         log(f"skipped (not implemented yet): {', '.join(skipped)}")
@@ -481,20 +476,32 @@ def run_bench(
 
     for name, jobs in zip(["candidates and ego training", "candidate features", "partner selection"], static):
         run_phase(name, jobs)
-    for name, jobs in zip(
-        ["mid-checkpoint best responses", "partner-set manifests", "ego evaluation"],
-        late_phases(suite, root, infos),
-    ):
+    late = late_phases(suite, root, infos)
+    for name, jobs in zip(["mid-checkpoint best responses", "partner-set manifests", "ego evaluation"], late):
         run_phase(name, jobs)
-    return collect_tables(root, suite, infos, skipped)
+    return collect_tables(root, late[-1], infos, skipped)
 
 
-def collect_tables(root: Path, suite: Suite, infos: dict, skipped: list[str]) -> dict[str, Any]:
-    """Concatenate per-job tables into ``results.parquet``, ``br_returns.parquet``, ``features.parquet``."""
-    results, brs, feats = [], [], []
+def collect_tables(root: Path, evaluations: list[Job], infos: dict, skipped: list[str]) -> dict[str, Any]:
+    """Concatenate this suite's per-job tables into ``results.parquet``, ``br_returns.parquet`` and
+    ``features.parquet`` under ``root`` (outputs of other suites or earlier settings that share
+    the folder are not read).
+
+    Args:
+        root: the bench folder.
+        evaluations: the suite's ``ego.evaluate`` jobs (finished).
+        infos: ``build_phases``' per-layout info (its keys are the layouts).
+        skipped: algorithms the suite names that are not implemented yet.
+
+    Returns:
+        ``{"results" | "br_returns" | "features": path of the table, "skipped_algorithms": [...]}``.
+
+    Raises:
+        FileNotFoundError: a job's table is missing (the job has not finished).
+    """
+    results = [pd.read_parquet(root / job.out / "results.parquet") for job in evaluations]
+    brs, feats = [], []
     for lay in infos:
-        for path in sorted((root / lay / "evaluation").glob("*/*/results.parquet")):
-            results.append(pd.read_parquet(path))
         brs.append(pd.read_parquet(root / lay / "partners" / "set" / "br_returns.parquet"))
         f = pd.read_parquet(root / lay / "partners" / "select" / "features.parquet")
         f.insert(0, "layout", lay)
