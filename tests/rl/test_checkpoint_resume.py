@@ -53,7 +53,7 @@ def test_checkpoint_round_trip_gives_identical_policy(toy_config, tmp_path):
     obs = torch.randint(0, 3, (16, 3, 3, 6), dtype=torch.uint8)
     h, st = ego.initial_state(16, "cpu"), torch.ones(16, dtype=torch.bool)
     g1, g2 = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
-    assert torch.equal(ego.act(obs, None, h, st, g1)[1], policy.act(obs, None, h, st, g2)[1])
+    assert torch.equal(ego.act(obs, None, h, st, g1).log_probs, policy.act(obs, None, h, st, g2).log_probs)
 
 
 def test_corrupt_or_truncated_checkpoint_is_refused(toy_config, tmp_path):

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from zsceval.rl.agent import ActOutput, register_agent, sample_actions
 from zsceval.rl.networks import ActorNet, CriticNet, masked_logits
 from zsceval.rl.valuenorm import ValueNorm
 
@@ -34,11 +35,13 @@ def network_spec(model_cfg: Any, obs_shape, critic_obs_shape, num_actions: int) 
     }
 
 
+@register_agent("ppo")
 class Policy(nn.Module):
     """Actor (decentralized, own observation) and critic (centralized, critic observation).
 
     A policy may drive any number of seats; a frozen policy only acts. All methods take batches
-    of N rows (one row = one agent slot in one game) on the policy's device.
+    of N rows (one row = one agent slot in one game) on the policy's device. Implements the
+    :class:`~zsceval.rl.agent.Agent` protocol; registered as agent class ``ppo``.
 
     Args:
         spec: from :func:`network_spec`.
@@ -82,6 +85,22 @@ class Policy(nn.Module):
         return h if self.recurrent else None
 
     @torch.no_grad()
+    def logits(
+        self, obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Unmasked action logits of N rows: ``(logits float32 [N, A], h float32 [N, hidden])``.
+
+        Args:
+            obs: ``[N, *obs_shape]`` in the env's dtype.
+            h: ``float32 [N, hidden]`` actor state before this step.
+            starts: ``bool [N]`` rows whose episode starts at this step (state is zeroed).
+        """
+        with self._autocast():
+            feats, h_new = self.actor.trunk.step(obs, self._h(h), starts)
+            logits = self.actor.head(feats)
+        return logits.float(), (h if h_new is None else h_new.float())
+
+    @torch.no_grad()
     def act(
         self,
         obs: torch.Tensor,
@@ -90,11 +109,11 @@ class Policy(nn.Module):
         starts: torch.Tensor,
         generator: torch.Generator | None = None,
         deterministic: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Sample actions for N rows.
+    ) -> ActOutput:
+        """Sample actions for N rows (:func:`~zsceval.rl.agent.sample_actions`).
 
         Args:
-            obs: ``uint8 [N, H, W, C]``.
+            obs: ``[N, *obs_shape]`` in the env's dtype (uint8 for Overcooked).
             avail: ``bool [N, A]`` available actions (masked logits), or None.
             h: ``float32 [N, hidden]`` actor state before this step.
             starts: ``bool [N]`` the row's episode starts at this step (state is zeroed).
@@ -102,22 +121,12 @@ class Policy(nn.Module):
             deterministic: take the arg-max action instead of sampling.
 
         Returns:
-            ``(actions int64 [N], log_probs float32 [N], h float32 [N, hidden])``.
+            :class:`~zsceval.rl.agent.ActOutput`: ``actions int64 [N]``, ``log_probs float32 [N]``,
+            ``state float32 [N, hidden]`` (unpacks as a 3-tuple).
         """
-        with self._autocast():
-            feats, h_new = self.actor.trunk.step(obs, self._h(h), starts)
-            logits = self.actor.head(feats)
-        logits = masked_logits(logits.float(), avail)
-        if h_new is not None:
-            h_new = h_new.float()
-        logp_all = F.log_softmax(logits, dim=-1)
-        if deterministic:
-            actions = logits.argmax(-1)
-        else:
-            u = torch.rand(logits.shape, generator=generator, device=logits.device).clamp_(min=1e-20)
-            actions = (logp_all - torch.log(-torch.log(u))).argmax(-1)
-        logp = logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-        return actions, logp, (h if h_new is None else h_new)
+        logits, h_new = self.logits(obs, h, starts)
+        actions, logp = sample_actions(logits, avail, generator, deterministic)
+        return ActOutput(actions, logp, h_new)
 
     @torch.no_grad()
     def value(
