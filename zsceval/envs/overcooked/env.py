@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-from ..base import Step
+from ..base import (
+    Step,
+    agent_names,
+    box_space,
+    check_state_config,
+    discrete_space,
+    restore_generator,
+    restored_tensor,
+)
 from . import dynamics
 from .constants import Action
 from .export import export_state, import_state
@@ -52,6 +63,10 @@ class OvercookedEnv:
         random_start_prob: probability that a reset game starts from a random kitchen (items on
             counters, part-filled and ready pots) instead of the standard start; ZSC-Eval's
             ``random_start_prob`` (overcooked-spec section 5.9), a training-time exploration aid.
+
+    Implements :class:`zsceval.envs.base.BatchedEnv`. ``Step.infos`` holds ``seats`` (``int64
+    [B, n]``, the seat (player) each agent slot drives in the state that ``obs`` shows, i.e. after
+    auto-reset) and ``timestep`` (``int64 [B]``, env steps since that state's episode started).
 
     Raises:
         ValueError: unknown layout (lists the valid names), malformed layout file, bad
@@ -124,6 +139,42 @@ class OvercookedEnv:
     def critic_obs_shape(self) -> tuple[int, int, int]:
         """``(H, W, n*C)`` of one agent's centralized-critic observation."""
         return (self.layout.height, self.layout.width, self.encoder.num_channels * self.num_agents)
+
+    @property
+    def possible_agents(self) -> tuple[str, ...]:
+        """``("agent_0", ..., "agent_{n-1}")``: the agent slots (PettingZoo naming)."""
+        return agent_names(self.num_agents)
+
+    def _channel_high(self) -> np.ndarray:
+        """``uint8 [C]`` largest value of each observation channel (see ``observation`` module)."""
+        high = np.ones(self.encoder.num_channels, dtype=np.uint8)
+        ingredients = int(self.tables.seq_len.max())
+        ticks = int(self.tables.seq_time.max())
+        if self.multi_recipe:
+            high[16:20] = ingredients  # ingredient counts of pot and off-pot soups
+            high[20] = ticks  # cook ticks remaining
+        else:
+            high[15] = ingredients  # ingredients in a pot soup
+            high[16] = ticks  # cook ticks elapsed
+        return high
+
+    @cached_property
+    def single_observation_space(self):
+        """``gymnasium.spaces.Box`` of one agent's observation: ``uint8 (H, W, C)``, low 0, high per
+        channel (1 for 0/1 planes, 3 for ingredient counts, the longest cook time for ticks)."""
+        return box_space(0, np.broadcast_to(self._channel_high(), self.obs_shape), torch.uint8)
+
+    @cached_property
+    def single_critic_observation_space(self):
+        """``Box`` of one agent's critic observation: ``uint8 (H, W, n*C)``, the per-channel bounds
+        of :attr:`single_observation_space` repeated for each of the n encodings."""
+        high = np.tile(self._channel_high(), self.num_agents)
+        return box_space(0, np.broadcast_to(high, self.critic_obs_shape), torch.uint8)
+
+    @cached_property
+    def single_action_space(self):
+        """``gymnasium.spaces.Discrete(6)``: 0 N, 1 S, 2 E, 3 W, 4 STAY, 5 INTERACT."""
+        return discrete_space(self.num_actions)
 
     def spec_dict(self) -> dict:
         """JSON-able description of what a policy trained here observes and does.
@@ -270,7 +321,72 @@ class OvercookedEnv:
             terminated=torch.zeros_like(truncated),
             truncated=truncated,
             final_obs=final_obs,
+            infos={"seats": state.seats.clone(), "timestep": state.timestep.clone()},
         )
+
+    # ------------------------------------------------------------------ save / restore
+    def _config(self) -> dict[str, Any]:
+        return {
+            "layout": self.layout.name,
+            "grid": self.layout.grid_text,
+            "num_envs": self.num_envs,
+            "num_agents": self.num_agents,
+            "horizon": self.horizon,
+            "randomize_seats": bool(self.randomize_seats),
+            "random_start_prob": self.random_start_prob,
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything the next steps depend on, for exact resume.
+
+        Returns:
+            ``{"env": "overcooked", "config": {layout, grid, num_envs, num_agents, horizon,
+            randomize_seats, random_start_prob}, "seed": int, "generator": uint8 CPU tensor (the
+            generator's ``get_state()``), "state": {field: tensor}}``. ``state`` holds copies of
+            every :class:`State` tensor on ``device`` (positions, orientations, held and cell
+            objects with their soups' ingredients, ticks and stamps, ``timestep``, ``seats``); it
+            is absent before the first ``reset``.
+        """
+        out: dict[str, Any] = {
+            "env": "overcooked",
+            "config": self._config(),
+            "seed": int(self.seed),
+            "generator": self.generator.get_state(),
+        }
+        if self.state is not None:
+            out["state"] = {f.name: getattr(self.state, f.name).clone() for f in fields(self.state)}
+        return out
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` output, saved by an env of the same config (any seed).
+
+        The next ``step`` continues the saved run bit-identically; do not call ``reset`` (it would
+        start new episodes and advance the generator). Tensors are copied onto this env's device.
+
+        Raises:
+            ValueError: another env kind or config (each difference named), or missing or
+                mis-shaped entries. The env is unchanged then.
+        """
+        if not isinstance(state, dict) or state.get("env") != "overcooked":
+            got = state.get("env") if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"not an overcooked env state (env={got!r})")
+        check_state_config(state, self._config(), "overcooked")
+        game = None
+        if "state" in state:
+            saved = state["state"]
+            if not isinstance(saved, dict):
+                raise ValueError("overcooked env state entry 'state' must be a dict of tensors")
+            template = State.start(
+                self._start_cells, self.num_envs, self.layout.width * self.layout.height, self.device
+            )
+            names = [f.name for f in fields(State)]
+            missing = sorted(set(names) - set(saved))
+            if missing:
+                raise ValueError(f"overcooked env state is missing {missing}")
+            game = State(**{k: restored_tensor(saved[k], f"state.{k}", getattr(template, k)) for k in names})
+        generator = torch.Generator(device=self.device)
+        restore_generator(generator, state.get("generator"))
+        self.generator, self.state = generator, game
 
     # ------------------------------------------------------------------ interop
     def export_state(self, i: int) -> dict:
