@@ -29,6 +29,7 @@ setup(
     },
     install_requires=[
         "torch>=2.4",
+        "gymnasium>=1.0",
         "numpy>=1.24",
         "click>=8.1",
         "pyyaml>=6.0",
