@@ -51,9 +51,13 @@ class EnvConfig:
     """Which environment is trained on and how many games run in one batch."""
 
     name: str = "overcooked"
-    """Environment family: ``overcooked`` (the batched engine) or ``toy`` (tiny test game)."""
+    """Registered env name (``zsceval.envs.env_names()``): ``overcooked`` (the batched engine),
+    ``toy`` (tiny test game), or a plug-in's."""
     layout: str = "cramped_room"
-    """Layout name (``zsceval layouts`` lists them). Ignored by the ``toy`` env."""
+    """Layout name (``zsceval layouts`` lists them). Ignored by envs without layouts (``toy``)."""
+    num_agents: int = 2
+    """n, agents per game. Passed to envs that take it (``toy``); for Overcooked the layout fixes
+    the player count and this must match it (2 for every shipped layout)."""
     num_envs: int = 256
     """B: games stepped together in one batched call (ZSC-Eval: ``n_rollout_threads``)."""
     horizon: int = 400
@@ -443,6 +447,16 @@ def resolve_config(
     return cfg
 
 
+def _check_env_name(name: str) -> tuple[bool, str]:
+    """``(ok, message)``: is ``name`` a registered env (the message lists them, closest first)."""
+    from zsceval.envs.registry import env_names
+
+    valid = env_names()
+    close = difflib.get_close_matches(name, valid, n=1)
+    hint = f" Did you mean '{close[0]}'?" if close else ""
+    return name in valid, f"env.name must be a registered env ({', '.join(valid)}), got '{name}'.{hint}"
+
+
 def validate(cfg: TrainConfig) -> None:
     """Check value ranges that would otherwise fail deep inside training.
 
@@ -470,10 +484,8 @@ def validate(cfg: TrainConfig) -> None:
             cfg.model.critic_obs in ("joint", "own"),
             f"model.critic_obs must be 'joint' or 'own', got '{cfg.model.critic_obs}'",
         ),
-        (
-            cfg.env.name in ("overcooked", "toy"),
-            f"env.name must be 'overcooked' or 'toy', got '{cfg.env.name}'",
-        ),
+        (cfg.env.num_agents >= 1, "env.num_agents must be >= 1"),
+        _check_env_name(cfg.env.name),
         (
             not cfg.model.recurrent or cfg.ppo.rollout_length % cfg.model.chunk_length == 0,
             "ppo.rollout_length must be a multiple of model.chunk_length for a recurrent model",
