@@ -233,14 +233,26 @@ def test_state_dict_before_reset_restores_the_generator(name, options):
     assert_same_steps([record(env.reset())], [record(fresh.reset())])
 
 
-def test_state_dict_is_a_copy_not_a_view():
-    env = make("toy", num_envs=B, horizon=3)
+def tensors_of(x, path="") -> dict[str, torch.Tensor]:
+    if isinstance(x, torch.Tensor):
+        return {path: x}
+    items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
+    return {k: v for key, value in items for k, v in tensors_of(value, f"{path}/{key}").items()}
+
+
+@pytest.mark.parametrize(("name", "options"), CASES, ids=IDS)
+def test_state_dict_is_a_copy_not_a_view(name, options):
+    env = make(name, num_envs=B, **options)
+    gen = torch.Generator().manual_seed(0)
     env.reset()
     state = env.state_dict()
-    before = {k: v.clone() for k, v in state.items() if isinstance(v, torch.Tensor)}
-    for _ in range(4):
-        env.step(torch.zeros(B, 2, dtype=torch.int64))
-    assert all(torch.equal(state[k], v) for k, v in before.items())
+    before = {k: v.clone() for k, v in tensors_of(state).items()}
+    assert {"/generator"} < set(before)
+    for _ in range(env.horizon + 1):  # across an auto-reset (written in place)
+        env.step(random_actions(env, gen))
+    after = tensors_of(env.state_dict())
+    assert any(not torch.equal(after[k], v) for k, v in before.items()), "the env moved on"
+    assert all(torch.equal(tensors_of(state)[k], v) for k, v in before.items())
 
 
 def test_load_state_dict_refuses_other_configs_and_malformed_states():
