@@ -91,3 +91,19 @@ def test_preset_by_dynamics_with_an_unknown_dynamics_is_refused(monkeypatch):
 def test_bad_critic_obs_is_refused_when_the_config_is_resolved():
     with pytest.raises(ConfigError, match="model.critic_obs must be 'joint' or 'own', got 'both'"):
         resolve_config(preset="quick", overrides=["model.critic_obs=both"])
+
+
+def test_env_name_must_be_registered_and_the_error_lists_registered_envs():
+    expected = r"registered env \(overcooked, toy\), got 'tooy'\. Did you mean 'toy'\?"
+    with pytest.raises(ConfigError, match=expected):
+        resolve_config(overrides=["env.name=tooy"])
+    assert resolve_config(overrides=["env.name=toy", "env.horizon=8"]).env.name == "toy"
+
+
+def test_env_num_agents_defaults_to_two_and_must_be_positive():
+    assert TrainConfig().env.num_agents == 2
+    assert resolve_config(overrides=["env.name=toy", "env.num_agents=3"]).env.num_agents == 3
+    with pytest.raises(ConfigError, match="env.num_agents must be >= 1"):
+        resolve_config(overrides=["env.num_agents=0"])
+    with pytest.raises(ConfigError, match="env.num_agents"):
+        apply_overrides(TrainConfig(), ["env.num_agents=2.5"])
