@@ -25,6 +25,7 @@ import time
 import torch
 
 from zsceval.envs.overcooked import OvercookedEnv
+from zsceval.population.functional import Layout
 from zsceval.population.pool import PolicyPool
 from zsceval.rl.agent import sample_actions
 from zsceval.rl.config import resolve_config
@@ -99,7 +100,7 @@ def measure(preset: str, args) -> list[tuple]:
     model = spec["model"]
     flags = ("+GRU" if model["recurrent"] else "") + (", bf16" if model["bf16"] else "")
     name = f"{preset} ({model['kind']}{flags})"
-    auto = pool._strategy(args.members, max(len(r) for r in rows_of), R, torch.device(device))
+    auto = Layout.of(member, args.members).strategy(spec["model"]["kind"], torch.device(device))
     labels = ["one policy"]
     fns = [one_policy]
     for strategy in args.strategies:

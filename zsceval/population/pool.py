@@ -29,8 +29,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 from torch.func import functional_call, vmap
-from torch.nn import functional as F
 
+from zsceval.population.functional import Layout, StepForward
 from zsceval.rl.agent import ActOutput, sample_actions
 from zsceval.rl.policy import Policy
 
@@ -41,47 +41,9 @@ POOL_VERSION = 1
 POOL_WEIGHTS = "pool.safetensors"
 POOL_JSON = "pool.json"
 
-_MAX_PADDING = 2.0
-"""The batched forward computes ``present members x largest group`` rows; above this multiple
-of the real row count the pool loops over members instead (see :meth:`PolicyPool.logits`)."""
-
 
 class PoolError(RuntimeError):
     """A pool artifact is missing, corrupt, or does not match its own description."""
-
-
-class _Forward(nn.Module):
-    """Template whose ``forward`` is one env step of the actor or critic of a :class:`Policy`.
-
-    Holds the policy's ``actor`` and ``critic`` under the same names, so the keys of
-    ``Policy.state_dict()`` address its parameters in :func:`torch.func.functional_call`. The
-    encoder and head are the policy's modules; the GRU cell is written out with
-    :func:`torch.nn.functional.linear` (the formula of ``nn.GRUCell``) because ``aten::gru_cell``
-    has no vmap batching rule (vmap would fall back to a slow per-member loop).
-    """
-
-    def __init__(self, policy: Policy) -> None:
-        super().__init__()
-        self.actor = policy.actor
-        self.critic = policy.critic
-
-    def forward(
-        self, side: str, obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        net = self.actor if side == "actor" else self.critic
-        trunk, head = net.trunk, net.head
-        x = trunk.encoder(obs)
-        if trunk.gru is None:
-            return head(x).float(), h
-        gru = trunk.gru
-        h = h * (~starts).unsqueeze(-1).to(h.dtype)
-        r_i, z_i, n_i = F.linear(x, gru.weight_ih, gru.bias_ih).chunk(3, -1)
-        r_h, z_h, n_h = F.linear(h, gru.weight_hh, gru.bias_hh).chunk(3, -1)
-        r = torch.sigmoid(r_i + r_h)
-        z = torch.sigmoid(z_i + z_h)
-        n = torch.tanh(n_i + r * n_h)
-        h_new = (1 - z) * n + z * h
-        return head(h_new).float(), h_new.float()
 
 
 def _file_sha256(path: Path) -> str:
@@ -128,7 +90,7 @@ class PolicyPool(nn.Module):
         self.num_actions = int(self.spec["num_actions"])
         # The template never holds weights: functional_call supplies them. Kept outside the module
         # tree (not a submodule) so it is neither saved nor moved.
-        self._forward = [_Forward(template.to("meta"))]
+        self._forward = [StepForward(template.to("meta"))]
         for key, (shape, dtype) in self._template_shapes.items():
             self.register_buffer(_buffer_name(key), torch.zeros((0, *shape), dtype=dtype))
         self.names: list[str] = []
@@ -243,19 +205,6 @@ class PolicyPool(nn.Module):
     def _autocast(self):
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16)
 
-    def _groups(self, member: torch.Tensor) -> tuple[list[int], torch.Tensor]:
-        """``(rows per member, row indices sorted by member (stable))``; one host synchronization.
-
-        Raises:
-            IndexError: a member index outside ``[0, len(pool))``.
-        """
-        M = len(self)
-        bad = (member < 0) | (member >= M)
-        counts = torch.bincount(torch.where(bad, M, member), minlength=M + 1).tolist()
-        if counts[M]:
-            raise IndexError(f"member assignment outside [0, {M}) for {counts[M]} rows")
-        return counts[:M], torch.argsort(member, stable=True)
-
     def _weights(self, keys: list[str], dtype: torch.dtype) -> dict[str, torch.Tensor]:
         """Stacked tensors of ``keys`` in ``dtype``; bf16 copies are cached until a buffer changes."""
         source = {k: getattr(self, _buffer_name(k)) for k in keys}
@@ -267,15 +216,6 @@ class PolicyPool(nn.Module):
             cached = (signature, {k: v.to(dtype) for k, v in source.items()})
             self._cast_cache[keys[0]] = cached
         return cached[1]
-
-    def _strategy(self, present: int, largest: int, rows: int, device: torch.device) -> str:
-        if self.strategy != "auto":
-            return self.strategy
-        if present * largest > _MAX_PADDING * rows:
-            return "loop"
-        if device.type == "cpu" and self.spec["model"]["kind"] == "cnn":
-            return "loop"  # vmapped (grouped) convolutions are ~4x slower than a loop on CPU
-        return "vmap"
 
     def _run(
         self,
@@ -297,26 +237,21 @@ class PolicyPool(nn.Module):
         def call(params, obs_, h_, starts_):
             return functional_call(module, params, (side, obs_, h_, starts_))
 
-        counts, order = self._groups(member)
-        present = [m for m, c in enumerate(counts) if c]
-        largest = max(counts)
+        layout = Layout.of(member, len(self))
+        strategy = self.strategy
+        if strategy == "auto":
+            strategy = layout.strategy(self.spec["model"]["kind"], obs.device)
         # Under bf16 the weights are cast here, as autocast would cast them per op (autocast does
         # not cast the weights of convolutions under vmap).
         weights = self._weights(self._keys(side + "."), torch.bfloat16 if self.bf16 else torch.float32)
         flat_obs = obs.reshape(N, -1)
         with torch.no_grad(), self._autocast():
-            if self._strategy(len(present), largest, N, obs.device) == "vmap":
-                # Group p (member present[p]) holds its rows in slots p*G .. p*G+count-1; the other
-                # slots repeat the group's first row (computed, then dropped).
-                P, G = len(present), largest
-                counts_t = torch.tensor([counts[m] for m in present], device=obs.device)
-                first = torch.cumsum(counts_t, 0) - counts_t
-                rank = torch.arange(G, device=obs.device)
-                slot = first.unsqueeze(1) + torch.minimum(rank, counts_t.unsqueeze(1) - 1)
-                idx = order[slot.reshape(-1)]
+            if strategy == "vmap":
+                idx, pos = layout.padded()
+                P, G = len(layout.present), layout.largest
                 params = weights
                 if P < len(self):
-                    sel = torch.tensor(present, device=obs.device)
+                    sel = torch.tensor(layout.present, device=obs.device)
                     params = {k: v.index_select(0, sel) for k, v in weights.items()}
                 y, h_new = vmap(call)(
                     params,
@@ -324,17 +259,10 @@ class PolicyPool(nn.Module):
                     h.index_select(0, idx).view(P, G, h.shape[-1]),
                     starts.index_select(0, idx).view(P, G),
                 )
-                # Row order[j] (j-th row in member order) sits in group p at rank j - first[p].
-                group = torch.repeat_interleave(torch.arange(P, device=obs.device), counts_t)
-                pos = torch.empty_like(order)
-                pos[order] = group * G + torch.arange(N, device=obs.device) - first[group]
                 return y.flatten(0, 1).index_select(0, pos), h_new.flatten(0, 1).index_select(0, pos)
             out = torch.empty(N, out_dim, device=obs.device)
             h_out = torch.empty_like(h)
-            start = 0
-            for m in present:
-                rows = order[start : start + counts[m]]
-                start += counts[m]
+            for m, rows in layout.rows_of():
                 y, h_new = call(
                     {k: v[m] for k, v in weights.items()},
                     flat_obs.index_select(0, rows).view(-1, *obs.shape[1:]),
