@@ -5,8 +5,10 @@ axis (``[M, ...]``). Given a per-row assignment ``member int64 [N]``, the rows a
 member, each group padded to the largest group, and all present members run in one forward:
 :func:`torch.func.vmap` over :func:`torch.func.functional_call` of a weightless template policy,
 so the pool runs exactly the networks of :mod:`zsceval.rl.networks` (linear layers become batched
-matmuls, convolutions grouped convolutions). When padding would more than double the rows
-computed (very skewed assignments), the pool loops over the present members instead.
+matmuls, convolutions grouped convolutions). The pool loops over the present members instead
+(still on the stacked weights) when padding would more than double the rows computed (very
+skewed assignments), and for CNN members on CPU, where a loop of convolutions is faster than one
+grouped convolution (docs/performance.md, "Policy pool acting"); see :attr:`PolicyPool.strategy`.
 
 Pools grow while training (COLE adds a member per generation: :meth:`PolicyPool.add`) and are
 saved as one checksummed artifact (:meth:`PolicyPool.save`, :meth:`PolicyPool.load`).
