@@ -1,0 +1,1 @@
+"""Tests of zsceval.population (policy pools, mixture agent, stacked learners)."""

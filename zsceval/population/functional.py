@@ -1,0 +1,163 @@
+"""Shared machinery of stacked members: functional forwards and the grouping of rows by member.
+
+The forwards are modules whose ``forward`` runs a :class:`~zsceval.rl.policy.Policy`'s networks
+(its own encoder and head modules) with weights supplied by :func:`torch.func.functional_call`;
+the GRU cell is written out with :func:`~torch.nn.functional.linear` (the formula of
+``nn.GRUCell``) because ``aten::gru_cell`` has no vmap batching rule (vmap would fall back to a
+slow per-member loop).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from zsceval.rl.policy import Policy
+
+MAX_PADDING = 2.0
+"""The vmapped forward computes ``present members x largest group`` rows; above this multiple of
+the real row count callers loop over members instead."""
+
+
+def gru_cell(gru: nn.GRUCell, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """``nn.GRUCell`` step ``h' = (1 - z) * n + z * h`` with ``gru``'s weights (vmap-friendly)."""
+    r_i, z_i, n_i = F.linear(x, gru.weight_ih, gru.bias_ih).chunk(3, -1)
+    r_h, z_h, n_h = F.linear(h, gru.weight_hh, gru.bias_hh).chunk(3, -1)
+    r = torch.sigmoid(r_i + r_h)
+    z = torch.sigmoid(z_i + z_h)
+    n = torch.tanh(n_i + r * n_h)
+    return (1 - z) * n + z * h
+
+
+class _Template(nn.Module):
+    """Holds a policy's ``actor`` and ``critic`` under the same names, so the keys of
+    ``Policy.state_dict()`` address its parameters in ``functional_call``."""
+
+    def __init__(self, policy: Policy) -> None:
+        super().__init__()
+        self.actor = policy.actor
+        self.critic = policy.critic
+
+    def _net(self, side: str) -> nn.Module:
+        return self.actor if side == "actor" else self.critic
+
+
+class StepForward(_Template):
+    """One env step of the actor or critic: ``(side, obs [N, ...], h [N, hidden], starts bool [N])
+    -> (out float32 [N, D], h float32 [N, hidden])`` (as ``Policy.logits`` / ``Policy.value``)."""
+
+    def forward(
+        self, side: str, obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        net = self._net(side)
+        x = net.trunk.encoder(obs)
+        if net.trunk.gru is None:
+            return net.head(x).float(), h
+        h = gru_cell(net.trunk.gru, x, h * (~starts).unsqueeze(-1).to(h.dtype))
+        return net.head(h).float(), h.float()
+
+
+class SequenceForward(_Template):
+    """A chunk of L steps of actor and critic (as ``Policy.evaluate`` before the softmax).
+
+    ``(obs [L, G, ...], critic_obs [L, G, ...], h_actor, h_critic [G, hidden], starts bool [L, G])
+    -> (logits float32 [L, G, A], values float32 [L, G])``.
+    """
+
+    def _sequence(self, side: str, obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+        net = self._net(side)
+        L, G = obs.shape[:2]
+        x = net.trunk.encoder(obs.reshape(L * G, *obs.shape[2:]))
+        if net.trunk.gru is None:
+            return net.head(x).reshape(L, G, -1).float()
+        x = x.reshape(L, G, -1)
+        keep = (~starts).unsqueeze(-1)
+        outs = []
+        for t in range(L):
+            h = gru_cell(net.trunk.gru, x[t], h * keep[t].to(h.dtype))
+            outs.append(h)
+        return net.head(torch.stack(outs)).float()
+
+    def forward(
+        self,
+        obs: torch.Tensor,
+        critic_obs: torch.Tensor,
+        h_actor: torch.Tensor,
+        h_critic: torch.Tensor,
+        starts: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self._sequence("actor", obs, h_actor, starts)
+        values = self._sequence("critic", critic_obs, h_critic, starts).squeeze(-1)
+        return logits, values
+
+
+@dataclass
+class Layout:
+    """Rows grouped by member for one batched forward.
+
+    Attributes:
+        counts: rows per member (length M, host ints).
+        order: ``int64 [N]`` row indices sorted by member (stable).
+        present: members with at least one row (host ints, ascending).
+        largest: the largest group (G).
+    """
+
+    counts: list[int]
+    order: torch.Tensor
+    present: list[int]
+    largest: int
+
+    @classmethod
+    def of(cls, member: torch.Tensor, num_members: int) -> Layout:
+        """Group ``member int64 [N]``; one host synchronization.
+
+        Raises:
+            IndexError: a member index outside ``[0, num_members)``.
+        """
+        M = num_members
+        bad = (member < 0) | (member >= M)
+        counts = torch.bincount(torch.where(bad, M, member), minlength=M + 1).tolist()
+        if counts[M]:
+            raise IndexError(f"member assignment outside [0, {M}) for {counts[M]} rows")
+        counts = counts[:M]
+        present = [m for m, c in enumerate(counts) if c]
+        return cls(counts, torch.argsort(member, stable=True), present, max(counts, default=0))
+
+    def rows_of(self) -> list[tuple[int, torch.Tensor]]:
+        """``[(member, row indices int64 [count])]`` for the present members."""
+        out, start = [], 0
+        for m in self.present:
+            out.append((m, self.order[start : start + self.counts[m]]))
+            start += self.counts[m]
+        return out
+
+    def padded(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(idx int64 [P * G], pos int64 [N])`` for P present members padded to G rows each.
+
+        Slot ``p * G + r`` holds member ``present[p]``'s r-th row (``idx``), or repeats the group's
+        first row when the group has fewer rows; row ``i``'s output is slot ``pos[i]``.
+        """
+        device = self.order.device
+        P, G = len(self.present), self.largest
+        counts_t = torch.tensor([self.counts[m] for m in self.present], device=device)
+        first = torch.cumsum(counts_t, 0) - counts_t
+        rank = torch.arange(G, device=device)
+        slot = first.unsqueeze(1) + torch.minimum(rank, counts_t.unsqueeze(1) - 1)
+        idx = self.order[slot.reshape(-1)]
+        group = torch.repeat_interleave(torch.arange(P, device=device), counts_t)
+        pos = torch.empty_like(self.order)
+        pos[self.order] = group * G + torch.arange(self.order.numel(), device=device) - first[group]
+        return idx, pos
+
+    def strategy(self, kind: str, device: torch.device) -> str:
+        """``loop`` when padding would exceed :data:`MAX_PADDING` or for a CNN on CPU (vmapped
+        grouped convolutions are ~2.5x slower than a loop there), else ``vmap``."""
+        rows = self.order.numel()
+        if len(self.present) * self.largest > MAX_PADDING * rows:
+            return "loop"
+        if device.type == "cpu" and kind == "cnn":
+            return "loop"
+        return "vmap"
