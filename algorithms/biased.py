@@ -9,8 +9,9 @@ where phi_j counts event j of the biased agent at that step (the layout's ZSC-Ev
 overcooked-spec 3.1 / 5.5) and r_sparse is the team sparse reward. It gets **no** default shaping.
 Its partner, the approximate best response BR(pi_w), learns from the ordinary reward: team sparse
 plus its own base shaped reward scaled by the annealed shaping factor (overcooked-spec 3.5).
-The biased agent's seat is drawn at random for every game at every episode start (ZSC-Eval's
-``random_index`` for bias agents), so both learn to play either seat.
+The biased agent's seat is drawn at random for every game at every episode start (two arms,
+pi_w in seat 0 or in seat 1; ZSC-Eval's ``random_index`` for bias agents), so both learn to play
+either seat.
 
 ``algo.weights`` is the weight vector w: one entry per event in the env's event order, then the
 sparse weight (18 entries on classic layouts, 30 on multi-recipe ones); see
@@ -30,8 +31,9 @@ from zsceval.registry import register
 from zsceval.rl.algorithm import Algorithm, default_training_reward
 from zsceval.rl.config import ConfigError
 from zsceval.rl.policy import Policy
+from zsceval.rl.seating import Arm, Seating, ego_partner_arms
 
-BIASED, PARTNER = 0, 1
+BIASED = 0  # actor index of pi_w (learners come first, in build_learners order)
 
 
 @dataclass(frozen=True)
@@ -40,23 +42,6 @@ class BiasedOptions:
 
     weights: tuple[float, ...] = ()
     """w: event weights in the env's event order, then the sparse-reward weight (ZSC-Eval ``w0``)."""
-
-
-def random_seats_at_episode_start(
-    algo: Algorithm, iteration: int, generator: torch.Generator, current: torch.Tensor | None
-) -> torch.Tensor:
-    """Seat assignment ``int64 [B, 2]`` of policies 0 and 1, drawn uniformly per game.
-
-    Seats change only between rollouts, so they are redrawn at the episode starts that fall on a
-    rollout boundary (all games reset in lockstep): at every episode start when the rollout length
-    T divides the horizon, as in both presets (100 or 400 steps, horizon 400); otherwise every
-    ``lcm(T, horizon) / horizon`` episodes. Between redraws the previous assignment is kept.
-    """
-    T, horizon = algo.config.ppo.rollout_length, algo.config.env.horizon
-    if current is not None and (iteration * T) % horizon != 0:
-        return current
-    flip = torch.randint(0, 2, (algo.num_envs,), generator=generator, device=algo.device)
-    return torch.stack([flip, 1 - flip], dim=1)
 
 
 @register("biased", "Behavior-preferring agent pi_w + its best response (HSP stage 1, ZSC-Eval partners).")
@@ -79,30 +64,21 @@ class Biased(Algorithm):
             )
         self.w_events = torch.tensor(w[:-1], dtype=torch.float32, device=self.device)
         self.w_sparse = w[-1]
-        self.seats: torch.Tensor | None = None
 
     def build_learners(self, make_policy: Callable[[], Policy]) -> dict[str, Policy]:
         """The biased agent pi_w (reported as the ego) and its best-response partner."""
         return {"biased": make_policy(), "br": make_policy()}
 
-    def assign_seats(self, iteration: int, generator: torch.Generator) -> torch.Tensor:
-        """pi_w in a random seat per game (``random_seats_at_episode_start``)."""
-        self.seats = random_seats_at_episode_start(self, iteration, generator, self.seats)
-        return self.seats
+    def arms(self) -> list[Arm]:
+        """pi_w in seat 0 or seat 1, its BR in the other (drawn uniformly per game and episode)."""
+        return ego_partner_arms("biased", "br", self.num_agents)
 
     def eval_seats(self, learners: list[str], partners: list[str]) -> list[str]:
         """Evaluate the pair: pi_w with its best response."""
         return ["biased", "br"]
 
-    def training_reward(self, step: Step, shaping_factor: float) -> torch.Tensor:
+    def training_reward(self, step: Step, shaping_factor: float, seating: Seating) -> torch.Tensor:
         """``float32 [B, 2]``: r_w for pi_w's seat, sparse + rsf * shaped for the partner's seat."""
         hidden = step.events.float() @ self.w_events + self.w_sparse * step.reward.unsqueeze(-1)
         ordinary = default_training_reward(step, shaping_factor)
-        return torch.where(self.seats == BIASED, hidden, ordinary)
-
-    def state_dict(self) -> dict:
-        return {"seats": None if self.seats is None else self.seats.tolist()}
-
-    def load_state_dict(self, state: dict) -> None:
-        seats = state.get("seats")
-        self.seats = None if seats is None else torch.tensor(seats, dtype=torch.int64, device=self.device)
+        return torch.where(seating.actor == BIASED, hidden, ordinary)

@@ -17,6 +17,7 @@ from zsceval.evaluation.matches import PartnerSpec, evaluate_agent, play_games
 from zsceval.evaluation.report import read_tables, summarize
 from zsceval.execution import JobError
 from zsceval.execution.jobs import JOB_KINDS
+from zsceval.rl.agent import ActOutput
 
 TINY = """
 name: tiny
@@ -183,7 +184,7 @@ class Scripted(torch.nn.Module):
 
     def act(self, obs, avail, h, starts, generator=None, deterministic=False):
         a = torch.full((obs.shape[0],), self.action, dtype=torch.int64)
-        return a, torch.zeros(obs.shape[0]), h
+        return ActOutput(a, torch.zeros(obs.shape[0]), h)
 
 
 def test_batched_matches_put_the_ego_in_the_right_seat():

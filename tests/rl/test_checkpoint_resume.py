@@ -23,7 +23,7 @@ REAL = [
     "ppo.rollout_length=100",
     "ppo.epochs=2",
     "ppo.num_minibatches=2",
-    "run.checkpoint_every=3200",
+    "run.checkpoint_every=2400",
     "run.total_steps=8800",
     "run.eval_episodes=2",
 ]
@@ -48,7 +48,7 @@ def test_checkpoint_round_trip_gives_identical_policy(toy_config, tmp_path):
     for k, v in ego.state_dict().items():
         assert torch.equal(policy.state_dict()[k], v), k
     assert meta["steps"] == tr.env_steps and meta["layout"] == "toy" and meta["ego"] == "ego"
-    assert meta["env_spec"] == tr.env_spec and meta["policies"]["ego"]["model"]["kind"] == "mlp"
+    assert meta["env_spec"] == tr.env_spec and meta["agents"]["ego"]["spec"]["model"]["kind"] == "mlp"
     assert meta["zsceval_version"] and "files" in meta
     obs = torch.randint(0, 3, (16, 3, 3, 6), dtype=torch.uint8)
     h, st = ego.initial_state(16, "cpu"), torch.ones(16, dtype=torch.bool)
@@ -90,7 +90,7 @@ def _metrics(run):
 
 TOY_RESUME = [
     "env.name=toy",
-    "env.horizon=8",
+    "env.horizon=12",
     "env.num_envs=32",
     "ppo.rollout_length=8",
     "ppo.epochs=2",
@@ -107,13 +107,14 @@ TOY_RESUME = [
 
 @pytest.mark.parametrize(
     ("overrides", "resume_at", "resume_iteration"),
-    [(REAL, 6400, 8), (TOY_RESUME, 2048, 8)],
+    [(REAL, 7200, 9), (TOY_RESUME, 2048, 8)],
     ids=["cramped_room-mlp", "toy-cnn-gru"],
 )
 def test_resume_after_interruption_reproduces_uninterrupted_run(
     tmp_path, overrides, resume_at, resume_iteration
 ):
-    """Kill a run after iteration 10, resume from its last resumable checkpoint: bit-identical."""
+    """Kill a run after iteration 10, resume from its last checkpoint, taken mid-episode (the games
+    are 100 of 400 and 4 of 12 steps into their episodes): bit-identical to the uninterrupted run."""
     cfg = resolve_config(preset="quick", overrides=overrides)
     full = Trainer(cfg, tmp_path / "full", progress=False)
     full.train()
@@ -127,11 +128,12 @@ def test_resume_after_interruption_reproduces_uninterrupted_run(
     assert list_checkpoints(tmp_path / "cut")[-1].name == f"step_{resume_at:012d}"
     resumed = Trainer(cfg, tmp_path / "cut", resume=True, progress=False)
     assert resumed.env_steps == resume_at and resumed.iteration == resume_iteration
+    assert (resume_at // cfg.env.num_envs) % cfg.env.horizon != 0  # mid-episode
     resumed.train()
     for k, v in full.learners["ego"].state_dict().items():
         assert torch.equal(resumed.learners["ego"].state_dict()[k], v), k
-    sa, sb = full.updaters["ego"].state_dict(), resumed.updaters["ego"].state_dict()
-    for which in ("actor_opt", "critic_opt"):
+    sa, sb = full.core.state_dict()["optimizers"]["ego"], resumed.core.state_dict()["optimizers"]["ego"]
+    for which in ("actor", "critic"):
         for pid, st in sa[which]["state"].items():
             assert torch.equal(st["exp_avg"], sb[which]["state"][pid]["exp_avg"])
     assert _metrics(tmp_path / "full") == _metrics(tmp_path / "cut")

@@ -65,14 +65,13 @@ def test_update_replay_reproduces_collected_log_probs_and_values(toy_config, tmp
     cfg = toy_config("model.recurrent=true" if recurrent else "model.recurrent=false", "model.chunk_length=4",
                      "ppo.rollout_length=16", "env.horizon=6")  # fmt: skip
     tr = Trainer(cfg, tmp_path / "run", progress=False)
-    tr.collector.set_assignment(tr.algorithm.assign_seats(0, tr.algo_gen))
-    buf = tr.buffer
+    buf = tr.core.buffer
     # run two rollouts so that chunks start mid-episode with non-zero recorded GRU states
     for _ in range(2):
-        tr.collector.collect(buf, 0, lambda s: 1.0)
+        tr.core.collect(tr.runner, 0)
     p, L = tr.learners["ego"], 4 if recurrent else 1
-    seq = lambda x: _chunks(buf.rows(x, None), L)  # noqa: E731
-    h_a, h_c = (buf.rows(h, None)[::L].flatten(0, 1) for h in (buf.h_actor, buf.h_critic))
+    seq = lambda x: _chunks(buf.flat(x), L)  # noqa: E731
+    h_a, h_c = (buf.flat(h)[::L].flatten(0, 1) for h in (buf.h_actor, buf.h_critic))
     if recurrent:
         assert h_a.abs().sum() > 0
     with torch.no_grad():

@@ -11,8 +11,8 @@ from zsceval.cli import main
 from zsceval.rl.algorithm import Algorithm
 
 PLUGIN = '''
-import torch
 from zsceval.rl.algorithm import Algorithm
+from zsceval.rl.seating import Arm
 
 
 class SeparateSeats(Algorithm):
@@ -21,9 +21,8 @@ class SeparateSeats(Algorithm):
     def build_learners(self, make_policy):
         return {f"seat{k}": make_policy() for k in range(self.num_agents)}
 
-    def assign_seats(self, iteration, generator):
-        seats = torch.arange(self.num_agents, device=self.device)
-        return seats.expand(self.num_envs, self.num_agents).clone()
+    def arms(self):
+        return [Arm.of(*(f"seat{k}" for k in range(self.num_agents)))]
 '''
 
 
@@ -95,7 +94,7 @@ def test_entry_point_plugin_is_listed_and_trains_through_cli(plugin_dist, tmp_pa
     res = runner.invoke(main, args)
     assert res.exit_code == 0, res.output
     meta = json.loads(next((out / "checkpoints").glob("step_*/meta.json")).read_text())
-    assert meta["algo"] == "sep_seats" and sorted(meta["policies"]) == ["seat0", "seat1"]
+    assert meta["algo"] == "sep_seats" and sorted(meta["agents"]) == ["seat0", "seat1"]
     assert meta["ego"] == "seat0"
 
 

@@ -40,13 +40,15 @@ def cross_play(
     agent, agent_meta = load_policy(agent_path, device=dev)
     partner, partner_meta = load_policy(partner_path, device=dev)
     saved_env = agent_meta.get("config", {}).get("env", {})
-    env_cfg = EnvConfig(
-        name=saved_env.get("name", "overcooked"),
+    known = {f.name for f in dataclasses.fields(EnvConfig)}
+    env_cfg = dataclasses.replace(
+        EnvConfig(**{k: v for k, v in saved_env.items() if k in known}),
         layout=layout,
         num_envs=min(episodes, 1024),
-        horizon=int(saved_env.get("horizon", 400)),
+        randomize_seats=False,
+        random_start_prob=0.0,
     )
-    env = make_env(env_cfg, device=dev, seed=seed)
+    env = make_env(env_cfg, device=dev, seed=seed, evaluation=True)
     spec = env.spec_dict()
     check_compatible(agent_meta, spec, f"agent {agent_path}")
     check_compatible(partner_meta, spec, f"partner {partner_path}")

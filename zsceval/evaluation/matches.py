@@ -1,9 +1,11 @@
 """Match evaluation: play fixed policies together, many pairings in one batched engine call.
 
-:func:`play_games` runs G games at once, one episode each, with any policy in any seat of any game
-(``assignment [G, n]``); every policy runs one batched forward per step over the rows it drives.
-:func:`evaluate_agent` uses it to play an ego agent against a whole partner set in every seat for E
-episodes each, and :func:`evaluate_br_references` to measure each partner with its own best
+:func:`play_games` runs G games at once, one episode each, with any agent in any seat of any game
+(``assignment [G, n]``) through the shared :class:`~zsceval.rl.runner.EpisodeRunner`; every agent
+runs one batched forward per step over the rows it drives. :func:`evaluate_agent` uses it to play
+an ego agent against a whole partner set, the ego in every seat and the partner in all the others
+(1 ego with n - 1 copies of the partner, every seating), for E episodes each, and
+:func:`evaluate_br_references` to measure each partner with its own best
 response (BR): the denominators of BR-Prox. Both return tables in the schema of
 :mod:`zsceval.evaluation.metrics` (one row per episode).
 """
@@ -11,13 +13,16 @@ response (BR): the denominators of BR-Prox. Both return tables in the schema of
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-from zsceval.envs.overcooked import OvercookedEnv
+from zsceval.envs.overcooked import OvercookedEnv, load_layout
 from zsceval.rl.policy import Policy
+from zsceval.rl.runner import EpisodeRunner
+from zsceval.rl.seating import Arm
 
 __all__ = ["GameResults", "play_games", "evaluate_agent", "evaluate_br_references", "PartnerSpec"]
 
@@ -39,10 +44,16 @@ class GameResults:
     event_names: tuple[str, ...]
 
 
+def _make_env(layout, num_envs: int, device, horizon: int | None):
+    if not isinstance(layout, str | Path):
+        return layout
+    return OvercookedEnv(layout, num_envs=num_envs, device=device, horizon=horizon)
+
+
 @torch.no_grad()
 def play_games(
-    layout: str,
-    policies: list[Policy],
+    layout,
+    policies: list,
     assignment: torch.Tensor,
     *,
     generator: torch.Generator | None = None,
@@ -53,9 +64,9 @@ def play_games(
     """Play one episode in each of G games; game g seat k is driven by ``policies[assignment[g, k]]``.
 
     Args:
-        layout: layout name.
-        policies: the policies (on ``device``; the same policy may drive many seats).
-        assignment: ``int64 [G, n]`` policy index per game and seat.
+        layout: layout name, or a batched env of G games (``zsceval.envs.base`` protocol).
+        policies: the agents (on ``device``; the same agent may drive many seats).
+        assignment: ``int64 [G, n]`` agent index per game and seat.
         generator: action-sampling generator on ``device`` (ZSC-Eval evaluates stochastically).
         device: env device.
         horizon: episode length (default: the layout's).
@@ -65,37 +76,21 @@ def play_games(
         ValueError: ``assignment`` of the wrong shape or with an index outside ``policies``.
     """
     G = assignment.shape[0]
-    env = OvercookedEnv(layout, num_envs=G, device=device, horizon=horizon)
+    env = _make_env(layout, G, device, horizon)
     n = env.num_agents
-    if assignment.dim() != 2 or assignment.shape[1] != n:
-        raise ValueError(f"assignment must be [G, {n}], got {list(assignment.shape)}")
+    if assignment.dim() != 2 or assignment.shape != (env.num_envs, n):
+        raise ValueError(f"assignment must be [{env.num_envs}, {n}], got {list(assignment.shape)}")
     if int(assignment.min()) < 0 or int(assignment.max()) >= len(policies):
         raise ValueError(f"assignment indices must be in 0..{len(policies) - 1}")
-    device = env.device
-    flat = assignment.to(device).reshape(-1)
-    rows = [(flat == k).nonzero().squeeze(-1) for k in range(len(policies))]
-    N = G * n
-    h = [p.initial_state(int(r.numel()), device) for p, r in zip(policies, rows)]
-    starts = torch.ones(N, dtype=torch.bool, device=device)
-    step = env.reset()
-    sparse = torch.zeros(G, device=device)
-    shaped = torch.zeros(G, n, device=device)
-    events = torch.zeros(G, n, len(env.event_names), device=device)
-    for _ in range(env.horizon):
-        obs = step.obs.reshape(N, *step.obs.shape[2:])
-        avail = step.avail_actions.reshape(N, -1)
-        actions = torch.empty(N, dtype=torch.int64, device=device)
-        for k, (policy, r) in enumerate(zip(policies, rows)):
-            if r.numel() == 0:
-                continue
-            a, _, h[k] = policy.act(obs[r], avail[r], h[k], starts[r], generator, deterministic)
-            actions[r] = a
-        step = env.step(actions.view(G, n))
-        sparse += step.reward
-        shaped += step.shaped_by_agent
-        events += step.events
-        starts = torch.zeros(N, dtype=torch.bool, device=device)
-    return GameResults(sparse.cpu(), shaped.cpu(), events.cpu(), env.event_names)
+    names = [f"agent{i}" for i in range(len(policies))]
+    seatings, game_arm = torch.unique(assignment.cpu(), dim=0, return_inverse=True)
+    arms = [Arm.of(*(names[int(i)] for i in row)) for row in seatings]
+    fixed = game_arm.to(env.device)
+    runner = EpisodeRunner(
+        env, dict(zip(names, policies)), arms, assign=lambda games, _g: fixed[games], generator=generator
+    )
+    table = runner.play(deterministic)
+    return GameResults(table.sparse, table.shaped, table.events, table.event_names)
 
 
 @dataclass(frozen=True)
@@ -116,7 +111,8 @@ class PartnerSpec:
 
 
 def _pairings(num_partners: int, n: int, episodes: int) -> tuple[torch.Tensor, np.ndarray]:
-    """Assignment for (partner, ego seat, episode) games: ego = policy 0, partner p = 1 + p."""
+    """Assignment ``[G, n]`` for (partner, ego seat, episode) games: the ego (policy 0) in its seat,
+    partner p (policy 1 + p) in every other seat; and the keys ``[G, 3]`` (partner, seat, episode)."""
     p_idx, seat, ep = np.meshgrid(np.arange(num_partners), np.arange(n), np.arange(episodes), indexing="ij")
     p_idx, seat, ep = p_idx.ravel(), seat.ravel(), ep.ravel()
     assignment = np.repeat((1 + p_idx)[:, None], n, axis=1)
@@ -150,7 +146,7 @@ def evaluate_agent(
         sparse_return`` (``seat`` = the ego's seat), the ego's event counts as ``ev_<name>``
         columns, and the ``labels``.
     """
-    n = 2
+    n = load_layout(layout).num_players
     assignment, keys = _pairings(len(partners), n, episodes)
     res = play_games(
         layout, [agent, *(p.policy for p in partners)], assignment, generator=generator, device=device
@@ -193,12 +189,12 @@ def evaluate_br_references(
     missing = [p.id for p in partners if p.br is None]
     if missing:
         raise ValueError(f"partners without a best response: {missing}")
-    n, P = 2, len(partners)
+    n, P = load_layout(layout).num_players, len(partners)
     assignment, keys = _pairings(P, n, episodes)
     # Policies: BR of partner p at index p, partner p at index P + p.
     p_idx = torch.as_tensor(keys[:, 0])
     seat = torch.as_tensor(keys[:, 1])
-    assignment = (P + p_idx)[:, None].repeat(1, n)
+    assignment = (P + p_idx)[:, None].repeat(1, n).clone()
     assignment[torch.arange(len(keys)), seat] = p_idx
     policies = [p.br for p in partners] + [p.policy for p in partners]
     res = play_games(layout, policies, assignment, generator=generator, device=device)

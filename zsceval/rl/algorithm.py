@@ -1,16 +1,22 @@
-"""The plug-in interface: what an algorithm decides on top of the shared MAPPO core.
+"""The plug-in interface: what an algorithm decides on top of the shared learning cores.
 
-An algorithm (SP, FCP, HSP, ...) is a subclass of :class:`Algorithm` registered by name
-(:func:`zsceval.registry.register`). The :class:`~zsceval.rl.trainer.Trainer` owns the loop
-(collect, GAE, PPO update, checkpoints); the algorithm answers four questions:
+An algorithm (SP, FCP, MEP, HSP, COLE, E3T, TBS, ...) is a subclass of :class:`Algorithm`
+registered by name (:func:`zsceval.registry.register`). The :class:`~zsceval.rl.trainer.Trainer`
+owns the loop (collect, update, checkpoints, resume); the algorithm answers:
 
-1. *Which policies are trained?* :meth:`Algorithm.build_learners` (names -> fresh policies).
-2. *Which fixed policies play with them?* :meth:`Algorithm.build_partners` (frozen: they act, they
-   are never updated).
-3. *Who sits where?* :meth:`Algorithm.assign_seats` returns, for each game and seat, the index of
-   the policy that drives it (learners first, then partners) for the coming rollout.
-4. *What reward does each seat learn from?* :meth:`Algorithm.training_reward` builds it from the
-   step's sparse reward, shaped reward and events.
+1. *With which core does it learn?* :attr:`Algorithm.core` names a registered learning core
+   (``ppo``; the value-based core registers the same way).
+2. *Which policies are trained?* :meth:`Algorithm.build_learners` (names -> fresh policies).
+3. *Who else acts?* :meth:`Algorithm.build_partners` (names -> agents: frozen policies, policy
+   pools, or wrappers that share a learner's weights, which keep training).
+4. *Who sits where?* :meth:`Algorithm.arms` lists the seatings (:class:`~zsceval.rl.seating.Arm`);
+   :meth:`Algorithm.assign` picks one per game at every episode start.
+5. *What reward does each seat learn from?* :meth:`Algorithm.training_reward`, and
+   :meth:`Algorithm.on_rollout` may add bonuses to the whole rollout before GAE.
+6. *Anything else in the loss?* :meth:`Algorithm.extra_loss` and :meth:`Algorithm.extra_parameters`.
+7. *What did it see?* :meth:`Algorithm.after_iteration` receives the episode table (game, arm,
+   seat, partner, returns, events of every finished episode) for prioritized sampling.
+8. *Which jobs make a result?* :meth:`Algorithm.jobs` (default: one training run).
 
 Everything else (rollout storage, GAE, losses, schedules, checkpoints, resume) is shared.
 """
@@ -28,6 +34,7 @@ import torch
 from zsceval.envs.base import Step
 from zsceval.rl.config import ConfigError, TrainConfig
 from zsceval.rl.policy import Policy
+from zsceval.rl.seating import Arm, Seating, self_play_arm
 
 __all__ = ["Algorithm", "default_training_reward"]
 
@@ -63,6 +70,8 @@ class Algorithm:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     Options: ClassVar[type | None] = None
+    core: ClassVar[str] = "ppo"
+    """Name of the learning core (:mod:`zsceval.rl.cores`)."""
 
     def __init__(self, config: TrainConfig, num_envs: int, num_agents: int, device: torch.device) -> None:
         self.config = config
@@ -70,6 +79,10 @@ class Algorithm:
         self.num_agents = num_agents
         self.device = torch.device(device)
         self.options = self.parse_options(config.algo)
+        self.learners: dict[str, Policy] = {}
+        """The learners, set by the trainer after :meth:`build_learners`."""
+        self.num_arms = 1
+        """How many arms :meth:`arms` returned, set by the trainer."""
 
     @classmethod
     def parse_options(cls, values: dict[str, Any]) -> Any:
@@ -96,45 +109,97 @@ class Algorithm:
             return cls.Options(**values)
         return cls.Options(**{k: coerce_value(v, hints[k], f"algo.{k}") for k, v in values.items()})
 
-    # -- policies --------------------------------------------------------------------------------
+    # -- policies ---------------------------------------------------------------------------------
     def build_learners(self, make_policy: Callable[[], Policy]) -> dict[str, Policy]:
         """Trainable policies by name; the first one is the *ego* policy that gets evaluated."""
         return {"ego": make_policy()}
 
-    def build_partners(self, make_policy: Callable[[], Policy]) -> dict[str, Policy]:
-        """Frozen policies by name (they act but are not trained). Default: none."""
+    def build_partners(self, make_policy: Callable[[], Policy]) -> dict[str, Any]:
+        """Other actors by name: frozen policies, policy pools, or agents sharing a learner's
+        weights (``self.learners`` is set). They act without gradients; only learners are
+        updated, and a partner that wraps a learner sees its weights change. Default: none."""
         return {}
 
-    def assign_seats(self, iteration: int, generator: torch.Generator) -> torch.Tensor:
-        """Policy index driving each seat in the coming rollout.
+    # -- seating ----------------------------------------------------------------------------------
+    def arms(self) -> list[Arm]:
+        """The seatings games are drawn from (:mod:`zsceval.rl.seating`). Default: the ego policy
+        in every seat (self-play)."""
+        return [self_play_arm(next(iter(self.learners)), self.num_agents)]
+
+    def assign(self, games: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        """Arm of each game in ``games`` for its new episode (called at every episode start).
 
         Args:
-            iteration: 0-based iteration about to be collected.
-            generator: the trainer's torch generator (for random partner choice), on ``device``.
+            games: ``int64 [k]`` indices of the games that start an episode.
+            generator: the trainer's torch generator on ``device``.
 
         Returns:
-            ``int64 [B, n]`` on ``device``, indices into ``[*learners, *partners]``. Default:
-            the ego policy in every seat (self-play).
+            ``int64 [k]`` arm indices into :meth:`arms`. Default: uniform.
         """
-        return torch.zeros(self.num_envs, self.num_agents, dtype=torch.int64, device=self.device)
+        num = self.num_arms
+        if num == 1:
+            return torch.zeros_like(games)
+        return torch.randint(0, num, games.shape, generator=generator, device=games.device)
 
-    def training_reward(self, step: Step, shaping_factor: float) -> torch.Tensor:
-        """``float32 [B, n]`` reward each seat learns from (default: :func:`default_training_reward`)."""
+    # -- rewards and losses -----------------------------------------------------------------------
+    def training_reward(self, step: Step, shaping_factor: float, seating: Seating) -> torch.Tensor:
+        """``float32 [B, n]`` reward each seat learns from.
+
+        Args:
+            step: the env step.
+            shaping_factor: current rsf (overcooked-spec 3.6).
+            seating: who drove each seat in this step (:class:`~zsceval.rl.seating.Seating`:
+                actor index ``[B, n]``, learners first; pool member ``[B, n]``; arm ``[B]``).
+
+        Default: :func:`default_training_reward`.
+        """
         return default_training_reward(step, shaping_factor)
 
+    def on_rollout(self, buffer: Any, episodes: Any) -> None:
+        """Called after each rollout, before GAE: may change ``buffer.rewards`` in place (reward
+        bonuses that need the pre-step observations ``buffer.obs`` and all actors' actions)."""
+
+    def extra_loss(self, name: str, minibatch: dict, outputs: dict) -> tuple[torch.Tensor, dict] | None:
+        """An extra loss term for learner ``name`` on one minibatch, or None.
+
+        Args:
+            name: the learner.
+            minibatch: ``[L, S, ...]`` tensors (``obs``, ``actions``, ``advantages``, ``starts``,
+                ``weight``, ...) of the sampled chunks.
+            outputs: ``log_probs``, ``entropy``, ``values`` (with gradients) and ``policy``.
+
+        Returns:
+            ``(scalar loss added to the PPO loss, {stat name: value})`` or None.
+        """
+        return None
+
+    def extra_parameters(self, name: str) -> list[torch.nn.Parameter]:
+        """Parameters of plug-in modules trained by learner ``name``'s optimizer (e.g. E3T's
+        partner model). Save them in :meth:`state_dict`."""
+        return []
+
     def eval_seats(self, learners: list[str], partners: list[str]) -> list[str]:
-        """Policy names seated in the final evaluation (``eval.json``), one per seat.
+        """Actor names seated in the final evaluation (``eval.json``), one per seat.
 
         Default: the ego (first learner) in every seat, i.e. self-play.
         """
         return [learners[0]] * self.num_agents
 
-    def after_iteration(self, iteration: int, env_steps: int, stats: dict[str, float]) -> None:
-        """Hook called after each PPO update (e.g. to update partner-sampling priorities)."""
+    def after_iteration(self, iteration: int, env_steps: int, stats: dict[str, float], episodes: Any) -> None:
+        """Hook called after each update.
+
+        Args:
+            iteration: iterations done.
+            env_steps: env steps done.
+            stats: the iteration's metrics row.
+            episodes: :class:`~zsceval.rl.runner.EpisodeTable` of the episodes that ended in the
+                rollout (game, arm, seat, partner, sparse/shaped returns, events).
+        """
 
     # -- resumable plug-in state -----------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """JSON-able plug-in state saved with every checkpoint (default: nothing)."""
+        """Plug-in state saved with every checkpoint: nested dicts/lists of tensors, numbers and
+        strings (default: nothing)."""
         return {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

@@ -2,14 +2,16 @@
 
 A checkpoint is a directory ``<run>/checkpoints/step_<env steps, 12 digits>/`` holding
 
-* ``policies.safetensors``: every learner's actor, critic and value-normalizer tensors, keys
-  ``<policy name>.<parameter name>``;
+* ``policies.safetensors``: every saved agent's tensors (a PPO policy's actor, critic and value
+  normalizer; any registered agent class's ``state_dict``), keys ``<agent name>.<parameter name>``;
 * ``train_state.safetensors`` + ``train_state.json`` (resumable checkpoints only): optimizer
   states, RNG states (torch global, trainer generators, env generator, numpy), counters and
   plug-in state; the JSON holds the structure, the safetensors file the tensors;
 * ``meta.json``, written last: format version, algorithm, layout, observation spec (``env_spec``),
-  network spec of every policy, package/torch versions, git revision, env steps, and the
-  SHA-256 of every other file, checked when loading (a corrupt or truncated file is refused).
+  ``agents``: for every saved agent its class tag and spec (``{"class": "ppo", "spec": {...}}``;
+  :func:`load_agent` finds the class through :func:`zsceval.rl.agent.agent_class`),
+  package/torch versions, git revision, env steps, and the SHA-256 of every other file, checked
+  when loading (a corrupt or truncated file is refused).
 
 The directory is first written under a temporary name and then renamed (``os.replace``), so a
 killed process never leaves a half-written checkpoint under a valid name.
@@ -31,7 +33,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 import zsceval
-from zsceval.rl.policy import Policy
+from zsceval.rl.agent import agent_class, agent_class_name
 
 __all__ = [
     "CheckpointError",
@@ -42,6 +44,7 @@ __all__ = [
     "find_checkpoint",
     "git_revision",
     "list_checkpoints",
+    "load_agent",
     "load_checkpoint",
     "load_policy",
     "save_checkpoint",
@@ -136,7 +139,7 @@ def decode_state(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
 def save_checkpoint(
     root: str | Path,
     steps: int,
-    policies: dict[str, Policy],
+    policies: dict[str, Any],
     meta: dict[str, Any],
     train_state: dict[str, Any] | None = None,
 ) -> Path:
@@ -145,13 +148,18 @@ def save_checkpoint(
     Args:
         root: the run's ``checkpoints`` directory.
         steps: env steps so far (names the directory).
-        policies: learner policies to save, by name.
+        policies: agents to save, by name: instances of registered agent classes
+            (:func:`zsceval.rl.agent.register_agent`) with a JSON-able ``spec``.
         meta: metadata (algo, env_spec, ...); ``policies``/``files``/``steps`` are filled in.
         train_state: nested resumable state (tensors, numbers, strings) or None.
 
     Returns:
         ``root / f"step_{steps:012d}"``. An existing checkpoint of the same step is replaced.
+
+    Raises:
+        TypeError: an agent whose class is not registered.
     """
+    agents = {name: {"class": agent_class_name(p), "spec": p.spec} for name, p in policies.items()}
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step_{steps:012d}"
@@ -174,7 +182,7 @@ def save_checkpoint(
             "format_version": FORMAT_VERSION,
             **meta,
             "steps": int(steps),
-            "policies": {name: p.spec for name, p in policies.items()},
+            "agents": agents,
             "resumable": train_state is not None,
             "zsceval_version": zsceval.__version__,
             "torch_version": torch.__version__,
@@ -287,38 +295,53 @@ def policy_weights(weights: dict[str, torch.Tensor], name: str) -> dict[str, tor
     return {k[len(prefix) :]: v for k, v in weights.items() if k.startswith(prefix)}
 
 
-def load_policy(
+def agent_entries(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{name: {"class": ..., "spec": ...}}`` of a checkpoint's agents (a checkpoint of format
+    version 1 without ``agents`` lists PPO policy specs under ``policies``)."""
+    if "agents" in meta:
+        return meta["agents"]
+    return {name: {"class": "ppo", "spec": spec} for name, spec in meta.get("policies", {}).items()}
+
+
+def load_agent(
     path: str | Path, name: str | None = None, device: str | torch.device = "cpu"
-) -> tuple[Policy, dict]:
-    """Load one policy of a checkpoint (default: the ego policy named in its metadata).
+) -> tuple[Any, dict]:
+    """Load one agent of a checkpoint (default: the ego named in its metadata), of any registered class.
 
     Args:
-        path: run directory, checkpoint directory or meta.json; ``PATH#name`` picks a policy.
-        name: policy name (overrides ``#name``).
-        device: where to put the policy.
+        path: run directory, checkpoint directory or meta.json; ``PATH#name`` picks an agent.
+        name: agent name (overrides ``#name``).
+        device: where to put the agent.
 
     Returns:
-        ``(policy in eval mode, meta)``.
+        ``(agent in eval mode, meta)``.
 
     Raises:
-        CheckpointError: as :func:`load_checkpoint`, or an unknown policy name.
+        CheckpointError: as :func:`load_checkpoint`, an unknown agent name, or weights that do
+            not match the spec.
+        zsceval.rl.agent.UnknownAgentClassError: the agent's class is not registered.
     """
     path = str(path)
     if "#" in path and name is None:
         path, name = path.rsplit("#", 1)
     ckpt, meta, weights, _ = load_checkpoint(path)
-    specs = meta["policies"]
-    name = name or meta.get("ego") or next(iter(specs))
-    if name not in specs:
-        raise CheckpointError(f"checkpoint {ckpt} has no policy '{name}'; it has {', '.join(specs)}")
-    policy = Policy.from_spec(specs[name])
+    entries = agent_entries(meta)
+    name = name or meta.get("ego") or next(iter(entries))
+    if name not in entries:
+        raise CheckpointError(f"checkpoint {ckpt} has no agent '{name}'; it has {', '.join(entries)}")
+    entry = entries[name]
+    agent = agent_class(entry["class"]).from_spec(entry["spec"])
     try:
-        policy.load_state_dict(policy_weights(weights, name))
+        agent.load_state_dict(policy_weights(weights, name))
     except RuntimeError as exc:
         raise CheckpointError(
-            f"checkpoint {ckpt}: weights of '{name}' do not match its network spec: {exc}"
+            f"checkpoint {ckpt}: weights of '{name}' do not match its spec: {exc}"
         ) from None
-    return policy.to(device).eval(), meta
+    return agent.to(device).eval(), meta
+
+
+load_policy = load_agent
+"""Alias of :func:`load_agent` (checkpoints of PPO policies load as :class:`~zsceval.rl.policy.Policy`)."""
 
 
 def check_compatible(meta: dict[str, Any], env_spec: dict[str, Any], what: str = "checkpoint") -> None:

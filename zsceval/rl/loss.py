@@ -45,11 +45,14 @@ def ppo_loss(
     value_coef: float,
     huber_delta: float,
     clip_value_loss: bool,
+    weight: torch.Tensor | None = None,
 ) -> PPOLoss:
     """Clipped policy loss, clipped Huber value loss and entropy bonus.
 
     All tensors have the same shape (one entry per sample). Values and targets are in the value
-    normalizer's units.
+    normalizer's units. Means are taken over the samples, or weighted by ``weight`` (``float32``,
+    same shape, 0 for samples that do not belong to this learner: a recurrent chunk may hold
+    another actor's steps after an episode start).
 
     Args:
         log_probs: log pi(a|o) under the current policy.
@@ -64,20 +67,22 @@ def ppo_loss(
         value_coef: value loss weight (ZSC-Eval 1).
         huber_delta: Huber delta (ZSC-Eval 10).
         clip_value_loss: use ``max(huber(clipped), huber(unclipped))`` (MAPPO).
+        weight: optional sample weights (see above).
     """
+    mean = torch.mean if weight is None else (lambda x: (x * weight).sum() / weight.sum())
     log_ratio = log_probs - old_log_probs
     ratio = log_ratio.exp()
     surr1 = ratio * advantages
     surr2 = ratio.clamp(1.0 - clip, 1.0 + clip) * advantages
-    policy = -torch.min(surr1, surr2).mean()
+    policy = -mean(torch.min(surr1, surr2))
     value_err = F.huber_loss(values, targets, reduction="none", delta=huber_delta)
     if clip_value_loss:
         clipped = old_values + (values - old_values).clamp(-clip, clip)
         value_err = torch.max(value_err, F.huber_loss(clipped, targets, reduction="none", delta=huber_delta))
-    value = value_err.mean()
-    ent = entropy.mean()
+    value = mean(value_err)
+    ent = mean(entropy)
     total = policy - entropy_coef * ent + value_coef * value
     with torch.no_grad():
-        approx_kl = ((ratio - 1) - log_ratio).mean()
-        clip_fraction = ((ratio - 1.0).abs() > clip).float().mean()
+        approx_kl = mean((ratio - 1) - log_ratio)
+        clip_fraction = mean(((ratio - 1.0).abs() > clip).float())
     return PPOLoss(total, policy.detach(), value.detach(), ent.detach(), approx_kl, clip_fraction)

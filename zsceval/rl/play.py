@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
-from zsceval.rl.policy import Policy
+from zsceval.rl.runner import EpisodeRunner
+from zsceval.rl.seating import Arm
 
 __all__ = ["PlayResult", "mean_ci", "play", "summarize"]
 
@@ -52,63 +53,48 @@ def mean_ci(x: torch.Tensor, level: float = 0.95) -> tuple[float, float, float]:
 @torch.no_grad()
 def play(
     env,
-    seat_policies: list[Policy],
+    seat_policies: list,
     episodes: int,
     generator: torch.Generator | None = None,
     deterministic: bool = False,
 ) -> PlayResult:
-    """Run ``episodes`` full episodes with policy ``seat_policies[k]`` in seat k of every game.
+    """Run ``episodes`` full episodes with agent ``seat_policies[k]`` in seat k of every game.
 
-    The env runs ``ceil(episodes / B)`` rounds of lockstep episodes; the first ``episodes``
-    finished ones are returned.
+    Uses the :class:`~zsceval.rl.runner.EpisodeRunner`: ``ceil(episodes / B)`` rounds of one
+    episode per game; the first ``episodes`` finished ones are returned.
 
     Args:
-        env: batched env; all games must start together (a fresh ``reset``).
-        seat_policies: one policy per seat (length n; the same policy may appear twice).
+        env: batched env (it is reset).
+        seat_policies: one agent per seat (length n; the same agent may appear in several seats).
         episodes: M.
         generator: action-sampling generator on the env device.
         deterministic: arg-max actions instead of sampling (ZSC-Eval evaluates stochastically).
 
     Raises:
-        ValueError: wrong number of seat policies.
+        ValueError: wrong number of seat agents.
     """
-    B, n = env.num_envs, env.num_agents
+    n = env.num_agents
     if len(seat_policies) != n:
         raise ValueError(f"need {n} seat policies, got {len(seat_policies)}")
-    device = torch.device(env.device)
-    E = len(env.event_names)
-    s = env.reset()
-    h = [p.initial_state(B, device) for p in seat_policies]
-    starts = torch.ones(B, dtype=torch.bool, device=device)
-    ep_sparse = torch.zeros(B, device=device)
-    ep_shaped = torch.zeros(B, n, device=device)
-    ep_events = torch.zeros(B, n, E, device=device)
-    out_sparse, out_shaped, out_events = [], [], []
-    finished = 0
-    while finished < episodes:
-        actions = torch.empty(B, n, dtype=torch.int64, device=device)
-        for k, p in enumerate(seat_policies):
-            a, _, h[k] = p.act(s.obs[:, k], s.avail_actions[:, k], h[k], starts, generator, deterministic)
-            actions[:, k] = a
-        s = env.step(actions)
-        ep_sparse += s.reward
-        ep_shaped += s.shaped_by_agent
-        ep_events += s.events
-        done = s.done
-        if bool(done.any()):
-            out_sparse.append(ep_sparse[done].cpu())
-            out_shaped.append(ep_shaped[done].cpu())
-            out_events.append(ep_events[done].cpu())
-            finished += int(done.sum())
-            keep = (~done).to(torch.float32)
-            ep_sparse *= keep
-            ep_shaped *= keep.unsqueeze(-1)
-            ep_events *= keep.view(B, 1, 1)
-        starts = done
+    actors: dict[str, object] = {}
+    names = []
+    for agent in seat_policies:
+        name = next((k for k, a in actors.items() if a is agent), None)
+        if name is None:
+            name = f"agent{len(actors)}"
+            actors[name] = agent
+        names.append(name)
+    arm = Arm.of(*names)
+    runner = EpisodeRunner(env, actors, [arm], generator=generator)
+    tables = []
+    done = 0
+    while done < episodes:
+        tables.append(runner.play(deterministic))
+        done += len(tables[-1])
     return PlayResult(
-        torch.cat(out_sparse)[:episodes],
-        torch.cat(out_shaped)[:episodes],
-        torch.cat(out_events)[:episodes],
+        torch.cat([t.sparse for t in tables])[:episodes],
+        torch.cat([t.shaped for t in tables])[:episodes],
+        torch.cat([t.events for t in tables])[:episodes],
         tuple(env.event_names),
     )
 

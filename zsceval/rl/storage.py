@@ -14,8 +14,9 @@ class RolloutBuffer:
     """One rollout of T env steps for B games and n seats, kept on ``device``.
 
     Attributes (t indexes the step, b the game, k the seat):
-        obs: ``uint8 [T, B, n, H, W, C]`` actor observation of s_t.
-        critic_obs: ``uint8 [T, B, n, H, W, C']`` critic observation of s_t.
+        obs: ``[T, B, n, *obs_shape]`` actor observation of s_t, in the env's dtype (uint8 for
+            Overcooked's lossless planes, float32 for vector observations).
+        critic_obs: ``[T, B, n, *critic_obs_shape]`` critic observation of s_t (same dtype).
         avail: ``bool [T, B, n, A]`` available actions at s_t.
         starts: ``bool [T, B, n]`` s_t is the first state of an episode.
         actions: ``int64 [T, B, n]``; log_probs ``float32 [T, B, n]`` (behaviour policy).
@@ -24,7 +25,9 @@ class RolloutBuffer:
         terminated, truncated: ``bool [T, B]``.
         truncated_values: ``float32 [T, B, n]`` normalized V of the cut-off state where truncated.
         h_actor, h_critic: ``float32 [T, B, n, hidden]`` recurrent states before step t.
-        assignment: ``int64 [B, n]`` policy index of each seat for the whole rollout.
+        actor: ``int64 [T + 1, B, n]`` index of the actor that drove each seat at step t (learners
+            first, so a learner's samples are where ``actor == its index``); row T is the seating
+            at the bootstrap state s_T. Seatings change only at episode starts.
     """
 
     obs: torch.Tensor
@@ -40,7 +43,7 @@ class RolloutBuffer:
     truncated_values: torch.Tensor
     h_actor: torch.Tensor
     h_critic: torch.Tensor
-    assignment: torch.Tensor
+    actor: torch.Tensor
 
     @classmethod
     def allocate(
@@ -54,6 +57,7 @@ class RolloutBuffer:
         hidden_size: int,
         device: torch.device | str,
         critic_is_obs: bool = False,
+        obs_dtype: torch.dtype = torch.uint8,
     ) -> RolloutBuffer:
         """Zero-filled buffer (hidden_size 0 for feed-forward policies).
 
@@ -64,10 +68,10 @@ class RolloutBuffer:
         def z(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
             return torch.zeros(shape, dtype=dtype, device=device)
 
-        obs = z(T, B, n, *obs_shape, dtype=torch.uint8)
+        obs = z(T, B, n, *obs_shape, dtype=obs_dtype)
         return cls(
             obs=obs,
-            critic_obs=obs if critic_is_obs else z(T, B, n, *critic_obs_shape, dtype=torch.uint8),
+            critic_obs=obs if critic_is_obs else z(T, B, n, *critic_obs_shape, dtype=obs_dtype),
             avail=z(T, B, n, num_actions, dtype=torch.bool),
             starts=z(T, B, n, dtype=torch.bool),
             actions=z(T, B, n, dtype=torch.int64),
@@ -79,7 +83,7 @@ class RolloutBuffer:
             truncated_values=z(T, B, n),
             h_actor=z(T, B, n, hidden_size),
             h_critic=z(T, B, n, hidden_size),
-            assignment=z(B, n, dtype=torch.int64),
+            actor=z(T + 1, B, n, dtype=torch.int64),
         )
 
     @property
@@ -87,8 +91,6 @@ class RolloutBuffer:
         """Rollout length."""
         return self.actions.shape[0]
 
-    def rows(self, x: torch.Tensor, index: torch.Tensor | None, time_dim: bool = True) -> torch.Tensor:
-        """Flatten ``[T, B, n, ...]`` to ``[T, B*n, ...]`` and keep the rows in ``index`` (all if None)."""
-        i = 1 if time_dim else 0
-        flat = x.reshape(*x.shape[:i], x.shape[i] * x.shape[i + 1], *x.shape[i + 2 :])
-        return flat if index is None else flat.index_select(i, index)
+    def flat(self, x: torch.Tensor) -> torch.Tensor:
+        """``[T, B, n, ...] -> [T, B*n, ...]`` (a view): one column per row ``game * n + seat``."""
+        return x.reshape(x.shape[0], x.shape[1] * x.shape[2], *x.shape[3:])

@@ -14,12 +14,11 @@ Run directory (every file written to a temp file, then renamed):
 * ``eval.json``: the final self-play evaluation (mean sparse return, 95% CI, events);
 * ``tensorboard/``: optional TensorBoard logs (``run.tensorboard``).
 
-Exact resume. A checkpoint is *resumable* only when taken at a lockstep episode boundary (every
-game has just been reset), which happens every lcm(T, horizon) steps per game. There the
-trainer saves optimizer states, value normalizers, counters and the RNG states (torch global,
-its three generators, the env generator, numpy), then resets the env; a resumed run restores
-the same states and performs the same reset, so it continues bit-for-bit like the run that
-was never stopped (same device and thread count).
+Exact resume. Every checkpoint is *resumable*, wherever the games are in their episodes: it holds
+the learners, the core's optimizer and critic states, the runner's state (env state, the last
+observation, recurrent states, seating, episode totals), the plug-in's state and every RNG state
+(torch global, the trainer's three generators, numpy). A resumed run continues bit-for-bit like
+the run that was never stopped (same device and thread count).
 """
 
 from __future__ import annotations
@@ -48,14 +47,13 @@ from zsceval.rl.checkpoint import (
     policy_weights,
     save_checkpoint,
 )
-from zsceval.rl.collector import Collector
 from zsceval.rl.config import ConfigError, TrainConfig, config_from_dict, config_to_dict, validate
+from zsceval.rl.cores import get_core
 from zsceval.rl.envs import make_env
 from zsceval.rl.play import play, summarize
 from zsceval.rl.policy import Policy, network_spec
-from zsceval.rl.schedules import piecewise_linear, shaping_factor
-from zsceval.rl.storage import RolloutBuffer
-from zsceval.rl.update import PPOUpdater
+from zsceval.rl.runner import EpisodeRunner
+from zsceval.rl.schedules import shaping_factor
 
 __all__ = ["RunExistsError", "Trainer", "load_run_config"]
 
@@ -92,24 +90,18 @@ def resolve_device(name: str) -> torch.device:
         raise ConfigError(f"run.device: {exc}") from None
 
 
-def env_generator(env) -> torch.Generator | None:
-    """The env's ``generator`` attribute (a ``torch.Generator``; both shipped envs have one), or None."""
-    g = getattr(env, "generator", None)
-    return g if isinstance(g, torch.Generator) else None
-
-
 class Trainer:
-    """Trains the learners of one algorithm plug-in with MAPPO and manages the run directory.
+    """Trains the learners of one algorithm plug-in with its learning core; manages the run directory.
 
     Args:
         cfg: resolved config (for a resume, the run's saved config).
         run_dir: output directory.
-        resume: continue from the latest resumable checkpoint in ``run_dir``.
+        resume: continue from the latest checkpoint in ``run_dir``.
         progress: show a tqdm progress bar (env steps/s, recent sparse return).
 
     Raises:
         RunExistsError: ``run_dir`` already has a run and ``resume`` is False.
-        CheckpointError: ``resume`` without a run or a resumable checkpoint, or a corrupt one.
+        CheckpointError: ``resume`` without a run or a checkpoint, or a corrupt one.
         ConfigError: invalid config (unknown layout, device, algorithm options).
         registry.UnknownAlgorithmError, registry.PluginLoadError: bad ``run.algo``.
     """
@@ -142,36 +134,38 @@ class Trainer:
             return Policy(spec).to(self.device)
 
         self.learners = self.algorithm.build_learners(make_policy)
-        self.partners = self.algorithm.build_partners(make_policy)
         if not self.learners:
             raise ConfigError(f"algorithm '{cfg.run.algo}' built no learner policy")
+        self.algorithm.learners = self.learners
+        self.partners = self.algorithm.build_partners(make_policy)
+        clash = sorted(set(self.learners) & set(self.partners))
+        if clash:
+            raise ConfigError(
+                f"algorithm '{cfg.run.algo}' uses the names {clash} for a learner and a partner"
+            )
+        learner_ids = {id(p) for p in self.learners.values()}
         for p in self.partners.values():
-            p.requires_grad_(False).eval()
-        self.updaters = {k: PPOUpdater(p, cfg.ppo, cfg.model.chunk_length) for k, p in self.learners.items()}
-        self.policy_list = [*self.learners.values(), *self.partners.values()]
+            if id(p) not in learner_ids and hasattr(p, "eval"):
+                p.eval()
         self.act_gen = torch.Generator(self.device).manual_seed(seed + 1)
         self.update_gen = torch.Generator(self.device).manual_seed(seed + 2)
         self.algo_gen = torch.Generator(self.device).manual_seed(seed + 3)
-        self.collector = Collector(
+        arms = self.algorithm.arms()
+        self.algorithm.num_arms = len(arms)
+        algo_gen = self.algo_gen
+
+        def assign(games: torch.Tensor, _generator) -> torch.Tensor:
+            return self.algorithm.assign(games, algo_gen)
+
+        self.runner = EpisodeRunner(
             self.env,
-            self.policy_list,
-            len(self.learners),
-            self.algorithm.training_reward,
-            self.act_gen,
-            own_critic_obs=own_critic,
+            {**self.learners, **self.partners},
+            arms,
+            assign=assign,
+            generator=self.act_gen,
+            device=self.device,
         )
-        hidden = max(p.hidden_size for p in self.learners.values())
-        self.buffer = RolloutBuffer.allocate(
-            cfg.ppo.rollout_length,
-            self.env.num_envs,
-            self.env.num_agents,
-            tuple(self.env.obs_shape),
-            tuple(critic_shape),
-            self.env.num_actions,
-            hidden,
-            self.device,
-            critic_is_obs=own_critic,
-        )
+        self.core = get_core(self.algorithm.core)(self.learners, cfg, self.env, self.device, self.algorithm)
         self.iteration = 0
         self.env_steps = 0
         self.wall_time = 0.0
@@ -180,6 +174,8 @@ class Trainer:
         self.recent_returns: deque[float] = deque(maxlen=10)
         if resume_from is not None:
             self._restore(resume_from)
+        else:
+            self.runner.reset()
 
     # -- run directory ------------------------------------------------------------------------------
     @property
@@ -245,53 +241,51 @@ class Trainer:
         }
         if torch.cuda.is_available() and self.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
-        g = env_generator(self.env)
-        if g is not None:
-            rng["env"] = g.get_state()
         return {
             "iteration": self.iteration,
             "env_steps": self.env_steps,
             "wall_time": self.wall_time,
             "next_checkpoint": self.next_checkpoint,
-            "optimizers": {k: u.state_dict() for k, u in self.updaters.items()},
+            "core": self.core.state_dict(),
+            "runner": self.runner.state_dict(),
             "rng": rng,
-            "algorithm": json.dumps(self.algorithm.state_dict()),
+            "algorithm": self.algorithm.state_dict(),
         }
 
     def _restore(self, ckpt: Path) -> None:
         ckpt, meta, weights, state = load_checkpoint(ckpt, with_train_state=True)
         if meta.get("env_spec") != self.env_spec:
             raise CheckpointError(f"cannot resume from {ckpt}: it was trained on another env spec")
+        if "runner" not in state:
+            raise CheckpointError(
+                f"cannot resume from {ckpt}: it was written by an older zsceval (format without the "
+                "runner state); start a new run with another --out"
+            )
         for name, p in self.learners.items():
             p.load_state_dict(policy_weights(weights, name))
-        for name, u in self.updaters.items():
-            u.load_state_dict(state["optimizers"][name])
+        self.core.load_state_dict(state["core"])
         self.iteration = int(state["iteration"])
         self.env_steps = int(state["env_steps"])
         self.wall_time = float(state["wall_time"])
         self.next_checkpoint = int(state["next_checkpoint"])
-        self.algorithm.load_state_dict(json.loads(state["algorithm"]))
+        self.algorithm.load_state_dict(state["algorithm"])
         rng = state["rng"]
         torch.set_rng_state(rng["torch"])
         self.act_gen.set_state(rng["act"])
         self.update_gen.set_state(rng["update"])
         self.algo_gen.set_state(rng["algo"])
-        g = env_generator(self.env)
-        if g is not None and "env" in rng:
-            g.set_state(rng["env"])
         if "cuda" in rng and self.device.type == "cuda":
             torch.cuda.set_rng_state(rng["cuda"], self.device)
         ng = rng["numpy_global"]
         np.random.set_state((ng[0], np.array(ng[1], dtype=np.uint32), int(ng[2]), int(ng[3]), float(ng[4])))
         self.np_rng.bit_generator.state = json.loads(rng["numpy"])
-        self.collector.reset()
+        self.runner.load_state_dict(state["runner"])
         self.metrics = self._read_metrics(self.env_steps)
 
-    def save_checkpoint(self, resumable: bool) -> Path:
-        """Save the learners (and the training state if ``resumable``); prune old checkpoints."""
-        state = self._train_state() if resumable else None
+    def save_checkpoint(self) -> Path:
+        """Save the learners and the whole training state; prune old checkpoints."""
         path = save_checkpoint(
-            self.run_dir / "checkpoints", self.env_steps, self.learners, self._meta(), state
+            self.run_dir / "checkpoints", self.env_steps, self.learners, self._meta(), self._train_state()
         )
         self._write_metrics()
         keep = max(self.cfg.run.keep_checkpoints, 1)
@@ -305,20 +299,10 @@ class Trainer:
     def _iteration(self) -> dict[str, Any]:
         cfg = self.cfg
         t0 = time.perf_counter()
-        assignment = self.algorithm.assign_seats(self.iteration, self.algo_gen)
-        self.collector.set_assignment(assignment)
-        episodes = self.collector.collect(
-            self.buffer,
-            self.env_steps,
-            lambda steps: shaping_factor(steps, cfg.shaping.initial_factor, cfg.shaping.horizon),
-        )
+        episodes = self.core.collect(self.runner, self.env_steps)
+        self.algorithm.on_rollout(self.core.buffer, episodes)
         t_collect = time.perf_counter() - t0
-        ent_coef = piecewise_linear(self.env_steps, cfg.ppo.entropy_milestones, cfg.ppo.entropy_coefs)
-        row: dict[str, Any] = {}
-        multi = len(self.learners) > 1
-        for k, (name, updater) in enumerate(self.updaters.items()):
-            stats = updater.update(self.buffer, self.collector.rows[k], ent_coef, self.update_gen)
-            row.update({(f"{name}/{s}" if multi else s): v for s, v in stats.items()})
+        row = self.core.update(self.env_steps, self.update_gen)
         steps = cfg.steps_per_iteration
         self.env_steps += steps
         self.iteration += 1
@@ -332,19 +316,15 @@ class Trainer:
             "collect_s": t_collect,
             "update_s": dt - t_collect,
             "shaping_factor": shaping_factor(self.env_steps, cfg.shaping.initial_factor, cfg.shaping.horizon),
-            "entropy_coef": ent_coef,
         }
-        ep = episodes.cat()
-        if ep is not None:
-            sparse, shaped, events = ep
-            head["episodes"] = int(sparse.numel())
-            head["sparse_return"] = float(sparse.mean())
-            head["shaped_return"] = float(shaped.sum(-1).mean())
+        head["episodes"] = len(episodes)
+        if len(episodes):
+            head["sparse_return"] = float(episodes.sparse.mean())
+            head["shaped_return"] = float(episodes.shaped.sum(-1).mean())
             for e, name in enumerate(self.env.event_names):
-                head[f"events/{name}"] = float(events[:, :, e].sum(-1).mean())
+                head[f"events/{name}"] = float(episodes.events[:, :, e].sum(-1).mean())
             self.recent_returns.append(head["sparse_return"])
-        else:
-            head["episodes"] = 0
+        self.last_episodes = episodes
         return {**head, **row}
 
     def train(self, on_iteration: Callable[[Trainer, dict], None] | None = None) -> dict[str, Any]:
@@ -387,12 +367,11 @@ class Trainer:
                 if writer is not None:
                     for key, value in row.items():
                         writer.add_scalar(key, value, self.env_steps)
-                self.algorithm.after_iteration(self.iteration, self.env_steps, row)
-                if self.env_steps >= self.next_checkpoint and self.collector.at_episode_boundary:
+                self.algorithm.after_iteration(self.iteration, self.env_steps, row, self.last_episodes)
+                if self.env_steps >= self.next_checkpoint:
                     every = max(cfg.run.checkpoint_every, 1)
                     self.next_checkpoint = (self.env_steps // every + 1) * every
-                    self.save_checkpoint(resumable=True)
-                    self.collector.reset()
+                    self.save_checkpoint()
                 else:
                     self._write_metrics()
                 if on_iteration is not None:
@@ -403,7 +382,7 @@ class Trainer:
                 writer.close()
         final = list_checkpoints(self.run_dir)
         if not final or final[-1].name != f"step_{self.env_steps:012d}":
-            self.save_checkpoint(resumable=self.collector.at_episode_boundary)
+            self.save_checkpoint()
         return self.evaluate()
 
     def evaluate(self) -> dict[str, Any]:
@@ -432,6 +411,9 @@ class Trainer:
             gen = torch.Generator(self.device).manual_seed(cfg.run.seed + 10_001)
             policies = {**self.learners, **self.partners}
             seats = self.algorithm.eval_seats(list(self.learners), list(self.partners))
+            unknown = [name for name in seats if name not in policies]
+            if unknown:
+                raise ConfigError(f"eval_seats names unknown actors {unknown}; actors: {sorted(policies)}")
             summary["eval_seats"] = seats
             training = {name: p.training for name, p in policies.items()}
             for p in policies.values():

@@ -1,23 +1,34 @@
-"""The PPO update loop of one learner: GAE, value-target normalization, epochs of minibatches.
+"""The ``ppo`` learning core: a learner group that collects rollouts for its MAPPO learners and
+updates them together (GAE, value-target normalization, epochs of minibatches).
 
-See :mod:`zsceval.rl.collector` for the glossary (iteration / rollout / epoch / minibatch).
-Recurrent policies are trained with chunked truncated BPTT: each seat's T steps are cut into
-T / L chunks of L = ``chunk_length`` steps; a minibatch is a random set of chunks, each replayed
-from the GRU state recorded at its first step (MAPPO's ``data_chunk_length``). Feed-forward
-policies use L = 1, i.e. independent samples.
+See :mod:`zsceval.rl.runner` for the glossary (row / actor / arm / rollout / iteration). A
+learner's samples are the (step, row) pairs it drove (``buffer.actor == its index``); seatings
+change only at episode starts, so GAE never mixes two actors' steps. Recurrent policies are trained
+with chunked truncated BPTT: each row's T steps are cut into T / L chunks of L = ``chunk_length``
+steps; a minibatch is a random set of chunks, each replayed from the GRU state recorded at its
+first step (MAPPO's ``data_chunk_length``); steps of a chunk that another actor drove get weight 0.
+Feed-forward policies use L = 1, i.e. independent samples.
+
+Plug-in hooks (:class:`~zsceval.rl.algorithm.Algorithm`): ``training_reward`` builds each step's
+reward; ``extra_loss(name, minibatch, outputs)`` adds a term to a learner's loss and
+``extra_parameters(name)`` gives parameters that this learner's optimizer also trains.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from zsceval.rl.config import PPOConfig
+from zsceval.rl.config import TrainConfig
 from zsceval.rl.gae import compute_gae
 from zsceval.rl.loss import ppo_loss
 from zsceval.rl.policy import Policy
+from zsceval.rl.runner import EpisodeRunner, EpisodeTable, _Episodes
+from zsceval.rl.schedules import piecewise_linear, shaping_factor
 from zsceval.rl.storage import RolloutBuffer
 
-__all__ = ["PPOUpdater"]
+__all__ = ["PPOCore"]
 
 
 def _chunks(x: torch.Tensor, L: int) -> torch.Tensor:
@@ -29,132 +40,267 @@ def _chunks(x: torch.Tensor, L: int) -> torch.Tensor:
     return x.reshape(C, L, R, *x.shape[2:]).transpose(0, 1).reshape(L, C * R, *x.shape[2:])
 
 
-class PPOUpdater:
-    """Adam optimizers and the PPO update of one learner policy (actor and critic separately).
+class PPOCore:
+    """The MAPPO learner group: rollout storage, collection with critic values, and the update.
 
     Args:
-        policy: the learner.
-        cfg: PPO hyper-parameters.
-        chunk_length: BPTT chunk length L for a recurrent policy (must divide T).
+        learners: the trained policies by name (actor indices 0..len-1 in the runner).
+        cfg: the run config (``ppo``, ``model.chunk_length``, ``model.critic_obs``, ``shaping``).
+        env: the training env (shapes, dtype).
+        device: the learners' device.
+        algorithm: the plug-in (``training_reward``, ``extra_loss``, ``extra_parameters``).
     """
 
-    def __init__(self, policy: Policy, cfg: PPOConfig, chunk_length: int) -> None:
-        self.policy = policy
-        self.cfg = cfg
-        self.L = chunk_length if policy.recurrent else 1
-        self.actor_opt = torch.optim.Adam(policy.actor.parameters(), lr=cfg.lr, eps=cfg.adam_eps)
-        self.critic_opt = torch.optim.Adam(policy.critic.parameters(), lr=cfg.lr, eps=cfg.adam_eps)
-        policy.use_value_norm = cfg.value_norm
+    name = "ppo"
 
-    def advantages(self, buf: RolloutBuffer, rows: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """GAE advantages and returns ``float32 [T, R]`` for the learner's rows of ``buf``."""
-        p, n = self.policy, buf.actions.shape[2]
+    def __init__(self, learners: dict[str, Policy], cfg: TrainConfig, env, device, algorithm) -> None:
+        self.learners, self.cfg, self.algorithm = learners, cfg, algorithm
+        self.policies = list(learners.values())
+        self.device = torch.device(device)
+        self.own_critic = cfg.model.critic_obs == "own"
+        B, n = env.num_envs, env.num_agents
+        self.B, self.n, self.N = B, n, B * n
+        critic_shape = env.obs_shape if self.own_critic else env.critic_obs_shape
+        space = getattr(env, "single_observation_space", None)
+        obs_dtype = getattr(torch, str(space.dtype)) if space is not None else torch.uint8
+        hidden = max(p.hidden_size for p in self.policies)
+        self.buffer = RolloutBuffer.allocate(
+            cfg.ppo.rollout_length, B, n, tuple(env.obs_shape), tuple(critic_shape), env.num_actions,
+            hidden, self.device, critic_is_obs=self.own_critic, obs_dtype=obs_dtype,
+        )  # fmt: skip
+        self.L = [cfg.model.chunk_length if p.recurrent else 1 for p in self.policies]
+        self.optimizers: dict[str, dict[str, torch.optim.Optimizer]] = {}
+        for name, p in learners.items():
+            p.use_value_norm = cfg.ppo.value_norm
+            opts = {
+                "actor": torch.optim.Adam(p.actor.parameters(), lr=cfg.ppo.lr, eps=cfg.ppo.adam_eps),
+                "critic": torch.optim.Adam(p.critic.parameters(), lr=cfg.ppo.lr, eps=cfg.ppo.adam_eps),
+            }
+            extra = list(algorithm.extra_parameters(name))
+            if extra:
+                opts["extra"] = torch.optim.Adam(extra, lr=cfg.ppo.lr, eps=cfg.ppo.adam_eps)
+            self.optimizers[name] = opts
+        self.h_critic = [p.initial_state(self.N, self.device) for p in self.policies]
+
+    # -- collection -----------------------------------------------------------------------------------
+    def _critic_obs(self, s) -> torch.Tensor:
+        return s.obs if self.own_critic else s.critic_obs
+
+    @torch.no_grad()
+    def _values(self, runner: EpisodeRunner, critic_obs: torch.Tensor, starts: torch.Tensor, out, keep_h):
+        """Write each active learner's value of its rows into ``out [N]``; optionally its new state."""
+        for k, p in enumerate(self.policies):
+            if not runner.active(k):
+                continue
+            v, h2 = p.value(
+                runner.select(critic_obs, k), runner.select(self.h_critic[k], k), runner.select(starts, k)
+            )
+            runner.put(out, k, v)
+            if keep_h is not None:
+                keep_h(k, h2)
+
+    @torch.no_grad()
+    def collect(self, runner: EpisodeRunner, env_steps: int) -> EpisodeTable:
+        """Fill the buffer with one rollout of T steps; returns the episodes that ended in it."""
+        buf, cfg, N, B = self.buffer, self.cfg, self.N, self.B
+        L = len(self.policies)
+        episodes = _Episodes()
+        h_actor_t = torch.empty(0)
+        logp_t = torch.empty(0)
+
+        def on_actor(k: int, h: torch.Tensor, logp: torch.Tensor) -> None:
+            if k < L:
+                runner.put(h_actor_t, k, h)
+                runner.put(logp_t, k, logp)
+
+        for t in range(buf.T):
+            s = runner.step_out
+            critic_obs = self._critic_obs(s).reshape(N, *buf.critic_obs.shape[3:])
+            buf.obs[t].copy_(s.obs)
+            if not self.own_critic:
+                buf.critic_obs[t].copy_(self._critic_obs(s))
+            buf.avail[t].copy_(s.avail_actions)
+            buf.starts[t].view(N).copy_(runner.starts)
+            buf.actor[t].copy_(runner.seat_actor)
+            h_actor_t = buf.h_actor[t].view(N, buf.h_actor.shape[-1])
+            logp_t = buf.log_probs[t].view(N)
+            actions = runner.act(on_actor=on_actor)
+            h_critic_t = buf.h_critic[t].view(N, buf.h_critic.shape[-1])
+            for k in range(L):
+                if runner.active(k):
+                    runner.put(h_critic_t, k, runner.select(self.h_critic[k], k))
+            self._values(
+                runner, critic_obs, runner.starts, buf.values[t].view(N),
+                lambda k, h2: runner.put(self.h_critic[k], k, h2),
+            )  # fmt: skip
+            buf.actions[t].view(N).copy_(actions)
+            rsf = shaping_factor(env_steps + t * B, cfg.shaping.initial_factor, cfg.shaping.horizon)
+            s2, seating, done = runner.env_step(actions)
+            buf.rewards[t].copy_(self.algorithm.training_reward(s2, rsf, seating))
+            buf.terminated[t].copy_(s2.terminated)
+            buf.truncated[t].copy_(s2.truncated)
+            if bool(s2.truncated.any()) and s2.final_obs is not None:
+                final = s2.final_obs if self.own_critic else s2.final_critic_obs
+                no_start = torch.zeros(N, dtype=torch.bool, device=self.device)
+                self._values(runner, final.reshape(N, *final.shape[2:]), no_start,
+                             buf.truncated_values[t].view(N), None)  # fmt: skip
+            runner.finish_step(s2, done, episodes)
+        s = runner.step_out
+        buf.actor[buf.T].copy_(runner.seat_actor)
+        critic_obs = self._critic_obs(s).reshape(N, *buf.critic_obs.shape[3:])
+        self._values(runner, critic_obs, runner.starts, buf.values[buf.T].view(N), None)
+        return episodes.table(runner.arm_table.arms, tuple(runner.env.event_names), self.n, runner.E)
+
+    # -- update ---------------------------------------------------------------------------------------
+    def advantages(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """GAE advantages and returns ``float32 [T, N]`` for every row (each with its driver's critic).
+
+        Rows driven by partners get meaningless numbers; they are never trained on.
+        """
+        buf, cfg = self.buffer, self.cfg.ppo
+        flat = buf.flat
+        owner = flat(buf.actor)
+        values = flat(buf.values).clone()
+        trunc_values = flat(buf.truncated_values).clone()
         with torch.no_grad():
-            values = p.denormalize(buf.rows(buf.values, rows))
-            trunc_values = p.denormalize(buf.rows(buf.truncated_values, rows))
-            term = buf.rows(buf.terminated.unsqueeze(-1).expand(-1, -1, n), rows)
-            trunc = buf.rows(buf.truncated.unsqueeze(-1).expand(-1, -1, n), rows)
-            rewards = buf.rows(buf.rewards, rows)
+            for k, p in enumerate(self.policies):
+                m = owner == k
+                values[m] = p.denormalize(values[m])
+                mt = m[: buf.T]
+                trunc_values[mt] = p.denormalize(trunc_values[mt])
+            n = self.n
+            term = flat(buf.terminated.unsqueeze(-1).expand(-1, -1, n))
+            trunc = flat(buf.truncated.unsqueeze(-1).expand(-1, -1, n))
             return compute_gae(
-                rewards, values, term, trunc, trunc_values, self.cfg.gamma, self.cfg.gae_lambda
+                flat(buf.rewards), values, term, trunc, trunc_values, cfg.gamma, cfg.gae_lambda
             )
 
-    def update(
-        self, buf: RolloutBuffer, rows: torch.Tensor | None, entropy_coef: float, generator: torch.Generator
-    ) -> dict[str, float]:
-        """One PPO update on the learner's rows of a rollout.
+    def update(self, env_steps: int, generator: torch.Generator) -> dict[str, Any]:
+        """One PPO update of every learner on its samples of the rollout.
 
         Args:
-            buf: the collected rollout.
-            rows: indices into the flattened ``B * n`` seats driven by this learner (None: all).
-            entropy_coef: current entropy coefficient.
+            env_steps: env steps done before this rollout (entropy schedule).
             generator: torch generator (on the buffer's device) for minibatch shuffling.
 
         Returns:
-            Mean loss statistics over all minibatches (python floats) and the mean value target.
+            Mean loss statistics per learner (keys prefixed ``<name>/`` when there are several),
+            plus ``entropy_coef``.
         """
-        cfg, p, L = self.cfg, self.policy, self.L
-        advantages, returns = self.advantages(buf, rows)
+        cfg = self.cfg.ppo
+        ent_coef = piecewise_linear(env_steps, cfg.entropy_milestones, cfg.entropy_coefs)
+        advantages, returns = self.advantages()
+        owner = self.buffer.flat(self.buffer.actor)[: self.buffer.T]
+        row: dict[str, Any] = {"entropy_coef": ent_coef}
+        multi = len(self.learners) > 1
+        for k, name in enumerate(self.learners):
+            mask = owner == k
+            if not bool(mask.any()):
+                continue
+            stats = self._update_learner(k, name, mask, advantages, returns, ent_coef, generator)
+            row.update({(f"{name}/{s}" if multi else s): v for s, v in stats.items()})
+        return row
+
+    def _update_learner(self, k, name, mask, advantages, returns, ent_coef, generator) -> dict[str, float]:
+        cfg, p, L, buf = self.cfg.ppo, self.policies[k], self.L[k], self.buffer
+        full = bool(mask.all())
+        own_returns = returns if full else returns[mask]
         if cfg.value_norm:
-            p.value_norm.update(returns)
+            p.value_norm.update(own_returns)
             targets = p.value_norm.normalize(returns)
         else:
             targets = returns
-        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-5)
-        T = buf.T
+        own_adv = advantages if full else advantages[mask]
+        advantages = (advantages - own_adv.mean()) / (own_adv.std() + 1e-5)
+        T, flat = buf.T, buf.flat
         data = {
-            "obs": buf.rows(buf.obs, rows),
-            "critic_obs": buf.rows(buf.critic_obs, rows),
-            "avail": buf.rows(buf.avail, rows),
-            "actions": buf.rows(buf.actions, rows),
-            "old_log_probs": buf.rows(buf.log_probs, rows),
-            "old_values": buf.rows(buf.values[:T], rows),
-            "starts": buf.rows(buf.starts, rows),
+            "obs": flat(buf.obs),
+            "critic_obs": flat(buf.critic_obs),
+            "avail": flat(buf.avail),
+            "actions": flat(buf.actions),
+            "old_log_probs": flat(buf.log_probs),
+            "old_values": flat(buf.values)[:T],
+            "starts": flat(buf.starts),
             "advantages": advantages,
             "targets": targets,
         }
-        seq = {k: _chunks(v, L) for k, v in data.items()}
-        h_actor, h_critic = (buf.rows(h, rows)[::L].flatten(0, 1) for h in (buf.h_actor, buf.h_critic))
+        seq = {key: _chunks(v, L) for key, v in data.items()}
+        h_actor, h_critic = (flat(h)[::L].flatten(0, 1) for h in (buf.h_actor, buf.h_critic))
+        weight = None
+        if not full:
+            chunk_mask = _chunks(mask, L)
+            keep = chunk_mask.any(0).nonzero().squeeze(-1)
+            seq = {key: v.index_select(1, keep) for key, v in seq.items()}
+            h_actor, h_critic = h_actor.index_select(0, keep), h_critic.index_select(0, keep)
+            weight = chunk_mask.index_select(1, keep).float()
+            if bool(weight.all()):
+                weight = None
         S = seq["actions"].shape[1]
         mb_size = -(-S // cfg.num_minibatches)
+        opts = self.optimizers[name]
         sums: dict[str, torch.Tensor] = {}
         count = 0
         for _ in range(cfg.epochs):
             order = torch.randperm(S, generator=generator, device=buf.actions.device)
             for start in range(0, S, mb_size):
                 idx = order[start : start + mb_size]
-                mb = {k: v.index_select(1, idx) for k, v in seq.items()}
+                mb = {key: v.index_select(1, idx) for key, v in seq.items()}
+                mb["weight"] = None if weight is None else weight.index_select(1, idx)
+                mb["h_actor"], mb["h_critic"] = h_actor.index_select(0, idx), h_critic.index_select(0, idx)
                 logp, entropy, values = p.evaluate(
-                    mb["obs"],
-                    mb["critic_obs"],
-                    mb["avail"],
-                    mb["actions"],
-                    h_actor.index_select(0, idx),
-                    h_critic.index_select(0, idx),
-                    mb["starts"],
-                )
+                    mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
+                    mb["h_actor"], mb["h_critic"], mb["starts"],
+                )  # fmt: skip
                 loss = ppo_loss(
-                    logp,
-                    mb["old_log_probs"],
-                    mb["advantages"],
-                    entropy,
-                    values,
-                    mb["old_values"],
-                    mb["targets"],
-                    clip=cfg.clip,
-                    entropy_coef=entropy_coef,
-                    value_coef=cfg.value_loss_coef,
-                    huber_delta=cfg.huber_delta,
-                    clip_value_loss=cfg.clip_value_loss,
-                )
-                self.actor_opt.zero_grad(set_to_none=True)
-                self.critic_opt.zero_grad(set_to_none=True)
-                loss.total.backward()
-                actor_norm = torch.nn.utils.clip_grad_norm_(p.actor.parameters(), cfg.max_grad_norm)
-                critic_norm = torch.nn.utils.clip_grad_norm_(p.critic.parameters(), cfg.max_grad_norm)
-                self.actor_opt.step()
-                self.critic_opt.step()
+                    logp, mb["old_log_probs"], mb["advantages"], entropy, values, mb["old_values"],
+                    mb["targets"], clip=cfg.clip, entropy_coef=ent_coef, value_coef=cfg.value_loss_coef,
+                    huber_delta=cfg.huber_delta, clip_value_loss=cfg.clip_value_loss, weight=mb["weight"],
+                )  # fmt: skip
+                total = loss.total
                 step_stats = {
                     "policy_loss": loss.policy,
                     "value_loss": loss.value,
                     "entropy": loss.entropy,
                     "approx_kl": loss.approx_kl,
                     "clip_fraction": loss.clip_fraction,
-                    "actor_grad_norm": actor_norm.detach(),
-                    "critic_grad_norm": critic_norm.detach(),
                 }
-                for k, v in step_stats.items():
-                    sums[k] = sums.get(k, 0.0) + v
+                extra = self.algorithm.extra_loss(
+                    name, mb, {"log_probs": logp, "entropy": entropy, "values": values, "policy": p}
+                )
+                if extra is not None:
+                    extra_loss, extra_stats = extra
+                    total = total + extra_loss
+                    step_stats.update(extra_stats)
+                for opt in opts.values():
+                    opt.zero_grad(set_to_none=True)
+                total.backward()
+                step_stats["actor_grad_norm"] = torch.nn.utils.clip_grad_norm_(
+                    p.actor.parameters(), cfg.max_grad_norm
+                ).detach()
+                step_stats["critic_grad_norm"] = torch.nn.utils.clip_grad_norm_(
+                    p.critic.parameters(), cfg.max_grad_norm
+                ).detach()
+                for opt in opts.values():
+                    opt.step()
+                for key, v in step_stats.items():
+                    sums[key] = sums.get(key, 0.0) + (v.detach() if isinstance(v, torch.Tensor) else v)
                 count += 1
-        out = {k: float(v) / count for k, v in sums.items()}
-        out["value_target_mean"] = float(returns.mean())
+        out = {key: float(v) / count for key, v in sums.items()}
+        out["value_target_mean"] = float(own_returns.mean())
         return out
 
+    # -- resumable state ------------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        """Optimizer states (for checkpoints)."""
-        return {"actor_opt": self.actor_opt.state_dict(), "critic_opt": self.critic_opt.state_dict()}
+        """Optimizer states and the critics' recurrent states (for checkpoints)."""
+        return {
+            "optimizers": {
+                n: {k: o.state_dict() for k, o in opts.items()} for n, opts in self.optimizers.items()
+            },
+            "h_critic": list(self.h_critic),
+        }
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore optimizer states."""
-        self.actor_opt.load_state_dict(state["actor_opt"])
-        self.critic_opt.load_state_dict(state["critic_opt"])
+        """Restore :meth:`state_dict`."""
+        for name, opts in self.optimizers.items():
+            for key, opt in opts.items():
+                opt.load_state_dict(state["optimizers"][name][key])
+        self.h_critic = [h.to(self.device) for h in state["h_critic"]]

@@ -1,0 +1,354 @@
+"""The episode runner: one loop that steps a batched env with seated agents, for training
+(:meth:`EpisodeRunner.collect` fills a rollout buffer), for ``zsceval eval`` and for the evaluation
+core (:meth:`EpisodeRunner.play`: one episode per game).
+
+Glossary (shared with :mod:`zsceval.rl.trainer` and :mod:`zsceval.rl.update`):
+
+* **env step**: one joint action in one game. A batched call ``env.step`` on B games is B env
+  steps; budgets, schedules and throughput are all counted in env steps.
+* **row**: one seat of one game, ``row = game * n + seat`` (N = B * n rows).
+* **actor**: anything that acts (:class:`~zsceval.rl.agent.Agent`): a learner, a frozen partner,
+  or a :class:`~zsceval.population.pool.PolicyPool` whose members are chosen per row. Actors are
+  indexed learners first, then partners.
+* **arm**: a seating of a game (:mod:`zsceval.rl.seating`). Each game draws an arm at every
+  episode start (``assign``) inside the auto-reset: partners change per episode, never mid-episode.
+* **rollout**: T consecutive batched steps (T * B env steps) collected without updating anyone.
+* **iteration**: one rollout followed by one update of every learner.
+
+Each actor runs one batched forward per step over the rows it drives (a pool: one forward for all
+its members). Recurrent states are kept per actor for all N rows and zeroed at episode starts.
+The runner's whole state (env state, last observation, recurrent states, seating, episode totals)
+is saved by :meth:`EpisodeRunner.state_dict`, so training resumes mid-episode exactly.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+
+import pandas as pd
+import torch
+
+from zsceval.envs.base import Step
+from zsceval.rl.seating import Arm, ArmTable, Seating
+
+__all__ = ["EpisodeRunner", "EpisodeTable", "uniform_assign"]
+
+
+def uniform_assign(num_arms: int) -> Callable[[torch.Tensor, torch.Generator | None], torch.Tensor]:
+    """An ``assign`` function drawing each game's arm uniformly from ``num_arms``."""
+
+    def assign(games: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        if num_arms == 1:
+            return torch.zeros_like(games)
+        return torch.randint(0, num_arms, games.shape, generator=generator, device=games.device)
+
+    return assign
+
+
+@dataclass
+class EpisodeTable:
+    """One row per finished episode (CPU tensors), in the order the episodes ended.
+
+    Attributes:
+        game: ``int64 [M]`` game index in the batch.
+        arm: ``int64 [M]`` arm index (into ``arms``) the game was seated with.
+        ego_seat: ``int64 [M]`` the arm's ego seat.
+        sparse: ``float32 [M]`` team sparse return (20 per onion soup in Overcooked).
+        shaped: ``float32 [M, n]`` base shaped return per seat.
+        events: ``float32 [M, n, E]`` event counts per seat (``event_names`` order).
+        arms: the arms (for labels and seatings).
+        event_names: the env's event names.
+    """
+
+    game: torch.Tensor
+    arm: torch.Tensor
+    ego_seat: torch.Tensor
+    sparse: torch.Tensor
+    shaped: torch.Tensor
+    events: torch.Tensor
+    arms: list[Arm]
+    event_names: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return int(self.sparse.numel())
+
+    @property
+    def partner(self) -> list[str]:
+        """Partner label of each episode's arm."""
+        return [self.arms[int(a)].partner for a in self.arm]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per episode: ``game, arm, seat, partner, sparse_return, shaped_<k>, ev_<k>_<event>``."""
+        frame = pd.DataFrame(
+            {
+                "game": self.game.numpy(),
+                "arm": self.arm.numpy(),
+                "seat": self.ego_seat.numpy(),
+                "partner": self.partner,
+                "sparse_return": self.sparse.numpy(),
+            }
+        )
+        for k in range(self.shaped.shape[1]):
+            frame[f"shaped_{k}"] = self.shaped[:, k].numpy()
+            for e, name in enumerate(self.event_names):
+                frame[f"ev_{k}_{name}"] = self.events[:, k, e].numpy()
+        return frame
+
+
+class _Episodes:
+    """Accumulates finished episodes during a rollout (device tensors, concatenated at the end)."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[torch.Tensor, ...]] = []
+
+    def add(self, *tensors: torch.Tensor) -> None:
+        self.parts.append(tensors)
+
+    def table(self, arms: list[Arm], event_names: tuple[str, ...], n: int, E: int) -> EpisodeTable:
+        if not self.parts:
+            z = torch.zeros(0)
+            return EpisodeTable(
+                z.long(), z.long(), z.long(), z, torch.zeros(0, n), torch.zeros(0, n, E), arms, event_names
+            )
+        cols = [torch.cat(c).cpu() for c in zip(*self.parts)]
+        game, arm, ego_seat, sparse, shaped, events = cols
+        return EpisodeTable(game, arm, ego_seat, sparse, shaped, events, arms, event_names)
+
+
+class EpisodeRunner:
+    """Steps a batched env (``zsceval.envs.base`` protocol) with actors seated by arms.
+
+    Args:
+        env: the batched env (B games, n seats).
+        actors: every actor by name, learners first; an actor whose ``act`` takes a ``member``
+            argument (a policy pool) is given each row's member index.
+        arms: the seatings games are assigned to.
+        assign: ``(games int64 [k], generator) -> arm int64 [k]`` called at every episode start
+            of the games ``games`` (default: uniform over ``arms``).
+        generator: torch generator on ``device`` for action sampling and arm draws.
+        device: device of the actors (default: the env's); observations are moved there.
+
+    Raises:
+        ValueError: bad arms (see :class:`~zsceval.rl.seating.ArmTable`).
+    """
+
+    def __init__(
+        self,
+        env,
+        actors: dict,
+        arms: Sequence[Arm],
+        *,
+        assign: Callable[[torch.Tensor, torch.Generator | None], torch.Tensor] | None = None,
+        generator: torch.Generator | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        self.env = env
+        self.env_device = torch.device(env.device)
+        self.device = torch.device(device) if device is not None else self.env_device
+        self.names = list(actors)
+        self.actors = list(actors.values())
+        self.B, self.n = env.num_envs, env.num_agents
+        self.N = self.B * self.n
+        self.E = len(env.event_names)
+        self.arm_table = ArmTable(arms, self.names, self.n, self.device)
+        self.assign = assign or uniform_assign(len(self.arm_table))
+        self.generator = generator
+        self.takes_member = ["member" in inspect.signature(a.act).parameters for a in self.actors]
+        self.step_out: Step | None = None
+
+    # -- seating ------------------------------------------------------------------------------------
+    def _seat(self, games: torch.Tensor | None) -> None:
+        """Draw arms for ``games`` (all when None) and refresh each actor's rows."""
+        if games is None:
+            games = torch.arange(self.B, device=self.device)
+            self.game_arm = torch.zeros(self.B, dtype=torch.int64, device=self.device)
+        arm = self.assign(games, self.generator).to(self.device, torch.int64)
+        if arm.numel() and (int(arm.min()) < 0 or int(arm.max()) >= len(self.arm_table)):
+            raise ValueError(f"assign returned arms outside 0..{len(self.arm_table) - 1}")
+        self.game_arm.index_copy_(0, games, arm)
+        self._refresh_rows()
+
+    def _refresh_rows(self) -> None:
+        self.seat_actor = self.arm_table.actor.index_select(0, self.game_arm)  # [B, n]
+        self.seat_member = self.arm_table.member.index_select(0, self.game_arm)
+        flat = self.seat_actor.reshape(-1)
+        self.rows: list[torch.Tensor | None] = []
+        for k in range(len(self.actors)):
+            mask = flat == k
+            self.rows.append(None if bool(mask.all()) else mask.nonzero().squeeze(-1))
+
+    def reset(self) -> None:
+        """Reset every game, draw every game's arm, zero every recurrent state and total."""
+        self.step_out = self._to_device(self.env.reset())
+        self.starts = torch.ones(self.N, dtype=torch.bool, device=self.device)
+        self.state = [a.initial_state(self.N, self.device) for a in self.actors]
+        self.ep_sparse = torch.zeros(self.B, device=self.device)
+        self.ep_shaped = torch.zeros(self.B, self.n, device=self.device)
+        self.ep_events = torch.zeros(self.B, self.n, self.E, device=self.device)
+        self._seat(None)
+
+    def _to_device(self, s: Step) -> Step:
+        if self.device == self.env_device:
+            return s
+        moved = {
+            f.name: (v.to(self.device) if isinstance(v, torch.Tensor) else v)
+            for f in fields(s)
+            for v in [getattr(s, f.name)]
+        }
+        return Step(**moved)
+
+    # -- acting -------------------------------------------------------------------------------------
+    def select(self, x: torch.Tensor, k: int) -> torch.Tensor:
+        """Rows of actor k of a ``[N, ...]`` tensor."""
+        rows = self.rows[k]
+        return x if rows is None else x.index_select(0, rows)
+
+    def put(self, dst: torch.Tensor, k: int, src: torch.Tensor) -> None:
+        """Write actor k's rows ``src`` into ``dst [N, ...]``."""
+        rows = self.rows[k]
+        if rows is None:
+            dst.copy_(src)
+        else:
+            dst.index_copy_(0, rows, src)
+
+    def active(self, k: int) -> bool:
+        """Whether actor k drives any row now."""
+        rows = self.rows[k]
+        return rows is None or rows.numel() > 0
+
+    @torch.no_grad()
+    def act(self, deterministic: bool = False, on_actor=None) -> torch.Tensor:
+        """Every actor acts on its rows of the current observation: ``int64 [N]`` actions.
+
+        ``on_actor(k, state_before [R, ...], log_probs [R])`` is called for each active actor (the
+        trainer stores what learners need for their update).
+        """
+        s = self.step_out
+        obs = s.obs.reshape(self.N, *s.obs.shape[2:])
+        avail = s.avail_actions.reshape(self.N, -1)
+        actions = torch.empty(self.N, dtype=torch.int64, device=self.device)
+        member = self.seat_member.reshape(-1)
+        for k, actor in enumerate(self.actors):
+            if not self.active(k):
+                continue
+            h = self.select(self.state[k], k)
+            kw = {"member": self.select(member, k)} if self.takes_member[k] else {}
+            out = actor.act(
+                self.select(obs, k), self.select(avail, k), h, self.select(self.starts, k),
+                generator=self.generator, deterministic=deterministic, **kw,
+            )  # fmt: skip
+            self.put(actions, k, out.actions)
+            if on_actor is not None:  # before the state is overwritten: ``h`` may be a view of it
+                on_actor(k, h, out.log_probs)
+            self.put(self.state[k], k, out.state)
+        return actions
+
+    @property
+    def seating(self) -> Seating:
+        """The current seating (actor and member per seat, arm per game)."""
+        return Seating(self.seat_actor, self.seat_member, self.game_arm)
+
+    def env_step(self, actions: torch.Tensor) -> tuple[Step, Seating, torch.Tensor]:
+        """Step the env with ``actions int64 [N]`` and account the episodes.
+
+        Returns:
+            ``(step, seating, done bool [B])``: the step (on the runner's device), the seating that
+            acted in it (before any re-seat), and the games whose episode ended. Call
+            :meth:`finish_step` after using them.
+        """
+        s = self._to_device(self.env.step(actions.view(self.B, self.n).to(self.env_device)))
+        self.ep_sparse += s.reward
+        self.ep_shaped += s.shaped_by_agent
+        self.ep_events += s.events
+        return s, self.seating, s.done
+
+    def finish_step(
+        self, s: Step, done: torch.Tensor, episodes: _Episodes | None, record: torch.Tensor | None = None
+    ) -> None:
+        """Record finished episodes, re-seat the games that reset, advance to the new observation.
+
+        Args:
+            s, done: from :meth:`env_step`.
+            episodes: where finished episodes are recorded (None: nowhere).
+            record: ``bool [B]`` which finished games to record (default: all of ``done``).
+        """
+        if bool(done.any()):
+            rec = done if record is None else done & record
+            if episodes is not None and bool(rec.any()):
+                games = rec.nonzero().squeeze(-1)
+                arm = self.game_arm.index_select(0, games)
+                episodes.add(
+                    games,
+                    arm,
+                    self.arm_table.ego_seat.index_select(0, arm),
+                    self.ep_sparse.index_select(0, games),
+                    self.ep_shaped.index_select(0, games),
+                    self.ep_events.index_select(0, games),
+                )
+            keep = (~done).to(torch.float32)
+            self.ep_sparse *= keep
+            self.ep_shaped *= keep.unsqueeze(-1)
+            self.ep_events *= keep.view(self.B, 1, 1)
+            self._seat(done.nonzero().squeeze(-1))
+        self.starts = done.repeat_interleave(self.n)
+        self.step_out = s
+
+    # -- evaluation ---------------------------------------------------------------------------------
+    @torch.no_grad()
+    def play(self, deterministic: bool = False, max_steps: int | None = None) -> EpisodeTable:
+        """Reset, then play until every game has finished one episode; one table row per game.
+
+        Games are seated by ``assign`` at the reset (e.g. a fixed arm per game); games that finish
+        early keep stepping (their later episodes are not recorded).
+
+        Raises:
+            RuntimeError: not every game finished within ``max_steps`` (default 100 * horizon).
+        """
+        self.reset()
+        episodes = _Episodes()
+        finished = torch.zeros(self.B, dtype=torch.bool, device=self.device)
+        limit = max_steps if max_steps is not None else 100 * int(self.env.horizon)
+        for _ in range(limit):
+            s, _, done = self.env_step(self.act(deterministic))
+            self.finish_step(s, done, episodes, record=~finished)
+            finished |= done
+            if bool(finished.all()):
+                break
+        else:
+            raise RuntimeError(f"not every game finished an episode within {limit} steps")
+        table = episodes.table(self.arm_table.arms, tuple(self.env.event_names), self.n, self.E)
+        order = torch.argsort(table.game)
+        for f in ("game", "arm", "ego_seat", "sparse", "shaped", "events"):
+            setattr(table, f, getattr(table, f)[order])
+        return table
+
+    # -- resumable state ------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Everything needed to continue exactly: env state, last step, states, seating, totals."""
+        s = self.step_out
+        return {
+            "env": self.env.state_dict(),
+            "step": {f.name: getattr(s, f.name) for f in fields(s) if getattr(s, f.name) is not None},
+            "starts": self.starts,
+            "state": list(self.state),
+            "game_arm": self.game_arm,
+            "ep_sparse": self.ep_sparse,
+            "ep_shaped": self.ep_shaped,
+            "ep_events": self.ep_events,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict` (tensors are moved to the runner's device)."""
+        d = self.device
+        self.env.load_state_dict(state["env"])
+        step = {k: v.to(d) if isinstance(v, torch.Tensor) else v for k, v in state["step"].items()}
+        self.step_out = Step(**step)
+        self.starts = state["starts"].to(d)
+        self.state = [h.to(d) for h in state["state"]]
+        self.game_arm = state["game_arm"].to(d)
+        self.ep_sparse = state["ep_sparse"].to(d)
+        self.ep_shaped = state["ep_shaped"].to(d)
+        self.ep_events = state["ep_events"].to(d)
+        self._refresh_rows()
