@@ -232,8 +232,9 @@ def test_composite_agent_round_trips_and_plays_through_eval(tmp_path):
 def test_three_agent_toy_env_trains_and_evaluates(tmp_path):
     out = tmp_path / "run3"
     args = ["train", "--algo", "sp", "--preset", "quick", "--steps", "2048", "--out", str(out),
-            "--no-progress", "--set", "env.name=toy", "--set", "env.num_agents=3", "--set", "env.horizon=8",
-            "--set", "env.num_envs=32", "--set", "ppo.rollout_length=8", "--set", "run.eval_episodes=6"]  # fmt: skip
+            "--no-progress", "--set", "env.name=toy", "--set", "env.num_agents=3",
+            "--set", "env.horizon=8", "--set", "env.num_envs=32", "--set", "ppo.rollout_length=8",
+            "--set", "run.eval_episodes=6"]  # fmt: skip
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "eval.json").read_text())
