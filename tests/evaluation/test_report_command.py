@@ -78,8 +78,8 @@ def expected_all_rows(returns, br, seed, reps):
     children = np.random.default_rng(seed).spawn(len(LAYOUTS) * len(ALGORITHMS) * 3)
     expected = {}
     for li, ai in np.ndindex(units.shape[:2]):
-        matrix = units[li, ai].reshape(SEEDS, -1)  # columns (partner, seat), sorted
-        ci = bootstrap_ci(matrix, reps=reps, rng=children[3 * (li * len(ALGORITHMS) + ai)])
+        # [seeds, partners, seats]: a resampled partner brings both of its seats
+        ci = bootstrap_ci(units[li, ai], reps=reps, rng=children[3 * (li * len(ALGORITHMS) + ai)])
         expected[(LAYOUTS[li], ALGORITHMS[ai])] = ci
         assert ci.estimate == pytest.approx(iqm(units[li, ai]))
     moderate = {

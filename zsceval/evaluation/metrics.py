@@ -118,8 +118,8 @@ def br_prox(
 def iqm(scores: np.ndarray, axis: int | None = None) -> float | np.ndarray:
     """Interquartile mean: ``scipy.stats.trim_mean(x, 0.25)`` over the non-NaN entries.
 
-    Trims ``floor(0.25 * n)`` values from each end and averages the rest (scipy's rule; rliable's
-    ``IQM`` trims fractionally, so the two differ slightly when ``n`` is not a multiple of 4).
+    Trims ``floor(0.25 * n)`` values from each end and averages the rest: scipy's rule, which
+    rliable's ``aggregate_iqm`` (rliable 1.2) uses too, so the two agree for every ``n``.
     Source: ZSC-Eval Sec. 4.3 ("inter-quartile mean"), Agarwal et al. 2021.
 
     Args:
@@ -335,16 +335,47 @@ def br_prox_units(
     return merged
 
 
-def unit_matrix(units: pd.DataFrame) -> np.ndarray:
-    """Arrange one group's BR-Prox units as ``float[num_seeds, num_partners * num_seats]``.
+def unit_array(units: pd.DataFrame, partners: Sequence[str] | None = None) -> np.ndarray:
+    """Arrange one group's BR-Prox units as ``float64[num_seeds, num_partners, num_seats]``.
 
-    Rows are ego seeds in sorted order, columns (partner, seat) pairs in sorted order; a pair a seed did
-    not play is NaN.
+    Axis 0 is ego seeds in sorted order, axis 1 partners (sorted, or in the order of ``partners``),
+    axis 2 seats in sorted order; a (seed, partner, seat) the group did not play is NaN. Seats are a
+    trailing axis of their partner, so :func:`bootstrap_ci` resamples a partner with all its seats.
+
+    Args:
+        units: rows of :func:`br_prox_units` for one group, columns ``ego_seed, partner, seat,
+            br_prox``.
+        partners: the partner axis to use (e.g. every partner of the layout, so that arrays of several
+            algorithms share it); partners absent from ``units`` get NaN slices.
+
+    Returns:
+        float64[num_seeds, num_partners, num_seats].
+
+    Raises:
+        ValueError: ``units`` names a partner missing from ``partners``.
     """
     table = units.pivot_table(
-        index="ego_seed", columns=["partner", "seat"], values="br_prox", aggfunc="first"
-    )
-    return table.sort_index(axis=0).sort_index(axis=1).to_numpy(dtype=np.float64)
+        index="ego_seed", columns=["partner", "seat"], values="br_prox", aggfunc="first", dropna=False
+    ).sort_index(axis=0)
+    seeds = table.index
+    seats = sorted(units["seat"].unique())
+    order = sorted(units["partner"].unique()) if partners is None else list(partners)
+    unknown = sorted(set(units["partner"]) - set(order))
+    if unknown:
+        raise ValueError(f"units name partners {unknown} outside the partner axis {order}")
+    columns = pd.MultiIndex.from_product([order, seats], names=["partner", "seat"])
+    table = table.reindex(columns=columns)
+    return table.to_numpy(dtype=np.float64).reshape(len(seeds), len(order), len(seats))
+
+
+def unit_matrix(units: pd.DataFrame) -> np.ndarray:
+    """:func:`unit_array` flattened to ``float64[num_seeds, num_partners * num_seats]``.
+
+    Columns are (partner, seat) pairs in sorted order. For display only: do not bootstrap this
+    matrix, whose columns :func:`bootstrap_ci` would resample as separate partners.
+    """
+    array = unit_array(units)
+    return array.reshape(array.shape[0], -1)
 
 
 def br_prox_summary(
@@ -361,9 +392,12 @@ def br_prox_summary(
 
     Units are (ego seed, partner, seat) with returns averaged over episodes (ZSC-Eval Sec. 4.3;
     docs/zsceval-facts.md item 9); they are pooled with :func:`iqm` and given a :func:`bootstrap_ci`
-    over seeds x (partner, seat) columns. Groups are processed in sorted order of (layout, algorithm,
-    partner_level) with ``partner_level`` ordered ``all, moderate, expert``; group ``i`` uses
-    ``rng.spawn(num_groups)[i]``, so every group's interval is reproducible from ``rng`` alone.
+    over the ``[seeds, partners, seats]`` array of :func:`unit_array`: a resampled partner brings both
+    of its seats (seats share the partner's effect, so resampling (partner, seat) columns separately
+    would understate the partner variance and give too narrow intervals). Groups are processed in
+    sorted order of (layout, algorithm, partner_level) with ``partner_level`` ordered ``all, moderate,
+    expert``; group ``i`` uses ``rng.spawn(num_groups)[i]``, so every group's interval is
+    reproducible from ``rng`` alone.
 
     Note: the paper (Sec. 5.2, Fig. 6) calls a partner moderate when its self-play return is at most the
     median over the partner set; this function uses the ``partner_level`` column, which the pipeline
@@ -395,7 +429,7 @@ def br_prox_summary(
                     groups.append((layout, algorithm, partner_level, sub))
     rows = []
     for (layout, algorithm, partner_level, frame), child in zip(groups, rng.spawn(len(groups))):
-        matrix = unit_matrix(frame)
+        matrix = unit_array(frame)
         ci = bootstrap_ci(matrix, iqm, reps=reps, level=level, rng=child)
         rows.append(
             {
