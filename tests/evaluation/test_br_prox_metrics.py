@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from zsceval.evaluation.metrics import (
+    assign_levels,
     bootstrap_ci,
     br_prox,
     br_prox_summary,
@@ -261,3 +262,17 @@ def test_unit_array_keeps_seats_with_their_partner():
     assert np.isnan(wide[:, 2]).all()
     with pytest.raises(ValueError, match="outside the partner axis"):
         unit_array(units, partners=["a"])
+
+
+def test_median_levels_relabel_by_br_return():
+    results, br = _hand_results()  # mean BR returns: p1 100, p2 25 -> median 62.5: p2 moderate, p1 expert
+    flipped = results.assign(partner_level=results["partner"].map({"p1": "moderate", "p2": "expert"}))
+    relabelled = assign_levels(flipped, br, "median")
+    assert dict(zip(relabelled["partner"], relabelled["partner_level"])) == {"p1": "expert", "p2": "moderate"}
+    assert assign_levels(flipped, br, "checkpoint") is flipped
+    by_median = br_prox_summary(flipped, br, rng=np.random.default_rng(0), reps=50, levels="median")
+    # the hand values of test_summary_hand_values: expert (p1) 0.7, moderate (p2) 1.0
+    assert by_median.set_index("partner_level").loc["expert", "iqm"] == pytest.approx(0.7)
+    assert by_median.set_index("partner_level").loc["moderate", "iqm"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="valid: checkpoint, median"):
+        assign_levels(results, br, "quartile")

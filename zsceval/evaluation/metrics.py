@@ -37,6 +37,10 @@ import scipy.stats
 
 NonpositiveBR = Literal["one", "nan"]
 PartnerResampling = Literal["crossed", "nested"]
+LevelRule = Literal["checkpoint", "median"]
+
+LEVEL_RULES: tuple[str, ...] = ("checkpoint", "median")
+"""How partners are split into moderate and expert (see :func:`assign_levels`)."""
 
 RESULTS_COLUMNS: tuple[str, ...] = (
     "layout",
@@ -387,6 +391,7 @@ def br_prox_summary(
     level: float = 0.95,
     nonpositive_br: NonpositiveBR = "one",
     split_levels: bool = True,
+    levels: LevelRule = "checkpoint",
 ) -> pd.DataFrame:
     """IQM BR-Prox with bootstrap CIs per (layout, algorithm[, partner level]).
 
@@ -399,10 +404,10 @@ def br_prox_summary(
     expert``; group ``i`` uses ``rng.spawn(num_groups)[i]``, so every group's interval is
     reproducible from ``rng`` alone.
 
-    Note: the paper (Sec. 5.2, Fig. 6) calls a partner moderate when its self-play return is at most the
-    median over the partner set; this function uses the ``partner_level`` column, which the pipeline
-    fills from the checkpoint (``mid`` -> moderate, ``final`` -> expert). Relabel with
-    :func:`levels_by_median` to follow the paper's rule.
+    The moderate/expert split follows ``levels`` (:func:`assign_levels`): ``"checkpoint"`` keeps the
+    ``partner_level`` column (``mid`` -> moderate, ``final`` -> expert: the spec and the pipeline);
+    ``"median"`` is the paper's text (Sec. 5.2, Fig. 6): moderate iff the partner's return is at most
+    the median over the layout's partners.
 
     Args:
         results: per-episode results frame (module docstring).
@@ -412,12 +417,14 @@ def br_prox_summary(
         level: CI coverage.
         nonpositive_br: see :func:`br_prox`.
         split_levels: also report ``moderate`` and ``expert`` rows besides ``all``.
+        levels: ``"checkpoint"`` or ``"median"`` (see above).
 
     Returns:
         One row per group with columns ``layout, algorithm, partner_level, iqm, ci_low, ci_high,
         num_seeds, num_partners, num_units`` (``partner_level`` is ``"all"``, ``"moderate"`` or
         ``"expert"``; ``num_units`` counts non-NaN units).
     """
+    results = assign_levels(results, br_returns, levels)
     units = br_prox_units(results, br_returns, nonpositive_br=nonpositive_br)
     groups: list[tuple[str, str, str, pd.DataFrame]] = []
     for (layout, algorithm), frame in units.groupby(["layout", "algorithm"], sort=True):
@@ -463,6 +470,42 @@ def levels_by_median(partner_returns: Mapping[str, float]) -> dict[str, str]:
         raise ValueError("partner_returns is empty")
     median = float(np.median(np.fromiter(partner_returns.values(), dtype=np.float64)))
     return {p: ("moderate" if r <= median else "expert") for p, r in partner_returns.items()}
+
+
+def assign_levels(results: pd.DataFrame, br_returns: pd.DataFrame, rule: LevelRule) -> pd.DataFrame:
+    """Results with ``partner_level`` set by ``rule``.
+
+    ``"checkpoint"``: unchanged (``mid`` checkpoints moderate, ``final`` expert; the spec,
+    docs/zsceval-facts.md item 7). ``"median"``: per layout, :func:`levels_by_median` of each partner's
+    mean BR return (its return with its approximate best response, the stand-in for the paper's
+    self-play return ``J(pi^P)``, which the pipeline does not measure; ZSC-Eval Sec. 5.2).
+
+    Args:
+        results: per-episode results frame (module docstring).
+        br_returns: BR reference returns (module docstring).
+        rule: ``"checkpoint"`` or ``"median"``.
+
+    Returns:
+        A results frame (a copy when relabelled).
+
+    Raises:
+        ValueError: an unknown rule (lists the valid ones), or a partner without a BR return.
+    """
+    if rule not in LEVEL_RULES:
+        raise ValueError(f"unknown levels rule {rule!r}; valid: {', '.join(LEVEL_RULES)}")
+    if rule == "checkpoint":
+        return results
+    _check_columns(br_returns, BR_RETURNS_COLUMNS, "br_returns")
+    mean_br = br_returns.groupby(["layout", "partner"])["br_return"].mean()
+    labels: dict[tuple[str, str], str] = {}
+    for layout, per_partner in mean_br.groupby(level="layout"):
+        split = levels_by_median(dict(zip(per_partner.index.get_level_values("partner"), per_partner)))
+        labels.update({(layout, p): level for p, level in split.items()})
+    keys = list(zip(results["layout"], results["partner"]))
+    lacking = sorted({k for k in keys if k not in labels})
+    if lacking:
+        raise ValueError(f"no BR return for (layout, partner) {lacking[:10]}: cannot split by median")
+    return results.assign(partner_level=[labels[k] for k in keys])
 
 
 def _check_columns(frame: pd.DataFrame, required: Sequence[str], name: str) -> None:
