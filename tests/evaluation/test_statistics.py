@@ -108,7 +108,7 @@ def test_comparison_tables_from_units():
     # mep's units are 0.3 above sp's on every partner and seat: it always wins
     assert poi.loc[("mep", "sp"), "poi"] == 1.0 and poi.loc[("sp", "mep"), "poi"] == 0.0
     profiles = tables["profiles"].set_index(["algorithm", "threshold"])
-    # sp units: 0, 0.05, 0.1, 0.15, 0.2, 0.25 (x2 seats) -> none above 0.375; mep: 0.4, 0.45, 0.5, 0.55 -> 8 of 12
+    # sp: 0, 0.05, ..., 0.25 (x2 seats): none above 0.375; mep: 0.3, 0.35, ..., 0.55: 8 of 12 above
     assert profiles.loc[("sp", 0.375), "fraction"] == 0.0
     assert profiles.loc[("mep", 0.375), "fraction"] == pytest.approx(8 / 12)
     ranks = tables["ranks"].set_index("algorithm")

@@ -436,7 +436,9 @@ def _plot_poi(poi: pd.DataFrame) -> plt.Figure:
     layouts = sorted(poi["layout"].unique())
     pairs = poi[poi["algorithm_x"] < poi["algorithm_y"]]
     height = max(2.5, 0.45 * pairs.groupby("layout").size().max() + 1.2)
-    fig, axes = plt.subplots(1, len(layouts), figsize=(4.2 * len(layouts) + 0.5, height), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(layouts), figsize=(4.6 * len(layouts) + 0.5, height), squeeze=False, layout="constrained"
+    )
     for ax, layout in zip(axes[0], layouts):
         frame = pairs[pairs["layout"] == layout].sort_values(["algorithm_x", "algorithm_y"])
         y = np.arange(len(frame))[::-1]
@@ -447,7 +449,7 @@ def _plot_poi(poi: pd.DataFrame) -> plt.Figure:
         ax.set_xlim(-0.02, 1.02)
         ax.set_xlabel("P(X > Y)")
         ax.set_title(layout)
-    fig.suptitle("Probability of improvement (95% CI)", y=1.02)
+    fig.suptitle("Probability of improvement (95% CI)")
     return fig
 
 
