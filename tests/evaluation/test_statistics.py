@@ -113,3 +113,61 @@ def test_comparison_tables_from_units():
     assert profiles.loc[("mep", 0.375), "fraction"] == pytest.approx(8 / 12)
     ranks = tables["ranks"].set_index("algorithm")
     assert ranks.loc["mep", "rank"] == 1 and ranks.loc["mep", "p_rank_1"] == 1.0
+
+
+def test_compare_with_reference_matches_layouts_by_alias_and_counts_common_algorithms(tmp_path):
+    from zsceval.evaluation.comparison import (
+        ReferenceTableError,
+        compare_with_reference,
+        load_reference_table,
+    )
+
+    path = tmp_path / "ref.yaml"
+    path.write_text(
+        "format_version: 1\nlayouts:\n"
+        "  counter_circuit: {reference_name: random3, br_prox: {sp: 0.1, mep: 0.6, fcp: 0.5}}\n"
+        "  cramped_room: {br_prox: {sp: 0.9}}\n"
+    )
+    reference = load_reference_table(path)
+    summary = pd.DataFrame(
+        {
+            "layout": ["random3"] * 3 + ["cramped_room"] * 2 + ["large_room"],
+            "algorithm": ["sp", "mep", "fcp", "sp", "mep", "sp"],
+            "partner_level": "all",
+            "iqm": [0.2, 0.5, 0.7, 0.4, 0.3, 0.5],
+            "ci_low": 0.0,
+            "ci_high": 1.0,
+        }
+    )
+    rows, layouts = compare_with_reference(summary, reference)
+    layouts = layouts.set_index("layout")
+    # random3 = counter_circuit: ours ranks sp < mep < fcp, the reference sp < fcp < mep:
+    # d = (0, 1, 1) -> rho = 1 - 6 * 2 / (3 * 8) = 0.5
+    assert layouts.loc["random3", "spearman"] == pytest.approx(0.5)
+    assert layouts.loc["random3", "num_common"] == 3
+    assert layouts.loc["cramped_room", "num_common"] == 1 and np.isnan(
+        layouts.loc["cramped_room", "spearman"]
+    )
+    assert layouts.loc["large_room", "num_common"] == 0
+    assert np.isnan(rows.set_index(["layout", "algorithm"]).loc[("cramped_room", "mep"), "reference"])
+    with pytest.raises(ReferenceTableError, match="zsceval-paper"):
+        load_reference_table("no-such-table")
+    path.write_text("format_version: 1\nlayouts:\n  ring: {shipped: {sp: 1}}\n")
+    with pytest.raises(ReferenceTableError, match="no br_prox"):
+        load_reference_table(path)
+
+
+def test_shipped_paper_table_covers_the_papers_layouts_and_algorithms():
+    from zsceval.evaluation.comparison import load_reference_table
+
+    table = load_reference_table("zsceval-paper")
+    overcooked = table[~table["layout"].str.startswith("academy")]
+    assert overcooked.groupby("layout").size().to_dict() == {lay: 7 for lay in overcooked["layout"].unique()}
+    assert len(overcooked["layout"].unique()) == 9
+    # spot values from docs/zsceval-facts.md: random3 MEP .62 (.64 shipped script), random0_m HSP .80 (.82)
+    row = table.set_index(["reference_name", "algorithm"])
+    assert (
+        row.loc[("random3", "mep"), "br_prox"] == 0.62
+        and row.loc[("random3", "mep"), "shipped_script"] == 0.64
+    )
+    assert row.loc[("random0_m", "hsp"), "br_prox"] == 0.80
