@@ -338,3 +338,21 @@ def test_layout_partners_change_only_their_layout(tmp_path):
     suite = load_suite(write_suite(tmp_path, TINY + "layout_partners:\n  simple: {k: 3}\n"))
     assert suite.budget("cramped_room").k == 3 and suite.partners.k == 2
     assert suite.budget("cramped_room").candidates == suite.partners.candidates == 3
+
+
+def test_report_on_a_bench_output(tiny_bench):
+    """`zsceval report` on a real (tiny) bench folder: every block, and no paper numbers for Cramped Room."""
+    from click.testing import CliRunner
+
+    from zsceval.commands.report import report
+
+    _, out, _ = tiny_bench
+    copy = Path(str(out) + "-report")
+    shutil.copytree(out, copy, dirs_exist_ok=True)
+    result = CliRunner().invoke(report, [str(copy), "--reps", "100", "--compare", "zsceval-paper"])
+    assert result.exit_code == 0, result.output
+    for text in ("BR-Prox: IQM", "Probability of improvement", "Performance profiles", "Ranks by IQM"):
+        assert text in result.stdout
+    assert "layout: cramped_room: no reference numbers" in result.stdout
+    for name in ("br_prox.png", "br_prox_levels.png", "performance_profiles.png", "ranks.png"):
+        assert (copy / "figures" / name).is_file(), name
