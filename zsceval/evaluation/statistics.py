@@ -77,8 +77,8 @@ def joint_bootstrap(arrays: Sequence[np.ndarray], *, reps: int, rng: np.random.G
 
 
 def _tasks(x: np.ndarray) -> np.ndarray:
-    """``[..., seeds, partners, seats...]`` with ``lead`` leading axes -> ``[..., seeds, tasks]``."""
-    return x.reshape(*x.shape[:-2], -1) if x.ndim >= 2 else x
+    """``float[reps, seeds, partners, ...]`` -> ``float[reps, seeds, tasks]`` (a task: partner x seat)."""
+    return x.reshape(x.shape[0], x.shape[1], -1)
 
 
 def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
