@@ -25,7 +25,7 @@ setup(
     package_data={
         "zsceval.layouts": ["*.layout", "*.md"],
         "zsceval.suites": ["*.yaml"],
-        "zsceval": ["presets/*.yaml", "evaluation/grids/*.yaml"],
+        "zsceval": ["presets/*.yaml", "evaluation/grids/*.yaml", "evaluation/reference/*.yaml"],
     },
     install_requires=[
         "torch>=2.4",
@@ -43,7 +43,8 @@ setup(
         "seaborn>=0.13",
     ],
     extras_require={
-        "test": ["pytest>=7", "ruff>=0.4"],
+        # rliable: its probability of improvement is the reference value of a statistics test.
+        "test": ["pytest>=7", "ruff>=0.4", "rliable>=1.2,<1.3"],
         # The reference simulator used by the parity tests (PyPI `overcooked`, old_dynamics flag).
         "reference": ["overcooked==0.2.1"],
         "ray": ["ray>=2.9"],

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from zsceval.evaluation.metrics import (
+    assign_levels,
     bootstrap_ci,
     br_prox,
     br_prox_summary,
@@ -13,6 +14,7 @@ from zsceval.evaluation.metrics import (
     levels_by_median,
     rank_table,
     spearman,
+    unit_array,
 )
 
 
@@ -199,3 +201,78 @@ def test_levels_by_median_follows_the_paper():
         "c": "expert",
         "d": "expert",
     }
+
+
+def _shared_partner_effect_tables(rng, sims, seeds, partners, sd_partner, sd_seed, sd_unit):
+    """``sims`` independent benchmark runs (one "algorithm" each) of units ``0.5 + p_j + s_i + e_ijk``.
+
+    The partner effect ``p_j`` is shared by both seats of partner ``j``. Every effect is a centered
+    normal, so the units' distribution is symmetric about 0.5 and its (population) IQM is 0.5.
+    """
+    shape = (sims, seeds, partners, 2)
+    units = (
+        0.5
+        + rng.normal(0, sd_partner, size=(sims, 1, partners, 1))
+        + rng.normal(0, sd_seed, size=(sims, seeds, 1, 1))
+        + rng.normal(0, sd_unit, size=shape)
+    )
+    sim, seed, partner, seat = np.indices(shape).reshape(4, -1)
+    results = pd.DataFrame(
+        {
+            "layout": "ring",
+            "algorithm": [f"run{i:04d}" for i in sim],
+            "ego_seed": seed,
+            "partner": [f"p{j:02d}" for j in partner],
+            "partner_level": "expert",
+            "seat": seat,
+            "episode": 0,
+            "sparse_return": 100.0 * units.reshape(-1),
+        }
+    )
+    br = pd.DataFrame(
+        {"layout": "ring", "partner": [f"p{j:02d}" for j in range(partners)], "br_return": 100.0}
+    )
+    return results, br
+
+
+def test_summary_ci_covers_the_true_iqm_with_a_partner_effect_shared_by_seats():
+    # 400 simulated benchmarks of 5 seeds x 30 partners x 2 seats. Resampling (partner, seat) columns
+    # as if they were 60 partners halves the partner variance: coverage about 0.83 (the old defect).
+    results, br = _shared_partner_effect_tables(np.random.default_rng(0), 400, 5, 30, 0.15, 0.02, 0.05)
+    summary = br_prox_summary(results, br, rng=np.random.default_rng(1), reps=1000, split_levels=False)
+    assert len(summary) == 400
+    coverage = float(((summary["ci_low"] <= 0.5) & (0.5 <= summary["ci_high"])).mean())
+    assert abs(coverage - 0.95) <= 0.03, coverage
+
+
+def test_unit_array_keeps_seats_with_their_partner():
+    units = pd.DataFrame(
+        {
+            "ego_seed": [1, 1, 0, 0, 0],
+            "partner": ["b", "a", "a", "a", "b"],
+            "seat": [0, 1, 0, 1, 1],
+            "br_prox": [0.1, 0.2, 0.3, 0.4, 0.5],
+        }
+    )
+    array = unit_array(units)  # [seeds (0, 1), partners (a, b), seats (0, 1)]
+    expected = np.array([[[0.3, 0.4], [np.nan, 0.5]], [[np.nan, 0.2], [0.1, np.nan]]])
+    np.testing.assert_array_equal(array, expected)
+    wide = unit_array(units, partners=["b", "a", "c"])  # a shared partner axis; c never played
+    np.testing.assert_array_equal(wide[:, :2], expected[:, ::-1])
+    assert np.isnan(wide[:, 2]).all()
+    with pytest.raises(ValueError, match="outside the partner axis"):
+        unit_array(units, partners=["a"])
+
+
+def test_median_levels_relabel_by_br_return():
+    results, br = _hand_results()  # mean BR returns: p1 100, p2 25 -> median 62.5: p2 moderate, p1 expert
+    flipped = results.assign(partner_level=results["partner"].map({"p1": "moderate", "p2": "expert"}))
+    relabelled = assign_levels(flipped, br, "median")
+    assert dict(zip(relabelled["partner"], relabelled["partner_level"])) == {"p1": "expert", "p2": "moderate"}
+    assert assign_levels(flipped, br, "checkpoint") is flipped
+    by_median = br_prox_summary(flipped, br, rng=np.random.default_rng(0), reps=50, levels="median")
+    # the hand values of test_summary_hand_values: expert (p1) 0.7, moderate (p2) 1.0
+    assert by_median.set_index("partner_level").loc["expert", "iqm"] == pytest.approx(0.7)
+    assert by_median.set_index("partner_level").loc["moderate", "iqm"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="valid: checkpoint, median"):
+        assign_levels(results, br, "quartile")

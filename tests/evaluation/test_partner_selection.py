@@ -1,12 +1,14 @@
 """BR-Div / P-Div selection: kernel, determinants, planted diverse subsets, k-DPP sampler distribution."""
 
 import itertools
+import json
 
 import numpy as np
 import pytest
 import scipy.stats
 
 from zsceval.evaluation import selection
+from zsceval.evaluation.pipeline import partners_select
 from zsceval.evaluation.selection import (
     br_div,
     normalize_features,
@@ -126,3 +128,29 @@ def test_rank_deficient_features_are_rejected():
     features = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # rank 2
     with pytest.raises(ValueError, match="rank 2"):
         select_partners(features, 3, rng=np.random.default_rng(0))
+
+
+def test_selection_job_normalizes_the_features_once(tmp_path):
+    # The third column is a rare event (counts ~0.002 per episode). Normalizing twice rescales it by
+    # 1 / (0.003 / 0.004 + 1e-3) instead of 1, which changes the kernel and here the best subset.
+    features = np.array(
+        [[3, 2, 0.002], [1, 1, 0], [0, 0, 0], [3, 2, 0.003], [2, 2, 0.003], [2, 2, 0.002]], dtype=float
+    )
+    needs = {}
+    for i, row in enumerate(features):
+        job_dir = tmp_path / f"c{i}"
+        job_dir.mkdir()
+        result = {"final_return": 100.0, "features": row.tolist(), "feature_names": ["a", "b", "c"]}
+        (job_dir / "DONE.json").write_text(json.dumps({"result": result}))
+        needs[f"ring/candidates/c{i}/evaluate"] = str(job_dir)
+    out = tmp_path / "select"
+    out.mkdir()
+    result = partners_select({"k": 3, "seed": 0, "num_samples": 1000}, out, needs)
+    # the spec's kernel, by hand: columns over (max + 1e-3), L = F F^T; best of the C(6, 3) = 20 subsets
+    f = features / (features.max(axis=0) + 1e-3)
+    kernel = f @ f.T
+    dets = {s: np.linalg.det(kernel[np.ix_(s, s)]) for s in itertools.combinations(range(6), 3)}
+    best = max(dets, key=dets.get)
+    assert result["selected_ids"] == [f"c{i}" for i in best]
+    assert result["determinant"] == pytest.approx(dets[best], rel=1e-9)
+    assert result["method"] == "exact"

@@ -1,12 +1,15 @@
 """The ZSC-Eval pipeline end to end on a real layout with tiny budgets, resume, and bad input."""
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 
 from zsceval.envs.overcooked import OvercookedEnv
 from zsceval.evaluation import bench as bench_mod
@@ -271,3 +274,86 @@ def test_tables_hold_only_this_suites_evaluations(tiny_bench, tmp_path):
     run_bench(suite, copy, progress=False, log=lambda *_: None)
     results, _, _ = read_tables(copy)
     assert set(results["ego_seed"]) == {0, 1}
+
+
+SUITES = Path(__file__).resolve().parents[2] / "benchmarks" / "suites"
+
+# ZSC-Eval reference runs per layout and K (docs/zsceval-facts.md weight-grid table, paper Sec. 5).
+PAPER_RUNS = {
+    "forced_coordination": 30,
+    "bothway_coordination": 54,
+    "coordination_ring": 176,
+    "counter_circuit": 176,
+    "blocked_corridor": 124,
+    "asymmetric_advantages": 176,
+    "forced_coordination_mr": 72,
+    "coordination_ring_mr": 72,
+    "counter_circuit_mr": 72,
+}
+
+
+def test_paper_suite_matches_the_reference_per_layout():
+    suite = load_suite(SUITES / "overcooked.yaml")
+    for layout in suite.layouts:
+        budget = suite.budget(layout)
+        assert budget.k == (15 if layout.endswith("_mr") else 10), layout
+        assert budget.weight_sampling == "reference"
+        if layout in PAPER_RUNS:
+            assert budget.candidates == PAPER_RUNS[layout], layout
+    assert set(PAPER_RUNS) <= set(suite.layouts)
+    assert suite.budget("random3") == suite.budget("counter_circuit")  # aliases resolve
+    assert yaml.safe_load(yaml.safe_dump(suite.to_dict()))["layout_partners"]["counter_circuit_mr"]["k"] == 15
+
+
+def test_reference_weight_indexing_wraps_like_the_reference():
+    from zsceval.evaluation.reward_space import load_reward_space, sample_weights
+
+    grid = load_reward_space("forced_coordination").candidates()  # 30 points
+    budget = bench_mod.PartnerBudget(candidates=35, k=1)
+    weights = bench_mod.candidate_weights("random0", budget, seed=4)
+    # candidate i trains seed 4 + i and grid point (4 + i) % 30: 4..29, then 0..8
+    np.testing.assert_array_equal(weights, grid[[(4 + i) % 30 for i in range(35)]])
+    random = dataclasses.replace(budget, weight_sampling="random")
+    np.testing.assert_array_equal(
+        bench_mod.candidate_weights("random0", random, seed=4),
+        sample_weights(load_reward_space("random0"), 35, np.random.default_rng(4)),
+    )
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ("layout_partners:\n  cramped_rom: {k: 1}\n", "unknown layout 'cramped_rom'"),
+        ("layout_partners:\n  cramped_room: {kk: 1}\n", "layout_partners.cramped_room.'kk'"),
+        ("layout_partners:\n  cramped_room: {k: 4}\n", "layout_partners.cramped_room.k=4"),
+        ("layout_partners:\n  simple: {checkpoints: 0}\n", "layout_partners.cramped_room.checkpoints=0"),
+        ("layout_partners:\n  cramped_room: {weight_sampling: grid}\n", "valid: reference, random"),
+    ],
+)
+def test_bad_layout_partners_fail_when_loaded(tmp_path, extra, message):
+    with pytest.raises(SuiteError, match=message.replace("[", r"\[")):
+        load_suite(write_suite(tmp_path, TINY + extra))
+
+
+def test_layout_partners_change_only_their_layout(tmp_path):
+    suite = load_suite(write_suite(tmp_path, TINY + "layout_partners:\n  simple: {k: 3}\n"))
+    assert suite.budget("cramped_room").k == 3 and suite.partners.k == 2
+    assert suite.budget("cramped_room").candidates == suite.partners.candidates == 3
+
+
+def test_report_on_a_bench_output(tiny_bench):
+    """`zsceval report` on a real (tiny) bench folder: every block, and no paper numbers for Cramped Room."""
+    from click.testing import CliRunner
+
+    from zsceval.commands.report import report
+
+    _, out, _ = tiny_bench
+    copy = Path(str(out) + "-report")
+    shutil.copytree(out, copy, dirs_exist_ok=True)
+    result = CliRunner().invoke(report, [str(copy), "--reps", "100", "--compare", "zsceval-paper"])
+    assert result.exit_code == 0, result.output
+    for text in ("BR-Prox: IQM", "Probability of improvement", "Performance profiles", "Ranks by IQM"):
+        assert text in result.stdout
+    assert "layout: cramped_room: no reference numbers" in result.stdout
+    for name in ("br_prox.png", "br_prox_levels.png", "performance_profiles.png", "ranks.png"):
+        assert (copy / "figures" / name).is_file(), name

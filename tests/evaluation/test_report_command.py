@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 from click.testing import CliRunner
 
 from zsceval.commands.report import report
@@ -78,8 +79,8 @@ def expected_all_rows(returns, br, seed, reps):
     children = np.random.default_rng(seed).spawn(len(LAYOUTS) * len(ALGORITHMS) * 3)
     expected = {}
     for li, ai in np.ndindex(units.shape[:2]):
-        matrix = units[li, ai].reshape(SEEDS, -1)  # columns (partner, seat), sorted
-        ci = bootstrap_ci(matrix, reps=reps, rng=children[3 * (li * len(ALGORITHMS) + ai)])
+        # [seeds, partners, seats]: a resampled partner brings both of its seats
+        ci = bootstrap_ci(units[li, ai], reps=reps, rng=children[3 * (li * len(ALGORITHMS) + ai)])
         expected[(LAYOUTS[li], ALGORITHMS[ai])] = ci
         assert ci.estimate == pytest.approx(iqm(units[li, ai]))
     moderate = {
@@ -154,3 +155,75 @@ def test_report_missing_results_is_a_clear_error(tmp_path):
     result = CliRunner().invoke(report, [str(tmp_path)])
     assert result.exit_code != 0
     assert "results.parquet" in result.output
+
+
+def test_report_json_statistics_and_paper_comparison(tmp_path):
+    from zsceval.evaluation.statistics import performance_profile, probability_of_improvement
+
+    returns, br = synthetic()
+    write_tables(tmp_path, returns, br)
+    args = [str(tmp_path), "--json", "--reps", "200", "--no-figures", "--compare", "zsceval-paper"]
+    result = CliRunner().invoke(report, args)
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    units = br_prox(returns.mean(axis=-1), br[:, None, None, :, :])  # [L, A, seeds, partners, seats]
+    poi = {
+        (r["layout"], r["algorithm_x"], r["algorithm_y"]): r for r in payload["probability_of_improvement"]
+    }
+    assert len(poi) == len(LAYOUTS) * len(ALGORITHMS) * (len(ALGORITHMS) - 1)
+    for li, layout in enumerate(LAYOUTS):
+        for ai, a in enumerate(ALGORITHMS):
+            for bi, b in enumerate(ALGORITHMS):
+                if a != b:
+                    row = poi[(layout, a, b)]
+                    assert row["poi"] == pytest.approx(
+                        probability_of_improvement(units[li, ai], units[li, bi])
+                    )
+                    assert row["ci_low"] <= row["poi"] <= row["ci_high"]
+    profiles = {(r["layout"], r["algorithm"], r["threshold"]): r for r in payload["performance_profiles"]}
+    assert profiles[("counter_circuit", "mep", 0.5)]["fraction"] == pytest.approx(
+        performance_profile(units[1, 1], np.array([0.5]))[0]
+    )
+    ranks = {(r["layout"], r["algorithm"]): r for r in payload["ranks"]}
+    for li, layout in enumerate(LAYOUTS):
+        iqms = {a: iqm(units[li, ai]) for ai, a in enumerate(ALGORITHMS)}
+        for a in ALGORITHMS:
+            assert ranks[(layout, a)]["rank"] == 1 + sum(v > iqms[a] for v in iqms.values())
+        # ZSC-Eval, corrected mapping (zsceval-facts): ring fcp .69, mep .70, sp .27; circuit .59, .62, .09
+        paper = {"coordination_ring": [0.69, 0.70, 0.27], "counter_circuit": [0.59, 0.62, 0.09]}[layout]
+        rows = {r["algorithm"]: r for r in payload["comparison"]["rows"] if r["layout"] == layout}
+        assert [rows[a]["reference"] for a in ALGORITHMS] == paper
+        rho = {r["layout"]: r["spearman"] for r in payload["comparison"]["layouts"]}[layout]
+        expected = scipy.stats.spearmanr([iqms[a] for a in ALGORITHMS], paper).statistic
+        assert rho == pytest.approx(expected)
+
+
+def test_report_statistics_figures_and_median_levels(tmp_path):
+    returns, br = synthetic()
+    write_tables(tmp_path, returns, br)
+    args = [str(tmp_path), "--reps", "100", "--compare", "zsceval-paper", "--levels", "median"]
+    result = CliRunner().invoke(report, args)
+    assert result.exit_code == 0, result.output
+    for header in ("Probability of improvement", "Performance profiles", "Ranks by IQM", "Spearman rho"):
+        assert header in result.stdout
+    names = ["probability_of_improvement.png", "performance_profiles.png", "ranks.png"]
+    for name in [*names, "compare_zsceval-paper.png"]:
+        assert (tmp_path / "figures" / name).read_bytes()[:8] == PNG_MAGIC, name
+    payload = json.loads(CliRunner().invoke(report, [*args, "--json", "--no-figures"]).stdout)
+    units = br_prox(returns.mean(axis=-1), br[:, None, None, :, :])
+    # median split of ring's mean BR returns: partners at or below the median are moderate
+    mean_br = br[0].mean(axis=-1)
+    moderate = mean_br <= np.median(mean_br)
+    row = next(
+        r
+        for r in payload["rows"]
+        if (r["layout"], r["algorithm"], r["partner_level"]) == ("coordination_ring", "sp", "moderate")
+    )
+    assert row["iqm"] == pytest.approx(iqm(units[0, 2][:, moderate]))
+
+
+def test_report_unknown_reference_lists_shipped_ones(tmp_path):
+    returns, br = synthetic()
+    write_tables(tmp_path, returns, br)
+    result = CliRunner().invoke(report, [str(tmp_path), "--no-figures", "--compare", "zsceval-papr"])
+    assert result.exit_code != 0 and "zsceval-paper" in result.output

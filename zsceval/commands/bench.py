@@ -20,7 +20,14 @@ import click
 @click.option(
     "--report/--no-report", default=True, show_default=True, help="Print the BR-Prox table at the end."
 )
-def bench(suite_name, algos, layouts, out, executor, workers, progress, report) -> None:
+@click.option(
+    "--levels",
+    type=click.Choice(["checkpoint", "median"]),
+    default="checkpoint",
+    show_default=True,
+    help="Moderate/expert split of the printed table: mid/final checkpoints, or BR return <= median.",
+)
+def bench(suite_name, algos, layouts, out, executor, workers, progress, report, levels) -> None:
     """Run whatever is missing of a suite: partner generation and selection, ego training, evaluation.
 
     Every expensive step is a job with its inputs and outputs on disk, so a killed bench resumes
@@ -59,5 +66,5 @@ def bench(suite_name, algos, layouts, out, executor, workers, progress, report) 
         from zsceval.evaluation.report import format_table, read_tables, summarize
 
         results, br, _ = read_tables(out)
-        click.echo(format_table(summarize(results, br)))
+        click.echo(format_table(summarize(results, br, levels=levels)))
         click.echo(f"figures and JSON: zsceval report {out}")

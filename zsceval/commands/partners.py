@@ -7,10 +7,19 @@ import dataclasses
 import click
 
 
-def _suite(layout: str, candidates: int, k: int, steps: int | None, seed: int, preset: str, device: str):
+def _suite(
+    layout: str,
+    candidates: int,
+    k: int,
+    steps: int | None,
+    seed: int,
+    preset: str,
+    device: str,
+    weight_sampling: str = "reference",
+):
     from zsceval.evaluation.bench import PartnerBudget, Suite
 
-    budget = PartnerBudget(candidates=candidates, k=min(k, candidates))
+    budget = PartnerBudget(candidates=candidates, k=min(k, candidates), weight_sampling=weight_sampling)
     if steps is not None:
         budget = dataclasses.replace(budget, candidate_steps=steps, mid_br_steps=steps)
     return Suite(
@@ -47,6 +56,13 @@ _common = [
     click.option("--preset", default="quick", show_default=True, help="Training preset of every run."),
     click.option("--device", default="cpu", show_default=True),
     click.option("--steps", default=None, help="Env steps per candidate and per mid BR (e.g. 1e7)."),
+    click.option(
+        "--weight-sampling",
+        type=click.Choice(["reference", "random"]),
+        default="reference",
+        show_default=True,
+        help="Candidate i's weights: grid point (seed + i) % len(grid) (ZSC-Eval), or a random draw.",
+    ),
 ]
 
 
@@ -59,13 +75,13 @@ def _options(fn):
 @partners.command(name="generate")
 @_options
 @click.option("--candidates", type=int, default=8, show_default=True, help="Weight vectors to train.")
-def generate(layout, out, seed, preset, device, steps, candidates) -> None:
+def generate(layout, out, seed, preset, device, steps, weight_sampling, candidates) -> None:
     """Train behavior-preferring candidates (pi_w with its BR) and compute their behavior features."""
     from zsceval.evaluation.bench import build_phases
     from zsceval.execution import JobError, run_jobs
 
     steps = int(float(steps)) if steps else None
-    suite = _suite(layout, candidates, 1, steps, seed, preset, device)
+    suite = _suite(layout, candidates, 1, steps, seed, preset, device, weight_sampling)
     out = out or f"eval_partners/{suite.layouts[0]}"
     phases, _ = build_phases(suite)
     try:
@@ -83,7 +99,7 @@ def generate(layout, out, seed, preset, device, steps, candidates) -> None:
     "-k", "k", type=int, required=True, help="Partners to select (the set has 2k: finals and mids)."
 )
 @click.option("--candidates", type=int, default=8, show_default=True, help="As given to `generate`.")
-def select(layout, out, seed, preset, device, steps, k, candidates) -> None:
+def select(layout, out, seed, preset, device, steps, weight_sampling, k, candidates) -> None:
     """Select k candidates by BR-Div (k-DPP), train BRs of their mid checkpoints, write the manifest."""
     from pathlib import Path
 
@@ -91,7 +107,7 @@ def select(layout, out, seed, preset, device, steps, k, candidates) -> None:
     from zsceval.execution import JobError, run_jobs
 
     steps = int(float(steps)) if steps else None
-    suite = _suite(layout, candidates, k, steps, seed, preset, device)
+    suite = _suite(layout, candidates, k, steps, seed, preset, device, weight_sampling)
     if k > candidates:
         raise click.ClickException(f"-k {k} is larger than the number of candidates ({candidates})")
     try:

@@ -1,4 +1,5 @@
-"""``zsceval report DIR``: BR-Prox IQM tables with bootstrap CIs, and figures, from a results folder."""
+"""``zsceval report DIR``: BR-Prox IQM tables with bootstrap CIs, comparisons of algorithms (probability of
+improvement, performance profiles, rank uncertainty), an optional reference comparison, and figures."""
 
 from __future__ import annotations
 
@@ -33,6 +34,26 @@ import click
     help="BR-Prox of a unit whose BR return is <= 0: 1 (ZSC-Eval) or excluded.",
 )
 @click.option(
+    "--levels",
+    type=click.Choice(["checkpoint", "median"]),
+    default="checkpoint",
+    show_default=True,
+    help="Moderate/expert split: mid/final checkpoints (spec), or BR return <= layout median (paper text).",
+)
+@click.option(
+    "--stats/--no-stats",
+    default=True,
+    show_default=True,
+    help="Also print probability of improvement, performance profiles and rank distributions.",
+)
+@click.option(
+    "--compare",
+    "compare",
+    default=None,
+    metavar="REFERENCE",
+    help="Compare with a reference table: 'zsceval-paper' (ZSC-Eval's numbers) or a YAML file.",
+)
+@click.option(
     "--figures/--no-figures", default=True, show_default=True, help="Write PNG figures into DIR/figures."
 )
 @click.option(
@@ -49,6 +70,9 @@ def report(
     reps: int,
     ci_level: float,
     nonpositive_br: str,
+    levels: str,
+    stats: bool,
+    compare: str | None,
     figures: bool,
     manifests: tuple[Path, ...],
 ) -> None:
@@ -58,19 +82,29 @@ def report(
     (behavior features of partner candidates, for the PCA and heatmap figures). See
     zsceval.evaluation.metrics for the schemas.
 
+    Comparisons (--stats) use every partner: P(X > Y) per (partner, seat) averaged over partners
+    and seats, the fraction of units above each BR-Prox threshold, and each algorithm's rank over
+    bootstrap replicates; all resample seeds and partners (zsceval.evaluation.statistics).
+
     \b
     Examples:
       zsceval report runs/bench
+      zsceval report runs/bench --compare zsceval-paper --levels median
       zsceval report runs/bench --json --no-figures
     """
     from zsceval.evaluation import report as rep
+    from zsceval.evaluation.comparison import compare_with_reference, load_reference_table
     from zsceval.evaluation.manifest import ManifestError, load_manifest
 
+    options = {"seed": seed, "reps": reps, "level": ci_level, "nonpositive_br": nonpositive_br}
     try:
         results, br_returns, features = rep.read_tables(directory)
-        summary = rep.summarize(
-            results, br_returns, seed=seed, reps=reps, level=ci_level, nonpositive_br=nonpositive_br
-        )
+        summary = rep.summarize(results, br_returns, levels=levels, **options)
+        comparisons = rep.compare_algorithms(results, br_returns, **options) if stats else None
+        reference = None
+        if compare:
+            rows, layouts = compare_with_reference(summary, load_reference_table(compare))
+            reference = (Path(compare).stem if compare.endswith(".yaml") else compare, rows, layouts)
         loaded = [load_manifest(path, verify=False) for path in manifests]
     except (FileNotFoundError, ValueError, ManifestError) as exc:
         raise click.ClickException(str(exc)) from exc
@@ -81,15 +115,37 @@ def report(
             "reps": reps,
             "seed": seed,
             "nonpositive_br": nonpositive_br,
+            "levels": levels,
             "rows": rep.summary_records(summary),
         }
+        if comparisons is not None:
+            payload["probability_of_improvement"] = rep.records(comparisons["poi"])
+            payload["performance_profiles"] = rep.records(comparisons["profiles"])
+            payload["ranks"] = rep.records(comparisons["ranks"])
+        if reference is not None:
+            payload["comparison"] = {
+                "reference": reference[0],
+                "rows": rep.records(reference[1]),
+                "layouts": rep.records(reference[2]),
+            }
         click.echo(json.dumps(payload, indent=2))
     else:
-        click.echo(rep.format_table(summary, level=ci_level))
+        blocks = [rep.format_table(summary, level=ci_level)]
+        if comparisons is not None:
+            blocks.append(rep.format_poi(comparisons["poi"], level=ci_level))
+            blocks.append(rep.format_profiles(comparisons["profiles"], level=ci_level))
+            blocks.append(rep.format_ranks(comparisons["ranks"]))
+        if reference is not None:
+            blocks.append(rep.format_comparison(reference[1], reference[2], reference[0]))
+        click.echo("\n\n".join(blocks))
     if figures:
         try:
             written = rep.write_figures(
-                summary, rep.mark_selected(features, loaded), directory / rep.FIGURES_DIR
+                summary,
+                rep.mark_selected(features, loaded),
+                directory / rep.FIGURES_DIR,
+                comparisons=comparisons,
+                reference=reference,
             )
         except ValueError as exc:
             raise click.ClickException(str(exc)) from exc

@@ -21,6 +21,9 @@ algorithms, seeds and budgets::
       mid_br_steps: 1000000
       dpp_samples: 100000
       min_return: 10              # drop candidates whose final return is <= this
+      weight_sampling: reference  # candidate i trains grid point (seed + i) % len(grid); or `random`
+    layout_partners:              # per-layout changes to `partners` (ZSC-Eval: K = 15 multi-recipe)
+      counter_circuit_mr: {k: 15, candidates: 72}
     evaluation:
       episodes: 10                # per (ego, partner, seat)
 
@@ -56,7 +59,7 @@ from zsceval.rl.checkpoint import atomic_write_text
 from zsceval.rl.config import ConfigError, coerce_value, resolve_config
 
 from . import pipeline  # noqa: F401  (registers the job kinds)
-from .reward_space import load_reward_space, sample_weights
+from .reward_space import load_reward_space, pick_weights, sample_weights
 
 __all__ = [
     "Suite",
@@ -69,7 +72,12 @@ __all__ = [
     "run_bench",
     "collect_tables",
     "ZSC_ALGORITHMS",
+    "WEIGHT_SAMPLING",
+    "candidate_weights",
 ]
+
+WEIGHT_SAMPLING = ("reference", "random")
+"""Valid ``partners.weight_sampling`` values (see :class:`PartnerBudget`)."""
 
 # Algorithms of the ZSC-Eval paper (and TBS): a suite may name them before they are implemented.
 ZSC_ALGORITHMS = ("sp", "fcp", "mep", "trajedi", "hsp", "cole", "e3t", "tbs")
@@ -95,6 +103,11 @@ class PartnerBudget:
     """k-DPP samples drawn when the subsets are too many to enumerate (ZSC-Eval: 1e6)."""
     min_return: float = 10.0
     """Candidates whose return with their BR is <= this are dropped (ZSC-Eval: 10)."""
+    weight_sampling: str = "reference"
+    """How candidate ``i`` gets its weight vector: ``"reference"`` (ZSC-Eval's indexing: grid point
+    ``(seed + i) % num_grid_points`` of the C_max-filtered grid in ``itertools.product`` order, so with
+    more candidates than grid points vectors repeat with other seeds) or ``"random"`` (a random
+    permutation of the grid, then uniform draws with replacement; :func:`sample_weights`)."""
 
 
 @dataclass(frozen=True)
@@ -123,10 +136,19 @@ class Suite:
     """Partner generation and selection budget."""
     evaluation_episodes: int = 10
     """Episodes per (ego seed, partner, seat), and per (partner, seat) for BR returns."""
+    layout_partners: tuple[tuple[str, PartnerBudget], ...] = ()
+    """Per-layout partner budgets (canonical layout name, full budget) that replace ``partners``
+    for that layout; from the suite's ``layout_partners`` mapping (changed keys only)."""
+
+    def budget(self, layout: str) -> PartnerBudget:
+        """The partner budget of ``layout`` (name or alias): its ``layout_partners`` entry or ``partners``."""
+        name = resolve_layout_name(layout)
+        return dict(self.layout_partners).get(name, self.partners)
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["evaluation"] = {"episodes": d.pop("evaluation_episodes")}
+        d["layout_partners"] = {name: asdict(budget) for name, budget in self.layout_partners}
         return d
 
 
@@ -171,16 +193,15 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
     _check_keys(data, known, path, "")
     pdata = data.get("partners") or {}
     _check_keys(pdata, set(PartnerBudget.__dataclass_fields__), path, "partners.")
+    base = PartnerBudget(**_typed(PartnerBudget, pdata, path, "partners."))
+    layout_partners = _layout_partners(data.get("layout_partners") or {}, base, path)
     edata = data.get("evaluation") or {}
     _check_keys(edata, {"episodes"}, path, "evaluation.")
     values = {"name": path.stem, "layouts": [], "algorithms": []}
-    values.update({k: v for k, v in data.items() if k not in ("partners", "evaluation")})
+    values.update({k: v for k, v in data.items() if k not in ("partners", "evaluation", "layout_partners")})
     if "episodes" in edata:
         values["evaluation_episodes"] = edata["episodes"]
-    suite = Suite(
-        **_typed(Suite, values, path, ""),
-        partners=PartnerBudget(**_typed(PartnerBudget, pdata, path, "partners.")),
-    )
+    suite = Suite(**_typed(Suite, values, path, ""), partners=base, layout_partners=layout_partners)
     if layouts:
         suite = _restrict(suite, "layouts", layouts)
     if algorithms:
@@ -204,6 +225,28 @@ def _typed(cls, values: dict, path: Path, prefix: str) -> dict:
         }
     except ConfigError as exc:
         raise SuiteError(f"{path}: {exc}") from None
+
+
+def _layout_partners(data: dict, base: PartnerBudget, path: Path) -> tuple[tuple[str, PartnerBudget], ...]:
+    """Resolve the ``layout_partners`` mapping (layout name or alias -> changed budget keys).
+
+    Raises:
+        SuiteError: not a mapping, an unknown layout, a layout given twice, or a bad budget key.
+    """
+    if not isinstance(data, dict):
+        raise SuiteError(f"{path}: layout_partners must map layout names to partner budgets")
+    out: dict[str, PartnerBudget] = {}
+    for name, changes in data.items():
+        try:
+            layout = resolve_layout_name(str(name))
+        except ValueError as exc:
+            raise SuiteError(f"{path}: layout_partners: {exc}") from None
+        if layout in out:
+            raise SuiteError(f"{path}: layout_partners names {layout!r} twice")
+        prefix = f"layout_partners.{name}."
+        _check_keys(changes or {}, set(PartnerBudget.__dataclass_fields__), path, prefix)
+        out[layout] = dataclasses.replace(base, **_typed(PartnerBudget, changes or {}, path, prefix))
+    return tuple(sorted(out.items()))
 
 
 def _check_keys(data: dict, known: set[str], path: Path, prefix: str) -> None:
@@ -236,21 +279,16 @@ def _validate(suite: Suite, path: Path) -> None:
                 f"{path}: unknown algorithm {algo!r}{hint}; registered: {', '.join(sorted(registered))}; "
                 f"ZSC-Eval algorithms (skipped until implemented): {', '.join(ZSC_ALGORITHMS)}"
             )
-    if suite.partners.k < 1 or suite.partners.k > suite.partners.candidates:
-        raise SuiteError(f"{path}: partners.k={suite.partners.k} must be between 1 and partners.candidates")
-    pb = suite.partners
     for key, value in [
         ("ego_seeds", suite.ego_seeds),
         ("ego_steps", suite.ego_steps),
-        ("partners.candidate_steps", pb.candidate_steps),
-        ("partners.checkpoints", pb.checkpoints),
-        ("partners.feature_episodes", pb.feature_episodes),
-        ("partners.mid_br_steps", pb.mid_br_steps),
-        ("partners.dpp_samples", pb.dpp_samples),
         ("evaluation.episodes", suite.evaluation_episodes),
     ]:
         if value < 1:
             raise SuiteError(f"{path}: {key}={value} must be >= 1")
+    _validate_budget(suite.partners, f"{path}: partners.")
+    for name, pb in suite.layout_partners:
+        _validate_budget(pb, f"{path}: layout_partners.{name}.")
     for name in suite.layouts:  # the training config of every run resolves (preset, overrides)
         try:
             resolve_config(preset=suite.preset, overrides=suite.overrides, **{"env.layout": name})
@@ -258,14 +296,47 @@ def _validate(suite: Suite, path: Path) -> None:
             raise SuiteError(f"{path}: {exc}") from None
 
 
+def _validate_budget(pb: PartnerBudget, where: str) -> None:
+    """Raise :class:`SuiteError` (message ``where`` + key) for a budget that cannot run."""
+    if pb.k < 1 or pb.k > pb.candidates:
+        raise SuiteError(f"{where}k={pb.k} must be between 1 and {where}candidates ({pb.candidates})")
+    for key in ("candidate_steps", "checkpoints", "feature_episodes", "mid_br_steps", "dpp_samples"):
+        if getattr(pb, key) < 1:
+            raise SuiteError(f"{where}{key}={getattr(pb, key)} must be >= 1")
+    if pb.weight_sampling not in WEIGHT_SAMPLING:
+        raise SuiteError(
+            f"{where}weight_sampling={pb.weight_sampling!r}; valid: {', '.join(WEIGHT_SAMPLING)}"
+        )
+
+
+def candidate_weights(layout: str, budget: PartnerBudget, seed: int) -> np.ndarray:
+    """The weight vectors of a layout's ``budget.candidates`` candidates, candidate ``i`` in row ``i``.
+
+    ``"reference"``: candidate ``i`` (training seed ``seed + i``) gets grid point ``(seed + i) % n`` of
+    the ``n`` C_max-filtered grid points (:func:`pick_weights`, ZSC-Eval's ``(seed + offset) % len``
+    with offset 0). ``"random"``: :func:`sample_weights` with ``np.random.default_rng(seed)``.
+
+    Returns:
+        float32[budget.candidates, E + 1].
+
+    Raises:
+        ValueError: an unknown ``budget.weight_sampling`` (lists the valid ones).
+    """
+    space = load_reward_space(resolve_layout_name(layout))
+    if budget.weight_sampling == "reference":
+        grid = space.candidates()
+        return np.stack([pick_weights(grid, seed + i) for i in range(budget.candidates)])
+    if budget.weight_sampling == "random":
+        return sample_weights(space, budget.candidates, np.random.default_rng(seed))
+    raise ValueError(f"weight_sampling must be one of {WEIGHT_SAMPLING}, got {budget.weight_sampling!r}")
+
+
 # ------------------------------------------------------------------------------------------------------
 def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict]:
     """Static phases 1-3 (candidates, features, selection) and the ego training jobs."""
     lay = resolve_layout_name(layout)
-    pb = suite.partners
-    rng = np.random.default_rng(suite.seed)
-    space = load_reward_space(lay)
-    weights = sample_weights(space, pb.candidates, rng)
+    pb = suite.budget(lay)
+    weights = candidate_weights(lay, pb, suite.seed)
     common = {
         "layout": lay,
         "preset": suite.preset,
@@ -361,8 +432,8 @@ def late_phases(suite: Suite, root: Path, infos: dict) -> list[list[Job]]:
     import json
 
     mids, manifests, evaluations = [], [], []
-    pb = suite.partners
     for lay, info in infos.items():
+        pb = suite.budget(lay)
         sel = json.loads((root / info["select"].out / "DONE.json").read_text())["result"]
         sel_candidates = list(sel["selected_ids"])
         mid_jobs = {}

@@ -37,6 +37,10 @@ import scipy.stats
 
 NonpositiveBR = Literal["one", "nan"]
 PartnerResampling = Literal["crossed", "nested"]
+LevelRule = Literal["checkpoint", "median"]
+
+LEVEL_RULES: tuple[str, ...] = ("checkpoint", "median")
+"""How partners are split into moderate and expert (see :func:`assign_levels`)."""
 
 RESULTS_COLUMNS: tuple[str, ...] = (
     "layout",
@@ -118,8 +122,8 @@ def br_prox(
 def iqm(scores: np.ndarray, axis: int | None = None) -> float | np.ndarray:
     """Interquartile mean: ``scipy.stats.trim_mean(x, 0.25)`` over the non-NaN entries.
 
-    Trims ``floor(0.25 * n)`` values from each end and averages the rest (scipy's rule; rliable's
-    ``IQM`` trims fractionally, so the two differ slightly when ``n`` is not a multiple of 4).
+    Trims ``floor(0.25 * n)`` values from each end and averages the rest: scipy's rule, which
+    rliable's ``aggregate_iqm`` (rliable 1.2) uses too, so the two agree for every ``n``.
     Source: ZSC-Eval Sec. 4.3 ("inter-quartile mean"), Agarwal et al. 2021.
 
     Args:
@@ -335,16 +339,47 @@ def br_prox_units(
     return merged
 
 
-def unit_matrix(units: pd.DataFrame) -> np.ndarray:
-    """Arrange one group's BR-Prox units as ``float[num_seeds, num_partners * num_seats]``.
+def unit_array(units: pd.DataFrame, partners: Sequence[str] | None = None) -> np.ndarray:
+    """Arrange one group's BR-Prox units as ``float64[num_seeds, num_partners, num_seats]``.
 
-    Rows are ego seeds in sorted order, columns (partner, seat) pairs in sorted order; a pair a seed did
-    not play is NaN.
+    Axis 0 is ego seeds in sorted order, axis 1 partners (sorted, or in the order of ``partners``),
+    axis 2 seats in sorted order; a (seed, partner, seat) the group did not play is NaN. Seats are a
+    trailing axis of their partner, so :func:`bootstrap_ci` resamples a partner with all its seats.
+
+    Args:
+        units: rows of :func:`br_prox_units` for one group, columns ``ego_seed, partner, seat,
+            br_prox``.
+        partners: the partner axis to use (e.g. every partner of the layout, so that arrays of several
+            algorithms share it); partners absent from ``units`` get NaN slices.
+
+    Returns:
+        float64[num_seeds, num_partners, num_seats].
+
+    Raises:
+        ValueError: ``units`` names a partner missing from ``partners``.
     """
     table = units.pivot_table(
-        index="ego_seed", columns=["partner", "seat"], values="br_prox", aggfunc="first"
-    )
-    return table.sort_index(axis=0).sort_index(axis=1).to_numpy(dtype=np.float64)
+        index="ego_seed", columns=["partner", "seat"], values="br_prox", aggfunc="first", dropna=False
+    ).sort_index(axis=0)
+    seeds = table.index
+    seats = sorted(units["seat"].unique())
+    order = sorted(units["partner"].unique()) if partners is None else list(partners)
+    unknown = sorted(set(units["partner"]) - set(order))
+    if unknown:
+        raise ValueError(f"units name partners {unknown} outside the partner axis {order}")
+    columns = pd.MultiIndex.from_product([order, seats], names=["partner", "seat"])
+    table = table.reindex(columns=columns)
+    return table.to_numpy(dtype=np.float64).reshape(len(seeds), len(order), len(seats))
+
+
+def unit_matrix(units: pd.DataFrame) -> np.ndarray:
+    """:func:`unit_array` flattened to ``float64[num_seeds, num_partners * num_seats]``.
+
+    Columns are (partner, seat) pairs in sorted order. For display only: do not bootstrap this
+    matrix, whose columns :func:`bootstrap_ci` would resample as separate partners.
+    """
+    array = unit_array(units)
+    return array.reshape(array.shape[0], -1)
 
 
 def br_prox_summary(
@@ -356,19 +391,23 @@ def br_prox_summary(
     level: float = 0.95,
     nonpositive_br: NonpositiveBR = "one",
     split_levels: bool = True,
+    levels: LevelRule = "checkpoint",
 ) -> pd.DataFrame:
     """IQM BR-Prox with bootstrap CIs per (layout, algorithm[, partner level]).
 
     Units are (ego seed, partner, seat) with returns averaged over episodes (ZSC-Eval Sec. 4.3;
     docs/zsceval-facts.md item 9); they are pooled with :func:`iqm` and given a :func:`bootstrap_ci`
-    over seeds x (partner, seat) columns. Groups are processed in sorted order of (layout, algorithm,
-    partner_level) with ``partner_level`` ordered ``all, moderate, expert``; group ``i`` uses
-    ``rng.spawn(num_groups)[i]``, so every group's interval is reproducible from ``rng`` alone.
+    over the ``[seeds, partners, seats]`` array of :func:`unit_array`: a resampled partner brings both
+    of its seats (seats share the partner's effect, so resampling (partner, seat) columns separately
+    would understate the partner variance and give too narrow intervals). Groups are processed in
+    sorted order of (layout, algorithm, partner_level) with ``partner_level`` ordered ``all, moderate,
+    expert``; group ``i`` uses ``rng.spawn(num_groups)[i]``, so every group's interval is
+    reproducible from ``rng`` alone.
 
-    Note: the paper (Sec. 5.2, Fig. 6) calls a partner moderate when its self-play return is at most the
-    median over the partner set; this function uses the ``partner_level`` column, which the pipeline
-    fills from the checkpoint (``mid`` -> moderate, ``final`` -> expert). Relabel with
-    :func:`levels_by_median` to follow the paper's rule.
+    The moderate/expert split follows ``levels`` (:func:`assign_levels`): ``"checkpoint"`` keeps the
+    ``partner_level`` column (``mid`` -> moderate, ``final`` -> expert: the spec and the pipeline);
+    ``"median"`` is the paper's text (Sec. 5.2, Fig. 6): moderate iff the partner's return is at most
+    the median over the layout's partners.
 
     Args:
         results: per-episode results frame (module docstring).
@@ -378,12 +417,14 @@ def br_prox_summary(
         level: CI coverage.
         nonpositive_br: see :func:`br_prox`.
         split_levels: also report ``moderate`` and ``expert`` rows besides ``all``.
+        levels: ``"checkpoint"`` or ``"median"`` (see above).
 
     Returns:
         One row per group with columns ``layout, algorithm, partner_level, iqm, ci_low, ci_high,
         num_seeds, num_partners, num_units`` (``partner_level`` is ``"all"``, ``"moderate"`` or
         ``"expert"``; ``num_units`` counts non-NaN units).
     """
+    results = assign_levels(results, br_returns, levels)
     units = br_prox_units(results, br_returns, nonpositive_br=nonpositive_br)
     groups: list[tuple[str, str, str, pd.DataFrame]] = []
     for (layout, algorithm), frame in units.groupby(["layout", "algorithm"], sort=True):
@@ -395,7 +436,7 @@ def br_prox_summary(
                     groups.append((layout, algorithm, partner_level, sub))
     rows = []
     for (layout, algorithm, partner_level, frame), child in zip(groups, rng.spawn(len(groups))):
-        matrix = unit_matrix(frame)
+        matrix = unit_array(frame)
         ci = bootstrap_ci(matrix, iqm, reps=reps, level=level, rng=child)
         rows.append(
             {
@@ -429,6 +470,42 @@ def levels_by_median(partner_returns: Mapping[str, float]) -> dict[str, str]:
         raise ValueError("partner_returns is empty")
     median = float(np.median(np.fromiter(partner_returns.values(), dtype=np.float64)))
     return {p: ("moderate" if r <= median else "expert") for p, r in partner_returns.items()}
+
+
+def assign_levels(results: pd.DataFrame, br_returns: pd.DataFrame, rule: LevelRule) -> pd.DataFrame:
+    """Results with ``partner_level`` set by ``rule``.
+
+    ``"checkpoint"``: unchanged (``mid`` checkpoints moderate, ``final`` expert; the spec,
+    docs/zsceval-facts.md item 7). ``"median"``: per layout, :func:`levels_by_median` of each partner's
+    mean BR return (its return with its approximate best response, the stand-in for the paper's
+    self-play return ``J(pi^P)``, which the pipeline does not measure; ZSC-Eval Sec. 5.2).
+
+    Args:
+        results: per-episode results frame (module docstring).
+        br_returns: BR reference returns (module docstring).
+        rule: ``"checkpoint"`` or ``"median"``.
+
+    Returns:
+        A results frame (a copy when relabelled).
+
+    Raises:
+        ValueError: an unknown rule (lists the valid ones), or a partner without a BR return.
+    """
+    if rule not in LEVEL_RULES:
+        raise ValueError(f"unknown levels rule {rule!r}; valid: {', '.join(LEVEL_RULES)}")
+    if rule == "checkpoint":
+        return results
+    _check_columns(br_returns, BR_RETURNS_COLUMNS, "br_returns")
+    mean_br = br_returns.groupby(["layout", "partner"])["br_return"].mean()
+    labels: dict[tuple[str, str], str] = {}
+    for layout, per_partner in mean_br.groupby(level="layout"):
+        split = levels_by_median(dict(zip(per_partner.index.get_level_values("partner"), per_partner)))
+        labels.update({(layout, p): level for p, level in split.items()})
+    keys = list(zip(results["layout"], results["partner"]))
+    lacking = sorted({k for k in keys if k not in labels})
+    if lacking:
+        raise ValueError(f"no BR return for (layout, partner) {lacking[:10]}: cannot split by median")
+    return results.assign(partner_level=[labels[k] for k in keys])
 
 
 def _check_columns(frame: pd.DataFrame, required: Sequence[str], name: str) -> None:

@@ -15,7 +15,8 @@ Stages for one layout:
    ``mid`` checkpoint (training sparse return closest to half of the final, final = mean of the
    last 5 logged values; item 3).
 3. ``partners.select``: drop candidates whose final return <= ``min_return`` (10 in ZSC-Eval),
-   normalize features, select K by BR-Div with a k-DPP (exact enumeration when small).
+   select K by BR-Div with a k-DPP (exact enumeration when small) on the raw features, which
+   :func:`~zsceval.evaluation.selection.select_partners` normalizes once.
 4. ``train`` with algorithm ``br`` against each selected ``mid`` checkpoint.
 5. ``partners.manifest``: export the 2K partners (K finals, K mids) and their BRs into a
    self-contained folder, measure each BR's return with its partner in both seats, write the
@@ -47,7 +48,7 @@ from .manifest import (
     write_manifest,
 )
 from .matches import PartnerSpec, evaluate_agent, evaluate_br_references, play_games
-from .selection import normalize_features, select_partners
+from .selection import select_partners
 
 __all__ = ["feature_names", "mid_checkpoint", "load_partner_set"]
 
@@ -194,9 +195,8 @@ def partners_select(params: dict, out: Path, needs: dict) -> dict:
     ids = sorted(kept)
     features = np.array([kept[c]["features"] for c in ids], dtype=float)
     rng = np.random.default_rng(int(params.get("seed", 0)))
-    sel = select_partners(
-        normalize_features(features), k, rng=rng, num_samples=int(params.get("num_samples", 1_000_000))
-    )
+    # raw features: select_partners normalizes them once (column max + 1e-3), as the spec says
+    sel = select_partners(features, k, rng=rng, num_samples=int(params.get("num_samples", 1_000_000)))
     chosen = [ids[i] for i in sel.indices]
     frame = pd.DataFrame(features, columns=next(iter(kept.values()))["feature_names"])
     frame.insert(0, "candidate_id", ids)

@@ -10,6 +10,10 @@ Inputs (a folder ``DIR``):
 Figures (PNG, written atomically into ``DIR/figures``):
     * ``br_prox.png``: IQM BR-Prox per algorithm with 95% CI error bars, one panel per layout.
     * ``br_prox_levels.png``: the same split into moderate and expert partners (ZSC-Eval Fig. 6).
+    * ``probability_of_improvement.png``: ``P(X > Y)`` with 95% CIs for every pair, one panel per layout.
+    * ``performance_profiles.png``: fraction of units above each BR-Prox threshold with CI bands.
+    * ``ranks.png``: bootstrap distribution of each algorithm's rank, one panel per layout.
+    * ``compare_<reference>.png``: our IQM BR-Prox against a reference table's (``--compare``).
     * ``partners_pca_<layout>.png``: first two principal components of the candidates' normalized
       behavior features, selected partners highlighted (ZSC-Eval Fig. 3).
     * ``partners_features_<layout>.png``: heatmap of the selected partners' normalized features.
@@ -32,8 +36,14 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from zsceval.evaluation.manifest import PartnerSetManifest  # noqa: E402
-from zsceval.evaluation.metrics import ALL_LEVELS, PARTNER_LEVELS, br_prox_summary  # noqa: E402
+from zsceval.evaluation.metrics import (  # noqa: E402
+    ALL_LEVELS,
+    PARTNER_LEVELS,
+    br_prox_summary,
+    br_prox_units,
+)
 from zsceval.evaluation.selection import normalize_features  # noqa: E402
+from zsceval.evaluation.statistics import comparison_tables  # noqa: E402
 
 RESULTS_FILE = "results.parquet"
 BR_RETURNS_FILE = "br_returns.parquet"
@@ -67,6 +77,7 @@ def summarize(
     reps: int = 2000,
     level: float = 0.95,
     nonpositive_br: str = "one",
+    levels: str = "checkpoint",
 ) -> pd.DataFrame:
     """:func:`~zsceval.evaluation.metrics.br_prox_summary` with ``rng = np.random.default_rng(seed)``."""
     return br_prox_summary(
@@ -76,7 +87,110 @@ def summarize(
         reps=reps,
         level=level,
         nonpositive_br=nonpositive_br,
+        levels=levels,
     )
+
+
+def compare_algorithms(
+    results: pd.DataFrame,
+    br_returns: pd.DataFrame,
+    *,
+    seed: int = 0,
+    reps: int = 2000,
+    level: float = 0.95,
+    nonpositive_br: str = "one",
+) -> dict[str, pd.DataFrame]:
+    """:func:`~zsceval.evaluation.statistics.comparison_tables` over all partners, with
+    ``rng = np.random.default_rng([seed, 1])`` (a stream apart from :func:`summarize`'s)."""
+    units = br_prox_units(results, br_returns, nonpositive_br=nonpositive_br)
+    return comparison_tables(units, rng=np.random.default_rng([seed, 1]), reps=reps, level=level)
+
+
+def format_poi(poi: pd.DataFrame, *, level: float = 0.95) -> str:
+    """Per layout, a matrix of ``P(row > column)`` with its CI (3 decimals)."""
+    lines = [f"Probability of improvement P(row > column) [{level:.0%} CI], over (partner, seat) tasks"]
+    for layout, frame in poi.groupby("layout", sort=True):
+        names = sorted(set(frame["algorithm_x"]) | set(frame["algorithm_y"]))
+        cells = {
+            (r.algorithm_x, r.algorithm_y): format_cell(r.poi, r.ci_low, r.ci_high)
+            for r in frame.itertuples()
+        }
+        rows = [[a, *(cells.get((a, b), "-") for b in names)] for a in names]
+        lines += ["", f"layout: {layout}", *_table(["algorithm", *names], rows)]
+    return "\n".join(lines)
+
+
+def format_ranks(ranks: pd.DataFrame) -> str:
+    """Per layout: IQM, rank, bootstrap mean rank and the probability of each rank."""
+    lines = ["Ranks by IQM BR-Prox (1 = best) and their bootstrap distribution"]
+    for layout, frame in ranks.groupby("layout", sort=True):
+        probs = sorted((c for c in frame.columns if c.startswith("p_rank_")), key=lambda c: int(c[7:]))
+        probs = [c for c in probs if frame[c].notna().any()]
+        header = ["algorithm", "iqm", "rank", "mean rank", *(f"P(rank {c[7:]})" for c in probs)]
+        rows = [
+            [r.algorithm, f"{r.iqm:.3f}", str(int(r.rank)), f"{r.mean_rank:.2f}"]
+            + [f"{getattr(r, c):.2f}" for c in probs]
+            for r in frame.sort_values(["rank", "algorithm"]).itertuples()
+        ]
+        lines += ["", f"layout: {layout}", *_table(header, rows)]
+    return "\n".join(lines)
+
+
+def format_profiles(
+    profiles: pd.DataFrame, *, thresholds: Sequence[float] = (0.25, 0.5, 0.75, 0.9), level: float = 0.95
+) -> str:
+    """Per layout: fraction of units with BR-Prox above a few thresholds (nearest profile point)."""
+    lines = [f"Performance profiles: fraction of units with BR-Prox > tau [{level:.0%} CI]"]
+    for layout, frame in profiles.groupby("layout", sort=True):
+        grid = np.sort(frame["threshold"].unique())
+        taus = sorted({float(grid[np.abs(grid - t).argmin()]) for t in thresholds})
+        rows = []
+        for algorithm, sub in frame.groupby("algorithm", sort=True):
+            sub = sub.set_index("threshold")
+            rows.append(
+                [algorithm]
+                + [
+                    format_cell(sub.loc[t, "fraction"], sub.loc[t, "ci_low"], sub.loc[t, "ci_high"])
+                    for t in taus
+                ]
+            )
+        lines += ["", f"layout: {layout}", *_table(["algorithm", *(f"tau={t:g}" for t in taus)], rows)]
+    return "\n".join(lines)
+
+
+def format_comparison(rows: pd.DataFrame, layouts: pd.DataFrame, name: str) -> str:
+    """Our IQM BR-Prox next to the reference's, and Spearman rho per layout."""
+    lines = [f"Comparison with {name}: IQM BR-Prox (all partners) vs the reference; Spearman rho per layout"]
+    for layout, frame in rows.groupby("layout", sort=True):
+        info = layouts.set_index("layout").loc[layout]
+        if info["num_common"] == 0:
+            lines += ["", f"layout: {layout}: no reference numbers"]
+            continue
+        rho = (
+            "n/a (fewer than 2 common algorithms)"
+            if np.isnan(info["spearman"])
+            else f"{info['spearman']:.2f}"
+        )
+        table_rows = [
+            [
+                r.algorithm,
+                format_cell(r.iqm, r.ci_low, r.ci_high),
+                "-" if np.isnan(r.reference) else f"{r.reference:.2f}",
+            ]
+            for r in frame.sort_values("algorithm").itertuples()
+        ]
+        lines += ["", f"layout: {layout} (Spearman rho {rho}, {int(info['num_common'])} algorithms)"]
+        lines += _table(["algorithm", "ours", name], table_rows)
+    return "\n".join(lines)
+
+
+def records(frame: pd.DataFrame) -> list[dict]:
+    """Any frame as JSON-ready records (Python scalars; NaN -> None)."""
+    out = []
+    for row in frame.to_dict("records"):
+        clean = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
+        out.append({k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in clean.items()})
+    return out
 
 
 def format_cell(iqm: float, low: float, high: float) -> str:
@@ -175,8 +289,23 @@ def pca_2d(features: np.ndarray) -> np.ndarray:
     return np.pad(scores, ((0, 0), (0, 2 - scores.shape[1])))
 
 
-def write_figures(summary: pd.DataFrame, features: pd.DataFrame | None, out_dir: str | Path) -> list[Path]:
-    """Write every report figure into ``out_dir`` (created); returns the written paths."""
+def write_figures(
+    summary: pd.DataFrame,
+    features: pd.DataFrame | None,
+    out_dir: str | Path,
+    *,
+    comparisons: dict[str, pd.DataFrame] | None = None,
+    reference: tuple[str, pd.DataFrame, pd.DataFrame] | None = None,
+) -> list[Path]:
+    """Write every report figure into ``out_dir`` (created); returns the written paths.
+
+    Args:
+        summary: :func:`summarize` output.
+        features: candidates' behavior features (module docstring) or ``None``.
+        out_dir: folder of the PNGs.
+        comparisons: :func:`compare_algorithms` output, for the PoI, profile and rank figures.
+        reference: ``(name, rows, layouts)`` of :func:`~zsceval.evaluation.comparison.compare_with_reference`.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     sns.set_theme(style="whitegrid")
@@ -186,6 +315,14 @@ def write_figures(summary: pd.DataFrame, features: pd.DataFrame | None, out_dir:
     split = summary[summary["partner_level"].isin(PARTNER_LEVELS)]
     if len(split):
         written.append(_save(_plot_levels(split), out_dir / "br_prox_levels.png"))
+    if comparisons is not None:
+        if len(comparisons["poi"]):
+            written.append(_save(_plot_poi(comparisons["poi"]), out_dir / "probability_of_improvement.png"))
+        written.append(_save(_plot_profiles(comparisons["profiles"]), out_dir / "performance_profiles.png"))
+        written.append(_save(_plot_ranks(comparisons["ranks"]), out_dir / "ranks.png"))
+    if reference is not None and (reference[2]["num_common"] > 0).any():
+        name, rows, layouts = reference
+        written.append(_save(_plot_reference(rows, layouts, name), out_dir / f"compare_{name}.png"))
     if features is not None and len(features):
         for layout, frame in features.groupby("layout", sort=True):
             written.append(_save(_plot_pca(frame, str(layout)), out_dir / f"partners_pca_{layout}.png"))
@@ -194,6 +331,11 @@ def write_figures(summary: pd.DataFrame, features: pd.DataFrame | None, out_dir:
                     _save(_plot_heatmap(frame, str(layout)), out_dir / f"partners_features_{layout}.png")
                 )
     return written
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(str(header[i])), *(len(str(r[i])) for r in rows)) for i in range(len(header))]
+    return [_row(header, widths)] + [_row(r, widths) for r in rows]
 
 
 def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
@@ -286,4 +428,91 @@ def _plot_heatmap(frame: pd.DataFrame, layout: str) -> plt.Figure:
     sns.heatmap(table, ax=ax, cmap="viridis", vmin=0, vmax=1, cbar_kws={"label": "feature / column max"})
     ax.set_title(f"{layout}: selected partners")
     ax.set_ylabel("candidate")
+    return fig
+
+
+def _plot_poi(poi: pd.DataFrame) -> plt.Figure:
+    """One panel per layout: P(X > Y) with CI for each pair X < Y (alphabetical), 0.5 marked."""
+    layouts = sorted(poi["layout"].unique())
+    pairs = poi[poi["algorithm_x"] < poi["algorithm_y"]]
+    height = max(2.5, 0.45 * pairs.groupby("layout").size().max() + 1.2)
+    fig, axes = plt.subplots(
+        1, len(layouts), figsize=(4.6 * len(layouts) + 0.5, height), squeeze=False, layout="constrained"
+    )
+    for ax, layout in zip(axes[0], layouts):
+        frame = pairs[pairs["layout"] == layout].sort_values(["algorithm_x", "algorithm_y"])
+        y = np.arange(len(frame))[::-1]
+        err = np.vstack([frame["poi"] - frame["ci_low"], frame["ci_high"] - frame["poi"]]).clip(0)
+        ax.errorbar(frame["poi"], y, xerr=err, fmt="o", color="C0", ecolor="C0", capsize=3)
+        ax.axvline(0.5, color="0.4", ls="--", lw=1)
+        ax.set_yticks(y, [f"{a} > {b}" for a, b in zip(frame["algorithm_x"], frame["algorithm_y"])])
+        ax.set_xlim(-0.02, 1.02)
+        ax.set_xlabel("P(X > Y)")
+        ax.set_title(layout)
+    fig.suptitle("Probability of improvement (95% CI)")
+    return fig
+
+
+def _plot_profiles(profiles: pd.DataFrame) -> plt.Figure:
+    layouts = sorted(profiles["layout"].unique())
+    fig, axes = _panels(layouts)
+    algorithms = sorted(profiles["algorithm"].unique())
+    colors = dict(zip(algorithms, sns.color_palette("deep", len(algorithms))))
+    for ax, layout in zip(axes, layouts):
+        for algorithm, frame in profiles[profiles["layout"] == layout].groupby("algorithm", sort=True):
+            ax.plot(frame["threshold"], frame["fraction"], color=colors[algorithm], label=algorithm, lw=1.8)
+            ax.fill_between(
+                frame["threshold"], frame["ci_low"], frame["ci_high"], color=colors[algorithm], alpha=0.2
+            )
+        ax.set_title(layout)
+        ax.set_xlabel("BR-Prox threshold tau")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+    axes[0].set_ylabel("fraction of units > tau")
+    axes[-1].legend(title="algorithm", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    return fig
+
+
+def _plot_ranks(ranks: pd.DataFrame) -> plt.Figure:
+    layouts = sorted(ranks["layout"].unique())
+    fig, axes = _panels(layouts)
+    columns = sorted((c for c in ranks.columns if c.startswith("p_rank_")), key=lambda c: int(c[7:]))
+    palette = sns.color_palette("viridis", len(columns))
+    for ax, layout in zip(axes, layouts):
+        frame = ranks[ranks["layout"] == layout].sort_values("algorithm")
+        x = np.arange(len(frame))
+        bottom = np.zeros(len(frame))
+        for color, column in zip(palette, columns):
+            values = frame[column].fillna(0).to_numpy()
+            ax.bar(x, values, bottom=bottom, color=color, label=f"rank {column[7:]}")
+            bottom += values
+        ax.set_xticks(x, frame["algorithm"], rotation=45, ha="right")
+        ax.set_ylim(0, 1)
+        ax.set_title(layout)
+    axes[0].set_ylabel("bootstrap probability of rank")
+    axes[-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    return fig
+
+
+def _plot_reference(rows: pd.DataFrame, layouts: pd.DataFrame, name: str) -> plt.Figure:
+    common = rows.dropna(subset=["reference"])
+    rho = layouts.set_index("layout")["spearman"]
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    for i, (layout, frame) in enumerate(common.groupby("layout", sort=True)):
+        label = f"{layout} (rho {rho[layout]:.2f})" if not np.isnan(rho[layout]) else layout
+        err = np.vstack([frame["iqm"] - frame["ci_low"], frame["ci_high"] - frame["iqm"]]).clip(0)
+        ax.errorbar(
+            frame["reference"], frame["iqm"], yerr=err, fmt="o", color=f"C{i}", capsize=3, label=label
+        )
+        for r in frame.itertuples():
+            ax.annotate(
+                r.algorithm, (r.reference, r.iqm), textcoords="offset points", xytext=(4, 3), fontsize=8
+            )
+    ax.plot([0, 1], [0, 1], color="0.5", ls="--", lw=1)
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel(f"{name} IQM BR-Prox")
+    ax.set_ylabel("ours: IQM BR-Prox (95% CI)")
+    ax.set_title(f"Agreement with {name}")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return fig
