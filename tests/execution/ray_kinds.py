@@ -38,3 +38,12 @@ def where(params, out, needs):
 
     _count_run(out)
     return {"zsceval": zsceval.__file__, "kinds": __file__, "pid": os.getpid()}
+
+
+@job_kind("raytest.crash")
+def crash(params, out, needs):
+    """Kills its worker process outright on its first ``crash_times`` runs (like the OOM killer)."""
+    run = _count_run(out)
+    if run <= params["crash_times"]:
+        os._exit(3)
+    return {"runs": run}

@@ -135,3 +135,14 @@ def test_local_executor_retries_only_when_asked(tmp_path):
     assert CALLS == ["f", "f", "f"]
     with pytest.raises(ValueError, match="retries must be >= 0"):
         run_jobs([Job("f", "test.write", {"name": "f", "value": 1}, out="f")], tmp_path, retries=-1)
+
+
+def test_process_pool_survives_a_worker_that_dies(tmp_path):
+    from tests.execution.ray_kinds import MODULE
+
+    job = Job("c", "raytest.crash", {"crash_times": 1}, out="c")
+    results = run_jobs([job], tmp_path, executor="process", workers=2, modules=(MODULE,), progress=False)
+    assert results["c"] == {"runs": 2}  # the pool broke on the first run; a new one ran the retry
+    with pytest.raises(JobError, match=r"job .d. .raytest.crash. failed after 2 attempts.*process died"):
+        run_jobs([Job("d", "raytest.crash", {"crash_times": 9}, out="d")], tmp_path, executor="process",
+                 workers=2, modules=(MODULE,), progress=False)  # fmt: skip

@@ -146,3 +146,12 @@ def test_tiny_bench_on_ray_matches_the_local_executors_tables(tmp_path):
         if common:
             by_key = [t[common].sort_values(common).reset_index(drop=True) for t in (ray_table, local_table)]
             assert by_key[0].equals(by_key[1])
+
+
+def test_a_job_whose_ray_worker_dies_is_retried(tmp_path):
+    results = run_jobs([Job("c", "raytest.crash", {"crash_times": 1}, out="c")], tmp_path, executor="ray",
+                       workers=2, modules=KINDS, progress=False)  # fmt: skip
+    assert results["c"] == {"runs": 2}
+    with pytest.raises(JobError, match=r"job .d. .raytest.crash. failed after 2 attempts.*Ray worker failed"):
+        run_jobs([Job("d", "raytest.crash", {"crash_times": 9}, out="d")], tmp_path, executor="ray",
+                 workers=2, modules=KINDS, progress=False)  # fmt: skip
