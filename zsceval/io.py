@@ -10,9 +10,38 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_write_text", "atomic_write_bytes", "sha256_file", "sha256_text", "sha256_bytes"]
+__all__ = [
+    "atomic_path",
+    "atomic_write_text",
+    "atomic_write_bytes",
+    "sha256_file",
+    "sha256_text",
+    "sha256_bytes",
+]
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temp path next to ``path`` for a writer that needs a file name (``to_parquet``,
+    ``savefig``); on normal exit it is renamed onto ``path``, on an exception it is removed.
+
+    Raises:
+        OSError: the directory cannot be created or written; whatever the body raises.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = False) -> None:
