@@ -104,3 +104,45 @@ def test_process_pool_executor(tmp_path):
         js, tmp_path, executor="process", workers=2, modules=("tests.execution.test_jobs",), progress=False
     )
     assert results == {f"sq{i}": i * i for i in range(4)}
+
+
+def test_process_pool_retries_a_failed_job_and_reports_one_that_keeps_failing(tmp_path):
+    from tests.execution.ray_kinds import MODULE
+
+    def flaky(name, fail_times):
+        return Job(name, "raytest.flaky", {"value": 1, "fail_times": fail_times}, out=name)
+
+    runs = lambda name: len((tmp_path / name / "runs.txt").read_text().splitlines())  # noqa: E731
+    results = run_jobs([flaky("once", 1)], tmp_path, executor="process", workers=2, modules=(MODULE,),
+                       progress=False)  # fmt: skip
+    assert results["once"] == {"value": 1, "runs": 2} and runs("once") == 2  # default: 1 retry
+    with pytest.raises(JobError, match=r"job 'always' \(raytest.flaky\) failed after 2 attempts") as info:
+        run_jobs([flaky("once", 1), flaky("always", 99)], tmp_path, executor="process", workers=2,
+                 modules=(MODULE,), progress=False)  # fmt: skip
+    assert info.value.job == "always" and runs("always") == 2 and runs("once") == 2  # not redone
+
+
+def test_local_executor_retries_only_when_asked(tmp_path):
+    CALLS.clear()
+    with pytest.raises(JobError, match="boom") as info:
+        run_jobs([Job("f", "test.write", {"name": "f", "value": 1, "fail": True}, out="f")], tmp_path,
+                 progress=False)  # fmt: skip
+    assert CALLS == ["f"] and "attempts" not in str(info.value)  # local default: no retry
+    CALLS.clear()
+    with pytest.raises(JobError, match=r"job 'f' \(test.write\) failed after 3 attempts"):
+        run_jobs([Job("f", "test.write", {"name": "f", "value": 1, "fail": True}, out="f")], tmp_path,
+                 retries=2, progress=False)  # fmt: skip
+    assert CALLS == ["f", "f", "f"]
+    with pytest.raises(ValueError, match="retries must be >= 0"):
+        run_jobs([Job("f", "test.write", {"name": "f", "value": 1}, out="f")], tmp_path, retries=-1)
+
+
+def test_process_pool_survives_a_worker_that_dies(tmp_path):
+    from tests.execution.ray_kinds import MODULE
+
+    job = Job("c", "raytest.crash", {"crash_times": 1}, out="c")
+    results = run_jobs([job], tmp_path, executor="process", workers=2, modules=(MODULE,), progress=False)
+    assert results["c"] == {"runs": 2}  # the pool broke on the first run; a new one ran the retry
+    with pytest.raises(JobError, match=r"job .d. .raytest.crash. failed after 2 attempts.*process died"):
+        run_jobs([Job("d", "raytest.crash", {"crash_times": 9}, out="d")], tmp_path, executor="process",
+                 workers=2, modules=(MODULE,), progress=False)  # fmt: skip

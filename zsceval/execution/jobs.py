@@ -13,17 +13,16 @@ a Ray cluster; they all use :func:`run_job`, so a job behaves the same everywher
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
-import os
 import shutil
-import tempfile
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from zsceval.io import atomic_write_text, sha256_text
 
 __all__ = [
     "Job",
@@ -45,7 +44,18 @@ JOB_KINDS: dict[str, Callable[[dict, Path, dict[str, Path]], Any]] = {}
 
 
 class JobError(RuntimeError):
-    """A job failed or cannot run (unknown kind, missing inputs, dependency cycle)."""
+    """A job failed or cannot run (unknown kind, missing inputs, dependency cycle).
+
+    Attributes:
+        job: id of the job concerned, or None for errors about the job list as a whole.
+        retryable: True when the job function itself raised or its worker died, so another
+            attempt may succeed; False when retrying cannot help (unknown kind, missing input).
+    """
+
+    def __init__(self, message: str, *, job: str | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.job = job
+        self.retryable = retryable
 
 
 def job_kind(name: str) -> Callable:
@@ -90,15 +100,7 @@ class Job:
     def fingerprint(self) -> str:
         """sha256 of (kind, params), the job's own inputs; ``chain_fingerprints`` adds its needs'."""
         blob = json.dumps({"kind": self.kind, "params": self.params}, sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+        return sha256_text(blob)[:16]
 
 
 def chain_fingerprints(ordered: list[Job]) -> dict[str, str]:
@@ -113,7 +115,7 @@ def chain_fingerprints(ordered: list[Job]) -> dict[str, str]:
     chained: dict[str, str] = {}
     for j in ordered:
         blob = json.dumps([j.fingerprint, [chained[d] for d in j.needs]])
-        chained[j.id] = hashlib.sha256(blob.encode()).hexdigest()
+        chained[j.id] = sha256_text(blob)
     return chained
 
 
@@ -166,33 +168,37 @@ def run_job(job: Job, root: str | Path, out_dirs: dict[str, str], fingerprint: s
     if job.kind not in JOB_KINDS:
         close = difflib.get_close_matches(job.kind, list(JOB_KINDS), n=1)
         raise JobError(
-            f"unknown job kind {job.kind!r}{f' (did you mean {close[0]!r}?)' if close else ''}; "
-            f"known: {', '.join(sorted(JOB_KINDS))}"
+            f"job {job.id!r}: unknown job kind {job.kind!r}"
+            f"{f' (did you mean {close[0]!r}?)' if close else ''}; known: {', '.join(sorted(JOB_KINDS))} "
+            "(a kind is registered by importing the module that defines it: pass it in `modules`)",
+            job=job.id,
         )
     needs = {}
     for dep in job.needs:
         path = root / out_dirs[dep]
         if not (path / DONE).is_file():
-            raise JobError(f"job {job.id!r} needs {dep!r}, which has not finished ({path})")
+            raise JobError(f"job {job.id!r} needs {dep!r}, which has not finished ({path})", job=job.id)
         needs[dep] = path
     out = root / job.out
     stored = [_stored_fingerprint(out / name) for name in (DONE, STARTED)]
     if any(f is not None and f != fingerprint for f in stored):
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out / STARTED, json.dumps({"job": job.id, "fingerprint": fingerprint}))
+    atomic_write_text(out / STARTED, json.dumps({"job": job.id, "fingerprint": fingerprint}))
     start = time.time()
     try:
         result = JOB_KINDS[job.kind](dict(job.params), out, needs)
     except Exception as exc:
-        raise JobError(f"job {job.id!r} ({job.kind}) failed: {exc}\n{traceback.format_exc()}") from exc
+        raise JobError(
+            f"job {job.id!r} ({job.kind}) failed: {exc}\n{traceback.format_exc()}", job=job.id, retryable=True
+        ) from exc
     record = {
         "job": asdict(job),
         "fingerprint": fingerprint,
         "seconds": round(time.time() - start, 3),
         "result": result,
     }
-    _atomic_write(out / DONE, json.dumps(record, indent=2, default=str))
+    atomic_write_text(out / DONE, json.dumps(record, indent=2, default=str))
     return result
 
 

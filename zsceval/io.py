@@ -1,0 +1,104 @@
+"""Small file helpers shared across zsceval: atomic writes and SHA-256 digests.
+
+An atomic write goes to a temporary file in the target's own directory (same filesystem) and is
+then renamed onto the target with ``os.replace``, so readers see either the old file or the whole
+new one, never a truncated file, even if the writer is killed midway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = [
+    "atomic_path",
+    "atomic_write_text",
+    "atomic_write_bytes",
+    "sha256_file",
+    "sha256_text",
+    "sha256_bytes",
+]
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temp path next to ``path`` for a writer that needs a file name (``to_parquet``,
+    ``savefig``); on normal exit it is renamed onto ``path``, on an exception it is removed.
+
+    Raises:
+        OSError: the directory cannot be created or written; whatever the body raises.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = False) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same directory + ``os.replace``).
+
+    Parent directories are created. The temp file is removed if writing fails.
+
+    Args:
+        path: target file.
+        data: the bytes to write.
+        fsync: flush the file to disk before the rename (durability across power loss; slower).
+
+    Raises:
+        OSError: the directory cannot be created or written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str, *, fsync: bool = False) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically; see :func:`atomic_write_bytes`.
+
+    Raises:
+        OSError: the directory cannot be created or written.
+    """
+    atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    """Hex SHA-256 of ``text`` encoded as UTF-8."""
+    return sha256_bytes(text.encode("utf-8"))
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks.
+
+    Raises:
+        OSError: the file cannot be read (e.g. ``FileNotFoundError``).
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
