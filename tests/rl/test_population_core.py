@@ -18,7 +18,7 @@ from zsceval.rl.algorithm import Algorithm
 from zsceval.rl.checkpoint import load_agent, save_checkpoint
 from zsceval.rl.config import resolve_config
 from zsceval.rl.policy import Policy
-from zsceval.rl.seating import ego_partner_arms
+from zsceval.rl.seating import Arm, ego_partner_arms
 from zsceval.rl.trainer import Trainer
 
 TOY = [
@@ -246,3 +246,50 @@ def test_three_agent_toy_env_trains_and_evaluates(tmp_path):
     result = json.loads(ev.output)
     assert [s["agent_seat"] for s in result["seatings"]] == [0, 1, 2]
     assert result["pooled"]["episodes"] == 9
+
+
+# -- stacked learners: one forward and backward for all members, each updated as if alone ------------
+class FourSelfPlayers(Algorithm):
+    """Four self-play learners, each in its own quarter of the games (population stage 1)."""
+
+    def build_learners(self, make_policy):
+        return {f"m{i}": make_policy() for i in range(4)}
+
+    def arms(self):
+        return [Arm.of(*[f"m{i}"] * self.num_agents, partner=f"m{i}") for i in range(4)]
+
+    def assign(self, games, generator):
+        return games % 4
+
+
+class StackedFour(FourSelfPlayers):
+    stack_learners = True
+
+
+@pytest.mark.parametrize("recurrent", [False, True])
+def test_stacked_learners_update_like_separate_learners(plugin, tmp_path, recurrent):
+    plugin("four_sp_test", FourSelfPlayers)
+    plugin("four_sp_stacked_test", StackedFour)
+    common = ["env.horizon=8", "ppo.rollout_length=8", "run.total_steps=256", "model.bf16=false",
+              "ppo.epochs=2", "ppo.num_minibatches=2", f"model.recurrent={str(recurrent).lower()}",
+              "model.chunk_length=4"]  # fmt: skip
+    runs = {}
+    for algo in ("four_sp_test", "four_sp_stacked_test"):
+        tr = Trainer(_config(f"run.algo={algo}", *common), tmp_path / algo, progress=False)
+        before = {n: {k: v.clone() for k, v in p.state_dict().items()} for n, p in tr.learners.items()}
+        tr.train()
+        runs[algo] = (tr, before)
+    separate, before = runs["four_sp_test"]
+    stacked, _ = runs["four_sp_stacked_test"]
+    assert stacked.core.stacked is not None and separate.core.stacked is None
+    for name, policy in separate.learners.items():
+        moved = max(float((policy.state_dict()[k] - before[name][k]).abs().max()) for k in before[name])
+        assert moved > 1e-3  # the update did something
+        for k, v in policy.state_dict().items():
+            torch.testing.assert_close(stacked.learners[name].state_dict()[k], v, atol=2e-5, rtol=1e-4)
+    # resume restores the stacked optimizer state
+    resumed = Trainer(_config("run.algo=four_sp_stacked_test", *common), tmp_path / "four_sp_stacked_test",
+                      resume=True, progress=False)  # fmt: skip
+    a = resumed.core.stacked_optimizers["actor"].state_dict()["state"]
+    b = stacked.core.stacked_optimizers["actor"].state_dict()["state"]
+    assert all(torch.equal(a[i]["exp_avg"], b[i]["exp_avg"]) for i in b)

@@ -40,8 +40,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import os
-import tempfile
 import typing
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -55,7 +53,8 @@ import yaml
 from zsceval import registry
 from zsceval.envs.overcooked import resolve_layout_name
 from zsceval.execution import Job, run_jobs
-from zsceval.rl.checkpoint import atomic_write_text
+from zsceval.io import atomic_path, atomic_write_text
+from zsceval.rl.algorithm import JobContext
 from zsceval.rl.config import ConfigError, coerce_value, resolve_config
 
 from . import pipeline  # noqa: F401  (registers the job kinds)
@@ -389,21 +388,7 @@ def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict
         needs=tuple(e.id for e in evals),
         out=sel_id,
     )
-    egos = []
-    implemented = set(registry.names())
-    for algo in suite.algorithms:
-        if algo not in implemented:
-            continue
-        for s in range(suite.ego_seeds):
-            jid = f"{lay}/egos/{algo}/s{s}"
-            egos.append(
-                Job(
-                    jid,
-                    "train",
-                    {**common, "algo": algo, "seed": suite.seed + 1000 + s, "steps": suite.ego_steps},
-                    out=jid,
-                )
-            )
+    egos, stages = ego_jobs(suite, lay, common)
     info = {
         "candidates": cand_ids,
         "trains": {j.id: j for j in trains},
@@ -411,7 +396,42 @@ def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict
         "select": select,
         "egos": egos,
     }
-    return [trains + egos, evals, [select]], info
+    return [trains + stages + egos, evals, [select]], info
+
+
+def ego_jobs(suite: Suite, layout: str, common: dict) -> tuple[list[Job], list[Job]]:
+    """Each implemented algorithm's jobs for every ego seed (:meth:`Algorithm.jobs`).
+
+    Returns:
+        ``(ego jobs, other stage jobs)``; identical stage jobs declared by several algorithms
+        (same id and parameters) appear once.
+
+    Raises:
+        SuiteError: a plug-in declared no job with its ego id, or two different jobs with one id.
+    """
+    implemented = set(registry.names())
+    egos: list[Job] = []
+    stages: dict[str, Job] = {}
+    for algo in suite.algorithms:
+        if algo not in implemented:
+            continue
+        cls = registry.get(algo)
+        for s in range(suite.ego_seeds):
+            ctx = JobContext(
+                algo, layout, suite.seed + 1000 + s, suite.ego_steps, f"{layout}/egos/{algo}/s{s}", common
+            )
+            jobs = cls.jobs(ctx)
+            ego = [j for j in jobs if j.id == ctx.ego_id]
+            if len(ego) != 1:
+                raise SuiteError(f"algorithm '{algo}' must declare exactly one job with id {ctx.ego_id!r}")
+            egos.append(ego[0])
+            for j in jobs:
+                if j.id == ctx.ego_id:
+                    continue
+                if j.id in stages and stages[j.id] != j:
+                    raise SuiteError(f"two different jobs share the id {j.id!r} (algorithm '{algo}')")
+                stages[j.id] = j
+    return egos, list(stages.values())
 
 
 def build_phases(suite: Suite) -> tuple[list[list[Job]], dict]:
@@ -510,10 +530,8 @@ def late_phases(suite: Suite, root: Path, infos: dict) -> list[list[Job]]:
 
 
 def _write_table(frame: pd.DataFrame, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    frame.to_parquet(tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        frame.to_parquet(tmp)
 
 
 def run_bench(

@@ -30,15 +30,15 @@ reference (checkpoint and BR return, the denominator of BR-Prox) and its BR's be
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from zsceval import __version__
 from zsceval.evaluation.reward_space import canonical_layout_name
+from zsceval.io import atomic_write_text
+from zsceval.io import sha256_file as file_sha256
 
 MANIFEST_FORMAT = "zsceval-partner-set"
 MANIFEST_VERSION = 1
@@ -166,15 +166,6 @@ class PartnerSetManifest:
         return [ref for p in self.partners for ref in (p.checkpoint, p.br.checkpoint)]
 
 
-def file_sha256(path: str | Path) -> str:
-    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def make_file_ref(file: str | Path, manifest_dir: str | Path) -> FileRef:
     """Reference ``file`` from a manifest in ``manifest_dir``: relative path plus its SHA-256.
 
@@ -237,15 +228,7 @@ def write_manifest(manifest: PartnerSetManifest, path: str | Path) -> Path:
     _validate(manifest, Path(path))
     text = json.dumps(manifest_to_dict(manifest), indent=2, allow_nan=False) + "\n"
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, text)
     return path
 
 

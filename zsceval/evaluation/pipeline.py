@@ -103,7 +103,8 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
     """Train ``params['algo']`` on ``params['layout']`` into ``out/run`` (resumes a killed run).
 
     params: ``algo, layout, seed, steps, preset, device, checkpoint_every, keep_checkpoints,
-    overrides`` (list of ``key=value``), ``algo_options`` (dict of ``algo.*``), and for a BR of a
+    overrides`` (list of ``key=value``), ``algo_options`` (dict of ``algo.*``), ``algo_inputs``
+    (``{algo option: job id or [job ids]}``: the option gets those jobs' run folders), and for a BR of a
     candidate's ``mid`` checkpoint ``partner_train`` / ``partner_eval``: ids of that candidate's train and
     ``candidate.evaluate`` jobs.
     """
@@ -111,6 +112,9 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
     from zsceval.rl.trainer import Trainer
 
     options = dict(params.get("algo_options", {}))
+    for option, ids in params.get("algo_inputs", {}).items():
+        runs = [str(Path(needs[j]) / "run") for j in ([ids] if isinstance(ids, str) else ids)]
+        options[option] = runs[0] if isinstance(ids, str) else runs
     if params.get("partner_train"):
         mid = _result(needs[params["partner_eval"]])["mid_checkpoint"]
         options["partner"] = str(Path(needs[params["partner_train"]]) / mid)

@@ -21,8 +21,6 @@ Figures (PNG, written atomically into ``DIR/figures``):
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -44,6 +42,7 @@ from zsceval.evaluation.metrics import (  # noqa: E402
 )
 from zsceval.evaluation.selection import normalize_features  # noqa: E402
 from zsceval.evaluation.statistics import comparison_tables  # noqa: E402
+from zsceval.io import atomic_path
 
 RESULTS_FILE = "results.parquet"
 BR_RETURNS_FILE = "br_returns.parquet"
@@ -343,14 +342,9 @@ def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
     finally:
         plt.close(fig)
     return path

@@ -17,7 +17,6 @@ saved as one checksummed artifact (:meth:`PolicyPool.save`, :meth:`PolicyPool.lo
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import os
 import shutil
@@ -32,6 +31,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from torch.func import functional_call, vmap
 
+from zsceval.io import sha256_file
 from zsceval.population.functional import Layout, StepForward
 from zsceval.rl.agent import ActOutput, sample_actions
 from zsceval.rl.policy import Policy
@@ -46,14 +46,6 @@ POOL_JSON = "pool.json"
 
 class PoolError(RuntimeError):
     """A pool artifact is missing, corrupt, or does not match its own description."""
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _buffer_name(key: str) -> str:
@@ -363,7 +355,7 @@ class PolicyPool(nn.Module):
         try:
             tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in self.stacked.items()}
             save_file(tensors, str(tmp / POOL_WEIGHTS))
-            digest = _file_sha256(tmp / POOL_WEIGHTS)
+            digest = sha256_file(tmp / POOL_WEIGHTS)
             meta = {
                 "format": POOL_FORMAT,
                 "version": POOL_VERSION,
@@ -429,7 +421,7 @@ class PolicyPool(nn.Module):
         weights = directory / POOL_WEIGHTS
         if not weights.is_file():
             raise PoolError(f"pool {directory} is incomplete: {weights} is missing")
-        digest = _file_sha256(weights)
+        digest = sha256_file(weights)
         if digest != meta.get("sha256"):
             raise PoolError(
                 f"{weights} is corrupt or was altered: its SHA-256 {digest} does not match "

@@ -36,7 +36,7 @@ from zsceval.rl.config import ConfigError, TrainConfig
 from zsceval.rl.policy import Policy
 from zsceval.rl.seating import Arm, Seating, self_play_arm
 
-__all__ = ["Algorithm", "default_training_reward"]
+__all__ = ["Algorithm", "JobContext", "default_training_reward"]
 
 
 def default_training_reward(step: Step, shaping_factor: float) -> torch.Tensor:
@@ -50,6 +50,71 @@ def default_training_reward(step: Step, shaping_factor: float) -> torch.Tensor:
         ``float32 [B, n]``: every agent gets the full team sparse reward plus its own shaped reward.
     """
     return step.reward.unsqueeze(-1) + shaping_factor * step.shaped_by_agent
+
+
+@dataclasses.dataclass(frozen=True)
+class JobContext:
+    """What a plug-in needs to declare the jobs that produce one ego agent (:meth:`Algorithm.jobs`).
+
+    Attributes:
+        algo: the algorithm's registry name.
+        layout: canonical layout name.
+        seed: the ego's seed.
+        steps: the ego's env-step budget (None: the preset's).
+        ego_id: id (and output folder) of the job that trains the ego; exactly one declared job
+            has this id, and ``ego.evaluate`` reads its ``run`` folder.
+        common: parameters every training job of the suite shares (``layout``, ``preset``,
+            ``device``, ``overrides``).
+    """
+
+    algo: str
+    layout: str
+    seed: int
+    steps: int | None
+    ego_id: str
+    common: dict[str, Any]
+
+    def train_job(
+        self,
+        id: str | None = None,
+        *,
+        algo: str | None = None,
+        seed: int | None = None,
+        steps: int | None = None,
+        algo_options: dict[str, Any] | None = None,
+        algo_inputs: dict[str, str | list[str]] | None = None,
+        needs: tuple[str, ...] = (),
+    ):
+        """A ``train`` job (:func:`zsceval.evaluation.pipeline.train_job`).
+
+        Args:
+            id: job id and output folder (default: ``ego_id``, the ego's own run).
+            algo: algorithm to train (default: this one).
+            seed, steps: default: the ego's.
+            algo_options: ``algo.*`` config values.
+            algo_inputs: ``{algo option: job id or [job ids]}``: the option receives the run
+                folder(s) of those jobs (e.g. a stage-1 population); the jobs become inputs.
+            needs: further input jobs.
+
+        Returns:
+            a :class:`zsceval.execution.jobs.Job`.
+        """
+        from zsceval.execution.jobs import Job
+
+        jid = id or self.ego_id
+        inputs = dict(algo_inputs or {})
+        deps = [j for v in inputs.values() for j in ([v] if isinstance(v, str) else v)]
+        params = {
+            **self.common,
+            "algo": algo or self.algo,
+            "seed": self.seed if seed is None else seed,
+            "steps": self.steps if steps is None else steps,
+        }
+        if algo_options:
+            params["algo_options"] = dict(algo_options)
+        if inputs:
+            params["algo_inputs"] = inputs
+        return Job(jid, "train", params, needs=tuple(dict.fromkeys([*deps, *needs])), out=jid)
 
 
 class Algorithm:
@@ -72,6 +137,10 @@ class Algorithm:
     Options: ClassVar[type | None] = None
     core: ClassVar[str] = "ppo"
     """Name of the learning core (:mod:`zsceval.rl.cores`)."""
+    stack_learners: ClassVar[bool] = False
+    """Train same-spec learners as one stacked network (one forward and backward per minibatch
+    for all of them, per-member Adam and clipping; population stage 1). Each member's update
+    equals training it alone."""
 
     def __init__(self, config: TrainConfig, num_envs: int, num_agents: int, device: torch.device) -> None:
         self.config = config
@@ -195,6 +264,21 @@ class Algorithm:
             episodes: :class:`~zsceval.rl.runner.EpisodeTable` of the episodes that ended in the
                 rollout (game, arm, seat, partner, sparse/shaped returns, events).
         """
+
+    # -- jobs -------------------------------------------------------------------------------------
+    @classmethod
+    def jobs(cls, ctx: JobContext) -> list:
+        """The jobs that produce one ego agent, run by ``zsceval bench`` and the executors.
+
+        A multi-stage method (FCP, MEP, HSP, ...) lists its stage-1 jobs (e.g. a population) and
+        a final job with id ``ctx.ego_id`` that reads them through ``algo_inputs``. Jobs that
+        several algorithms declare with the same id and parameters run once (a shared
+        population). Default: one training run of this algorithm.
+
+        Returns:
+            :class:`zsceval.execution.jobs.Job` list; exactly one has id ``ctx.ego_id``.
+        """
+        return [ctx.train_job()]
 
     # -- resumable plug-in state -----------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -19,7 +19,6 @@ killed process never leaves a half-written checkpoint under a valid name.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -33,6 +32,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 import zsceval
+from zsceval.io import atomic_write_text
+from zsceval.io import sha256_file as _sha256
 from zsceval.rl.agent import agent_class, agent_class_name
 
 __all__ = [
@@ -60,28 +61,6 @@ META = "meta.json"
 
 class CheckpointError(RuntimeError):
     """A checkpoint is missing, corrupt, truncated, or incompatible with the requested env."""
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to a temp file in the same directory, then ``os.replace`` it onto ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def git_revision() -> str | None:

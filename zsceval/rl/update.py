@@ -81,6 +81,30 @@ class PPOCore:
                 opts["extra"] = torch.optim.Adam(extra, lr=cfg.ppo.lr, eps=cfg.ppo.adam_eps)
             self.optimizers[name] = opts
         self.h_critic = [p.initial_state(self.N, self.device) for p in self.policies]
+        self.stacked = None
+        if getattr(algorithm, "stack_learners", False) and len(self.policies) > 1:
+            self._build_stacked()
+
+    def _build_stacked(self) -> None:
+        """Same-spec learners train as one :class:`~zsceval.population.StackedPolicies`.
+
+        Raises:
+            ConfigError: the learners' specs differ, or a plug-in adds extra parameters.
+        """
+        from zsceval.population import StackedPolicies
+        from zsceval.rl.config import ConfigError
+
+        if any(p.spec != self.policies[0].spec for p in self.policies):
+            raise ConfigError("stack_learners needs learners of one network spec")
+        if any("extra" in opts for opts in self.optimizers.values()):
+            raise ConfigError("stack_learners does not support extra_parameters")
+        cfg = self.cfg.ppo
+        self.optimizers = {}  # one Adam over the stacked parameters is each member's own Adam
+        self.stacked = StackedPolicies.from_policies(self.policies)
+        self.stacked_optimizers = {
+            "actor": torch.optim.Adam(self.stacked.actor_parameters(), lr=cfg.lr, eps=cfg.adam_eps),
+            "critic": torch.optim.Adam(self.stacked.critic_parameters(), lr=cfg.lr, eps=cfg.adam_eps),
+        }
 
     # -- collection -----------------------------------------------------------------------------------
     def _critic_obs(self, s) -> torch.Tensor:
@@ -183,8 +207,8 @@ class PPOCore:
             generator: torch generator (on the buffer's device) for minibatch shuffling.
 
         Returns:
-            Mean loss statistics per learner (keys prefixed ``<name>/`` when there are several),
-            plus ``entropy_coef``.
+            Mean loss statistics per learner (keys prefixed ``<name>/`` when there are several;
+            ``stacked/`` for stacked learners), plus ``entropy_coef``.
         """
         cfg = self.cfg.ppo
         ent_coef = piecewise_linear(env_steps, cfg.entropy_milestones, cfg.entropy_coefs)
@@ -192,15 +216,30 @@ class PPOCore:
         owner = self.buffer.flat(self.buffer.actor)[: self.buffer.T]
         row: dict[str, Any] = {"entropy_coef": ent_coef}
         multi = len(self.learners) > 1
-        for k, name in enumerate(self.learners):
+        batches = {}
+        for k in range(len(self.policies)):
             mask = owner == k
-            if not bool(mask.any()):
-                continue
-            stats = self._update_learner(k, name, mask, advantages, returns, ent_coef, generator)
+            if bool(mask.any()):
+                batches[k] = self._samples(k, mask, advantages, returns)
+        if self.stacked is not None:
+            row.update(
+                {f"stacked/{s}": v for s, v in self._update_stacked(batches, ent_coef, generator).items()}
+            )
+            return row
+        for k, batch in batches.items():
+            name = list(self.learners)[k]
+            stats = self._update_learner(k, name, batch, ent_coef, generator)
             row.update({(f"{name}/{s}" if multi else s): v for s, v in stats.items()})
         return row
 
-    def _update_learner(self, k, name, mask, advantages, returns, ent_coef, generator) -> dict[str, float]:
+    def _samples(self, k: int, mask: torch.Tensor, advantages, returns) -> dict[str, Any]:
+        """Learner k's chunks of the rollout (its value normalizer updated with its returns).
+
+        Returns:
+            ``seq`` (``[L, S, ...]`` tensors), ``h_actor``/``h_critic`` (``[S, hidden]``),
+            ``weight`` (``float32 [L, S]`` or None when every step is the learner's) and
+            ``returns`` (the learner's returns, for logging).
+        """
         cfg, p, L, buf = self.cfg.ppo, self.policies[k], self.L[k], self.buffer
         full = bool(mask.all())
         own_returns = returns if full else returns[mask]
@@ -234,42 +273,70 @@ class PPOCore:
             weight = chunk_mask.index_select(1, keep).float()
             if bool(weight.all()):
                 weight = None
-        S = seq["actions"].shape[1]
+        return {
+            "seq": seq,
+            "h_actor": h_actor,
+            "h_critic": h_critic,
+            "weight": weight,
+            "returns": own_returns,
+        }
+
+    @staticmethod
+    def _minibatch(batch: dict, idx: torch.Tensor) -> dict[str, Any]:
+        mb = {key: v.index_select(1, idx) for key, v in batch["seq"].items()}
+        w = batch["weight"]
+        mb["weight"] = None if w is None else w.index_select(1, idx)
+        mb["h_actor"], mb["h_critic"] = (
+            batch["h_actor"].index_select(0, idx),
+            batch["h_critic"].index_select(0, idx),
+        )
+        return mb
+
+    def _loss(
+        self, name, mb, logp, entropy, values, ent_coef, policy, weight, scale: float = 1.0
+    ) -> tuple[torch.Tensor, dict]:
+        cfg = self.cfg.ppo
+        loss = ppo_loss(
+            logp, mb["old_log_probs"], mb["advantages"], entropy, values, mb["old_values"],
+            mb["targets"], clip=cfg.clip, entropy_coef=ent_coef, value_coef=cfg.value_loss_coef,
+            huber_delta=cfg.huber_delta, clip_value_loss=cfg.clip_value_loss, weight=weight,
+        )  # fmt: skip
+        stats = {
+            "policy_loss": loss.policy,
+            "value_loss": loss.value,
+            "entropy": loss.entropy,
+            "approx_kl": loss.approx_kl,
+            "clip_fraction": loss.clip_fraction,
+        }
+        total = loss.total * scale
+        outputs = {"log_probs": logp, "entropy": entropy, "values": values, "policy": policy}
+        extra = self.algorithm.extra_loss(name, mb, outputs)
+        if extra is not None:
+            total = total + extra[0]
+            stats.update(extra[1])
+        return total, stats
+
+    @staticmethod
+    def _accumulate(sums: dict, stats: dict) -> None:
+        for key, v in stats.items():
+            sums[key] = sums.get(key, 0.0) + (v.detach() if isinstance(v, torch.Tensor) else v)
+
+    def _update_learner(self, k, name, batch, ent_coef, generator) -> dict[str, float]:
+        cfg, p = self.cfg.ppo, self.policies[k]
+        S = batch["seq"]["actions"].shape[1]
         mb_size = -(-S // cfg.num_minibatches)
         opts = self.optimizers[name]
         sums: dict[str, torch.Tensor] = {}
         count = 0
         for _ in range(cfg.epochs):
-            order = torch.randperm(S, generator=generator, device=buf.actions.device)
+            order = torch.randperm(S, generator=generator, device=self.device)
             for start in range(0, S, mb_size):
-                idx = order[start : start + mb_size]
-                mb = {key: v.index_select(1, idx) for key, v in seq.items()}
-                mb["weight"] = None if weight is None else weight.index_select(1, idx)
-                mb["h_actor"], mb["h_critic"] = h_actor.index_select(0, idx), h_critic.index_select(0, idx)
+                mb = self._minibatch(batch, order[start : start + mb_size])
                 logp, entropy, values = p.evaluate(
                     mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
                     mb["h_actor"], mb["h_critic"], mb["starts"],
                 )  # fmt: skip
-                loss = ppo_loss(
-                    logp, mb["old_log_probs"], mb["advantages"], entropy, values, mb["old_values"],
-                    mb["targets"], clip=cfg.clip, entropy_coef=ent_coef, value_coef=cfg.value_loss_coef,
-                    huber_delta=cfg.huber_delta, clip_value_loss=cfg.clip_value_loss, weight=mb["weight"],
-                )  # fmt: skip
-                total = loss.total
-                step_stats = {
-                    "policy_loss": loss.policy,
-                    "value_loss": loss.value,
-                    "entropy": loss.entropy,
-                    "approx_kl": loss.approx_kl,
-                    "clip_fraction": loss.clip_fraction,
-                }
-                extra = self.algorithm.extra_loss(
-                    name, mb, {"log_probs": logp, "entropy": entropy, "values": values, "policy": p}
-                )
-                if extra is not None:
-                    extra_loss, extra_stats = extra
-                    total = total + extra_loss
-                    step_stats.update(extra_stats)
+                total, step_stats = self._loss(name, mb, logp, entropy, values, ent_coef, p, mb["weight"])
                 for opt in opts.values():
                     opt.zero_grad(set_to_none=True)
                 total.backward()
@@ -281,16 +348,99 @@ class PPOCore:
                 ).detach()
                 for opt in opts.values():
                     opt.step()
-                for key, v in step_stats.items():
-                    sums[key] = sums.get(key, 0.0) + (v.detach() if isinstance(v, torch.Tensor) else v)
+                self._accumulate(sums, step_stats)
                 count += 1
         out = {key: float(v) / count for key, v in sums.items()}
-        out["value_target_mean"] = float(own_returns.mean())
+        out["value_target_mean"] = float(batch["returns"].mean())
         return out
+
+    def _update_stacked(self, batches: dict, ent_coef: float, generator) -> dict[str, float]:
+        """Every learner in one forward and backward per minibatch (:class:`StackedPolicies`).
+
+        Member k's minibatches are the slices of the same permutations the separate update would
+        draw (learner-major, then epoch), and its loss is its own weighted mean, so each member's
+        gradient, clipping and Adam step equal training it alone.
+        """
+        cfg, stacked = self.cfg.ppo, self.stacked
+        self._sync_stacked_from_policies()
+        sizes = {k: b["seq"]["actions"].shape[1] for k, b in batches.items()}
+        mb_sizes = {k: -(-S // cfg.num_minibatches) for k, S in sizes.items()}
+        perms = {
+            k: [torch.randperm(S, generator=generator, device=self.device) for _ in range(cfg.epochs)]
+            for k, S in sizes.items()
+        }
+        sums: dict[str, torch.Tensor] = {}
+        count = 0
+        for epoch in range(cfg.epochs):
+            for j in range(cfg.num_minibatches):
+                parts, members, weights = [], [], []
+                for k, batch in batches.items():
+                    idx = perms[k][epoch][j * mb_sizes[k] : (j + 1) * mb_sizes[k]]
+                    if idx.numel() == 0:
+                        continue
+                    mb = self._minibatch(batch, idx)
+                    w = mb["weight"] if mb["weight"] is not None else torch.ones_like(mb["advantages"])
+                    weights.append(w / w.sum())  # member k's loss is its own weighted mean
+                    members.append(torch.full((idx.numel(),), k, dtype=torch.int64, device=self.device))
+                    parts.append(mb)
+                if not parts:
+                    continue
+                mb = {key: torch.cat([m[key] for m in parts], dim=0 if key.startswith("h_") else 1)
+                      for key in parts[0] if key != "weight"}  # fmt: skip
+                member = torch.cat(members)
+                # each member's weights sum to 1: ppo_loss's weighted mean is the mean of the K
+                # members' losses, and scaling it by K sums them (each gets its own gradient)
+                weight = torch.cat(weights, 1)
+                mb["weight"], mb["member"] = weight, member
+                logp, entropy, values = stacked.evaluate(
+                    mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
+                    mb["h_actor"], mb["h_critic"], mb["starts"], member,
+                )  # fmt: skip
+                total, step_stats = self._loss(
+                    "stacked", mb, logp, entropy, values, ent_coef, stacked, weight
+                )
+                total = total * len(parts)  # sum of the members' losses
+                for opt in self.stacked_optimizers.values():
+                    opt.zero_grad(set_to_none=True)
+                total.backward()
+                step_stats["actor_grad_norm"] = stacked.clip_grad_norm_per_member(
+                    cfg.max_grad_norm, "actor."
+                ).max()
+                step_stats["critic_grad_norm"] = stacked.clip_grad_norm_per_member(
+                    cfg.max_grad_norm, "critic."
+                ).max()
+                for opt in self.stacked_optimizers.values():
+                    opt.step()
+                self._accumulate(sums, step_stats)
+                count += 1
+        self._sync_policies_from_stacked()
+        out = {key: float(v) / max(count, 1) for key, v in sums.items()}
+        out["value_target_mean"] = float(
+            torch.cat([b["returns"].reshape(-1) for b in batches.values()]).mean()
+        )
+        return out
+
+    @torch.no_grad()
+    def _sync_stacked_from_policies(self) -> None:
+        states = [p.state_dict() for p in self.policies]
+        for key, t in self.stacked.stacked().items():
+            t.copy_(torch.stack([sd[key] for sd in states]))
+
+    @torch.no_grad()
+    def _sync_policies_from_stacked(self) -> None:
+        states = [p.state_dict() for p in self.policies]
+        for key, t in self.stacked.stacked().items():
+            for i, sd in enumerate(states):
+                sd[key].copy_(t[i])
 
     # -- resumable state ------------------------------------------------------------------------------
     def state_dict(self) -> dict:
         """Optimizer states and the critics' recurrent states (for checkpoints)."""
+        if self.stacked is not None:
+            return {
+                "stacked_optimizers": {k: o.state_dict() for k, o in self.stacked_optimizers.items()},
+                "h_critic": list(self.h_critic),
+            }
         return {
             "optimizers": {
                 n: {k: o.state_dict() for k, o in opts.items()} for n, opts in self.optimizers.items()
@@ -299,8 +449,13 @@ class PPOCore:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore :meth:`state_dict`."""
+        """Restore :meth:`state_dict` (after the learners' weights are loaded)."""
+        self.h_critic = [h.to(self.device) for h in state["h_critic"]]
+        if self.stacked is not None:
+            self._sync_stacked_from_policies()
+            for k, opt in self.stacked_optimizers.items():
+                opt.load_state_dict(state["stacked_optimizers"][k])
+            return
         for name, opts in self.optimizers.items():
             for key, opt in opts.items():
                 opt.load_state_dict(state["optimizers"][name][key])
-        self.h_critic = [h.to(self.device) for h in state["h_critic"]]
