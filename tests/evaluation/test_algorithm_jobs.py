@@ -85,3 +85,24 @@ def test_a_plugin_without_its_ego_job_is_refused(plugins, tmp_path):
     (tmp_path / "s.yaml").write_text(SUITE.replace("[two_stage_a, two_stage_b]", "[no_ego]"))
     with pytest.raises(SuiteError, match="exactly one job with id 'cramped_room/egos/no_ego/s0'"):
         build_phases(load_suite(tmp_path / "s.yaml"))
+
+
+def test_bench_passes_retries_to_the_executor(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from zsceval.cli import main
+    from zsceval.evaluation import bench as bench_mod
+
+    seen = {}
+
+    def fake_run_jobs(jobs, root, **kw):
+        seen.update(kw)
+        raise bench_mod.SuiteError("stop here")
+
+    monkeypatch.setattr(bench_mod, "run_jobs", fake_run_jobs)
+    (tmp_path / "s.yaml").write_text(SUITE.replace("[two_stage_a, two_stage_b]", "[sp]"))
+    args = ["bench", "--suite", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "o"), "--no-progress"]
+    res = CliRunner().invoke(main, [*args, "--executor", "process", "--retries", "3"])
+    assert seen["retries"] == 3 and seen["executor"] == "process" and "stop here" in res.output
+    res = CliRunner().invoke(main, [*args, "--retries", "-1"])
+    assert res.exit_code != 0 and "-1" in res.output

@@ -293,3 +293,20 @@ def test_stacked_learners_update_like_separate_learners(plugin, tmp_path, recurr
     a = resumed.core.stacked_optimizers["actor"].state_dict()["state"]
     b = stacked.core.stacked_optimizers["actor"].state_dict()["state"]
     assert all(torch.equal(a[i]["exp_avg"], b[i]["exp_avg"]) for i in b)
+
+
+def test_float_observations_are_stored_and_trained_in_the_envs_dtype(monkeypatch, tmp_path):
+    from zsceval.envs import registry as envs
+
+    def float_env(cfg, num_envs=None, device="cpu", seed=0, evaluation=False):
+        B = cfg.num_envs if num_envs is None else num_envs
+        return envs.make("toy", num_envs=B, device=device, seed=seed, horizon=cfg.horizon, obs_dtype="float32")
+
+    monkeypatch.setattr("zsceval.rl.trainer.make_env", float_env)
+    cfg = _config("env.horizon=8", "ppo.rollout_length=8", "run.total_steps=512")
+    tr = Trainer(cfg, tmp_path / "run", progress=False)
+    assert tr.core.buffer.obs.dtype == torch.float32
+    tr.train()
+    obs = tr.core.buffer.obs
+    assert obs.dtype == torch.float32 and float(obs.max()) == 8.0  # steps-left plane, exact floats
+    assert len(tr.metrics) == 4 and "policy_loss" in tr.metrics[-1]

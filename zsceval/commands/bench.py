@@ -16,6 +16,12 @@ import click
     "--executor", type=click.Choice(["local", "process", "ray"]), default="local", show_default=True
 )
 @click.option("--workers", type=int, default=1, show_default=True, help="Parallel jobs (process / ray).")
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Attempts after a job's first failure. [default: 1 for process and ray, 0 for local]",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.option(
     "--report/--no-report", default=True, show_default=True, help="Print the BR-Prox table at the end."
@@ -27,7 +33,7 @@ import click
     show_default=True,
     help="Moderate/expert split of the printed table: mid/final checkpoints, or BR return <= median.",
 )
-def bench(suite_name, algos, layouts, out, executor, workers, progress, report, levels) -> None:
+def bench(suite_name, algos, layouts, out, executor, workers, retries, progress, report, levels) -> None:
     """Run whatever is missing of a suite: partner generation and selection, ego training, evaluation.
 
     Every expensive step is a job with its inputs and outputs on disk, so a killed bench resumes
@@ -55,7 +61,9 @@ def bench(suite_name, algos, layouts, out, executor, workers, progress, report, 
         f"suite {suite.name}: layouts {', '.join(suite.layouts)}; algorithms {', '.join(suite.algorithms)}"
     )
     try:
-        tables = run_bench(suite, out, executor=executor, workers=workers, progress=progress, log=click.echo)
+        tables = run_bench(
+            suite, out, executor=executor, workers=workers, retries=retries, progress=progress, log=click.echo
+        )
     except (JobError, ValueError) as exc:
         raise click.ClickException(f"{exc}\n(rerun the same command to resume)") from None
     click.echo(

@@ -540,10 +540,14 @@ def run_bench(
     *,
     executor: str = "local",
     workers: int = 1,
+    retries: int | None = None,
     progress: bool = True,
     log=print,
 ) -> dict[str, Any]:
     """Run (or resume) a suite; returns a summary with the result table paths.
+
+    ``retries``: attempts after a job's first failure (default: 1 for the process and Ray
+    executors, 0 in-process; :func:`zsceval.execution.run_jobs`).
 
     Raises:
         zsceval.execution.JobError: a job failed (finished jobs stay finished; rerun to resume).
@@ -560,7 +564,7 @@ def run_bench(
     def run_phase(name: str, jobs: list[Job]) -> None:
         log(f"phase: {name} ({len(jobs)} jobs)")
         all_jobs.extend(jobs)  # earlier phases' jobs are done: they are skipped, not rerun
-        run_jobs(all_jobs, root, executor=executor, workers=workers, progress=progress,
+        run_jobs(all_jobs, root, executor=executor, workers=workers, retries=retries, progress=progress,
                  modules=("zsceval.evaluation.pipeline",))  # fmt: skip
 
     for name, jobs in zip(["candidates and ego training", "candidate features", "partner selection"], static):
