@@ -300,7 +300,9 @@ def test_float_observations_are_stored_and_trained_in_the_envs_dtype(monkeypatch
 
     def float_env(cfg, num_envs=None, device="cpu", seed=0, evaluation=False):
         B = cfg.num_envs if num_envs is None else num_envs
-        return envs.make("toy", num_envs=B, device=device, seed=seed, horizon=cfg.horizon, obs_dtype="float32")
+        return envs.make(
+            "toy", num_envs=B, device=device, seed=seed, horizon=cfg.horizon, obs_dtype="float32"
+        )
 
     monkeypatch.setattr("zsceval.rl.trainer.make_env", float_env)
     cfg = _config("env.horizon=8", "ppo.rollout_length=8", "run.total_steps=512")
