@@ -15,7 +15,7 @@ from zsceval.cli import main
 from zsceval.population import MixtureAgent, PolicyPool
 from zsceval.rl.agent import ActOutput
 from zsceval.rl.algorithm import Algorithm
-from zsceval.rl.checkpoint import load_agent, save_checkpoint
+from zsceval.rl.checkpoint import CheckpointError, load_agent, save_checkpoint
 from zsceval.rl.config import resolve_config
 from zsceval.rl.policy import Policy
 from zsceval.rl.seating import Arm, ego_partner_arms
@@ -54,8 +54,10 @@ def _config(*overrides):
 class PoolPartners(Algorithm):
     """The ego with one of 8 frozen pool members, member and seat drawn per game and episode."""
 
+    pool_seed = 123
+
     def build_partners(self, make_policy):
-        torch.manual_seed(123)
+        torch.manual_seed(self.pool_seed)
         return {"pool": PolicyPool.from_policies([make_policy() for _ in range(8)])}
 
     def arms(self):
@@ -105,6 +107,20 @@ def test_pool_partners_are_seated_per_game_and_per_episode(plugin, tmp_path):
         assert recorded == episodes_seen[g]
     # games switch partners between episodes (16 arms, 16 games x 16 episodes)
     assert sum(len(set(e)) > 1 for e in episodes_seen) == B
+    # the run refers to its pool by checksum; the artifact holds the members' weights
+    meta = json.loads(next((tmp_path / "run" / "checkpoints").glob("step_*/meta.json")).read_text())
+    entry = meta["partners"]["pool"]
+    saved = PolicyPool.load(tmp_path / "run" / entry["pool"])
+    assert saved.sha256 == entry["sha256"] and entry["members"] == 8
+    for k, v in tr.partners["pool"].stacked.items():
+        assert torch.equal(saved.stacked[k], v.cpu()), k
+    # resuming with another population is refused (the plug-in seeds its pool with 123)
+    PoolPartners.pool_seed = 7
+    try:
+        with pytest.raises(CheckpointError, match="partner pool 'pool' differs"):
+            Trainer(cfg, tmp_path / "run", resume=True, progress=False)
+    finally:
+        PoolPartners.pool_seed = 123
 
 
 # -- an extra loss term changes the gradient by its hand-computed gradient -----------------------
