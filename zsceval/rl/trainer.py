@@ -306,6 +306,8 @@ class Trainer:
         ng = rng["numpy_global"]
         np.random.set_state((ng[0], np.array(ng[1], dtype=np.uint32), int(ng[2]), int(ng[3]), float(ng[4])))
         self.np_rng.bit_generator.state = json.loads(rng["numpy"])
+        self.runner.set_arms(self.algorithm.arms())  # a restored plug-in may hold more arms
+        self.algorithm.num_arms = len(self.runner.arm_table)
         self.runner.load_state_dict(state["runner"])
         current = self._save_pools()
         for name, entry in meta.get("partners", {}).items():
@@ -329,6 +331,13 @@ class Trainer:
                 f.unlink()
             old.rmdir()
         return path
+
+    def _refresh_arms(self) -> None:
+        """Re-read the plug-in's arms (a growing pool adds arms) and give them to the runner."""
+        arms = self.algorithm.arms()
+        if arms != self.runner.arm_table.arms:
+            self.runner.set_arms(arms)
+            self.algorithm.num_arms = len(arms)
 
     # -- the loop -----------------------------------------------------------------------------------
     def _iteration(self) -> dict[str, Any]:
@@ -403,6 +412,7 @@ class Trainer:
                     for key, value in row.items():
                         writer.add_scalar(key, value, self.env_steps)
                 self.algorithm.after_iteration(self.iteration, self.env_steps, row, self.last_episodes)
+                self._refresh_arms()
                 if self.env_steps >= self.next_checkpoint:
                     every = max(cfg.run.checkpoint_every, 1)
                     self.next_checkpoint = (self.env_steps // every + 1) * every
