@@ -48,6 +48,7 @@ __all__ = [
     "action_to_overcooked_ai",
     "json_form",
     "load_trajectories",
+    "record_cross_play",
     "record_trajectories",
     "replay_in_engine",
     "save_trajectories",
@@ -394,7 +395,10 @@ def record_trajectories(
         labels: a label per seat (default ``agent0``, ``agent1``, ... per distinct agent).
         generator: action-sampling generator on the env device.
         deterministic: arg-max actions.
-        meta: extra entries for every trajectory's ``meta``.
+        meta: extra entries for every trajectory's ``meta``. Each trajectory's ``meta`` also holds
+            ``grid``, ``dynamics``, ``episode`` (index), ``game`` (index in the batch) and
+            ``shaped_return_by_seat`` (base shaped return of each seat over the episode) and
+            ``events_by_seat`` (``{event name: count}`` per seat over the episode).
 
     Returns:
         E trajectories, in game order within each round.
@@ -432,6 +436,8 @@ def record_trajectories(
         states = {i: [json_form(env.export_state(i))] for i in games}
         actions: dict[int, list] = {i: [] for i in games}
         rewards: dict[int, list] = {i: [] for i in games}
+        shaped = torch.zeros(B, n)
+        events = torch.zeros(B, n, len(env.event_names))
         open_games = set(games)
         for _ in range(100 * int(env.horizon)):
             seats = env.state.seats.clone() if getattr(env, "randomize_seats", False) else None
@@ -444,6 +450,15 @@ def record_trajectories(
             seat_actions = seat_actions.tolist()
             before = {i: states[i][-1] for i in open_games}
             s, _, done = runner.env_step(slot_actions.reshape(-1))
+            by_slot = s.shaped_by_agent.float().cpu()
+            ev_slot = s.events.float().cpu()
+            if seats is not None:
+                by_slot = torch.empty_like(by_slot).scatter_(1, seats.cpu(), by_slot)
+                ev_slot = torch.empty_like(ev_slot).scatter_(
+                    1, seats.cpu()[..., None].expand_as(ev_slot), ev_slot
+                )
+            shaped += by_slot
+            events += ev_slot
             done_list = done.tolist()
             for i in sorted(open_games):
                 actions[i].append(seat_actions[i])
@@ -472,7 +487,76 @@ def record_trajectories(
                     joint_actions=actions[i],
                     rewards=rewards[i],
                     score=float(sum(rewards[i])),
-                    meta={**base_meta, "episode": len(out), "game": i},
+                    meta={
+                        **base_meta,
+                        "episode": len(out),
+                        "game": i,
+                        "shaped_return_by_seat": shaped[i].tolist(),
+                        "events_by_seat": [
+                            {e: int(events[i, k, j]) for j, e in enumerate(env.event_names)} for k in range(n)
+                        ],
+                    },
                 )
             )
     return out
+
+
+def record_cross_play(
+    out_dir: str | Path,
+    agent_path: str,
+    partner_path: str,
+    layout: str,
+    episodes: int,
+    device: str = "cpu",
+    seed: int = 0,
+) -> list[str]:
+    """Record the episodes of ``zsceval eval --agent A --partner P``: one file per seating.
+
+    Builds the env and the sampling generator exactly as
+    :func:`zsceval.commands.evaluate.cross_play` does (same env config, seed, generator
+    ``seed + 1`` shared by the seatings in seat order), so the recorded episodes are the evaluated
+    ones. Seating k puts the agent in seat k and the partner in the other seats; it is written to
+    ``out_dir/agent_seat_<k>.json`` with seat labels ``"agent"`` / ``"partner"`` and ``meta``
+    ``{agent, partner, agent_seat, seed, ...}``.
+
+    Returns:
+        The paths written, in seating order.
+
+    Raises:
+        CheckpointError: as ``cross_play`` (missing, corrupt or incompatible checkpoint).
+        ConfigError: unknown layout.
+        OSError: ``out_dir`` cannot be written.
+    """
+    import dataclasses
+
+    from zsceval.rl.checkpoint import check_compatible, load_policy
+    from zsceval.rl.config import EnvConfig
+    from zsceval.rl.envs import make_env
+    from zsceval.rl.trainer import resolve_device
+
+    dev = resolve_device(device)
+    agent, agent_meta = load_policy(agent_path, device=dev)
+    partner, partner_meta = load_policy(partner_path, device=dev)
+    saved_env = agent_meta.get("config", {}).get("env", {})
+    known = {f.name for f in dataclasses.fields(EnvConfig)}
+    env_cfg = dataclasses.replace(
+        EnvConfig(**{k: v for k, v in saved_env.items() if k in known}),
+        layout=layout,
+        num_envs=min(episodes, 1024),
+        randomize_seats=False,
+        random_start_prob=0.0,
+    )
+    env = make_env(env_cfg, device=dev, seed=seed, evaluation=True)
+    check_compatible(agent_meta, env.spec_dict(), f"agent {agent_path}")
+    check_compatible(partner_meta, env.spec_dict(), f"partner {partner_path}")
+    gen = torch.Generator(dev).manual_seed(seed + 1)
+    paths = []
+    for agent_seat in range(env.num_agents):
+        seats = [partner] * env.num_agents
+        seats[agent_seat] = agent
+        labels = ["partner"] * env.num_agents
+        labels[agent_seat] = "agent"
+        meta = {"agent": agent_path, "partner": partner_path, "agent_seat": agent_seat, "seed": seed}
+        trajs = record_trajectories(env, seats, episodes, labels=labels, generator=gen, meta=meta)
+        paths.append(str(save_trajectories(Path(out_dir) / f"agent_seat_{agent_seat}.json", trajs)))
+    return paths
