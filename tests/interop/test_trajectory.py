@@ -109,6 +109,7 @@ def test_seat_randomization_records_actions_by_seat():
     assert stayers == {0, 1}  # both seatings occurred
 
 
+@pytest.mark.reference
 @pytest.mark.parametrize("layout", ["cramped_room", "asymmetric_advantages", "coordination_ring_mr"])
 def test_trajectory_replays_in_overcooked_ai(layout):
     pytest.importorskip(
