@@ -117,8 +117,10 @@ def test_trajectory_replays_in_overcooked_ai(layout):
     )
     trajs = record(layout, episodes=1, num_envs=1, horizon=120, seed=11, random_start_prob=1.0)
     ref = to_overcooked_ai(trajs)
-    mdp, states, actions = ref["mdps"][0], ref["ep_states"][0], ref["ep_actions"][0]
+    mdp, actions = ref["mdps"][0], ref["ep_actions"][0]
+    states = [*ref["ep_states"][0], ref["ep_final_states"][0]]
     assert len(states) == 121 and len(actions) == 120 and ref["ep_returns"] == [trajs[0].score]
+    assert len(ref["ep_rewards"][0]) == len(ref["ep_dones"][0]) == 120 and ref["ep_dones"][0][-1]
     held = {json.dumps([p["held_object"] for p in s["players"]]) for s in trajs[0].states}
     assert len(held) > 3  # objects are picked up and put down: the replay exercises interactions
     state = states[0]
@@ -173,3 +175,21 @@ def test_malformed_files_name_the_file_and_the_problem(tmp_path):
         with pytest.raises(TrajectoryError, match=message) as info:
             load_trajectories(path)
         assert str(path) in str(info.value), name
+
+
+@pytest.mark.reference
+def test_overcooked_ai_visualizer_renders_a_trajectory(tmp_path, monkeypatch):
+    pytest.importorskip(
+        "overcooked", reason="reference simulator not installed (pip install -e .[reference])"
+    )
+    pytest.importorskip("pygame")
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    from overcooked.visualization.state_visualizer import StateVisualizer
+
+    trajs = record("cramped_room", episodes=1, num_envs=1, horizon=4)
+    out = StateVisualizer().display_rendered_trajectory(
+        to_overcooked_ai(trajs), img_directory_path=str(tmp_path)
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{t}.png" for t in range(4)] and out == str(
+        tmp_path
+    )

@@ -320,15 +320,19 @@ def replay_in_engine(traj: Trajectory, *, check: bool = True) -> list[dict]:
 def to_overcooked_ai(trajectories: list[Trajectory] | Trajectory) -> dict:
     """Build overcooked-ai objects: an ``AgentEvaluator``-style trajectories dict.
 
+    As in overcooked-ai's ``run_agents``, entry t of an episode is the state *before* action t
+    (``ep_states[i]`` has T states ``s_0..s_{T-1}``); the final state ``s_T`` is in
+    ``ep_final_states[i]``.
+
     Returns:
-        ``{"ep_states": [[OvercookedState] * (T+1)], "ep_actions": [[tuple of overcooked-ai
-        actions] * T], "ep_rewards": [[float] * T], "ep_returns": [score], "ep_lengths": [T],
-        "mdp_params": [{"layout_name", "terrain": grid rows}], "mdps": [OvercookedGridworld],
-        "metadatas": {"agents": [...], "meta": [...]}}``, one entry per trajectory. Note that
-        ``ep_states`` includes the final state (T+1 states, T actions). The mdps are built with
-        ``old_dynamics`` for classic layouts (as in the parity tests); ``StateVisualizer
-        .display_rendered_trajectory`` reads ``ep_states``, ``ep_rewards`` and
-        ``mdp_params[i]["terrain"]``.
+        ``{"ep_states": [[OvercookedState] * T], "ep_actions": [[tuple of overcooked-ai actions]
+        * T], "ep_rewards": [[float] * T], "ep_dones": [[bool] * T], "ep_infos": [[{}] * T],
+        "ep_returns": [score], "ep_lengths": [T], "ep_final_states": [OvercookedState],
+        "mdp_params": [{"layout_name", "terrain": terrain matrix}], "mdps": [OvercookedGridworld],
+        "metadatas": {"agents": [[label per seat]], "meta": [meta]}}``, one entry per trajectory.
+        The mdps are built with ``old_dynamics`` for classic layouts (as in the parity tests).
+        overcooked-ai's ``StateVisualizer().display_rendered_trajectory(d, trajectory_idx=i)``
+        renders it.
 
     Raises:
         ImportError: overcooked-ai is not installed (``pip install zsceval[reference]``).
@@ -338,29 +342,28 @@ def to_overcooked_ai(trajectories: list[Trajectory] | Trajectory) -> dict:
     from zsceval.envs.overcooked.reference import ReferenceGame
 
     items = [trajectories] if isinstance(trajectories, Trajectory) else list(trajectories)
-    out: dict[str, Any] = {
-        "ep_states": [],
-        "ep_actions": [],
-        "ep_rewards": [],
-        "ep_returns": [],
-        "ep_lengths": [],
-        "mdp_params": [],
-        "mdps": [],
-        "metadatas": {"agents": [], "meta": []},
-    }
+    keys = ("ep_states", "ep_actions", "ep_rewards", "ep_dones", "ep_infos", "ep_returns", "ep_lengths")
+    out: dict[str, Any] = {k: [] for k in (*keys, "ep_final_states", "mdp_params", "mdps")}
+    out["metadatas"] = {"agents": [], "meta": []}
     for traj in items:
         layout = load_layout(traj.layout)
         _check_grid(traj, layout)
         game = ReferenceGame(layout)
         game._configure()
-        out["ep_states"].append([game._State.from_dict(s) for s in traj.states])
+        states = [game._State.from_dict(s) for s in traj.states]
+        T = len(traj)
+        out["ep_states"].append(states[:T])
+        out["ep_final_states"].append(states[T])
         out["ep_actions"].append(
             [tuple(action_to_overcooked_ai(a) for a in joint) for joint in traj.joint_actions]
         )
         out["ep_rewards"].append(list(traj.rewards))
+        out["ep_dones"].append([t == T - 1 for t in range(T)])
+        out["ep_infos"].append([{} for _ in range(T)])
         out["ep_returns"].append(traj.score)
-        out["ep_lengths"].append(len(traj))
-        out["mdp_params"].append({"layout_name": layout.name, "terrain": layout.grid_text.split("\n")})
+        out["ep_lengths"].append(T)
+        terrain = [list(row) for row in game.mdp.terrain_mtx]  # players' digits removed
+        out["mdp_params"].append({"layout_name": layout.name, "terrain": terrain})
         out["mdps"].append(game.mdp)
         out["metadatas"]["agents"].append(list(traj.agents))
         out["metadatas"]["meta"].append(traj.meta)
