@@ -5,6 +5,9 @@ terminated/truncated kept apart, same-step autoreset with ``final_obs``, seeding
 clear errors.
 """
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -97,3 +100,11 @@ def test_wraps_an_instance_and_rejects_bad_input():
     with pytest.raises(ValueError, match="only be given with an env name"):
         BatchedVectorEnv(env, layout="cramped_room")
     assert torch.equal(torch.as_tensor(venv.reset(seed=0)[0]), torch.as_tensor(venv.reset(seed=0)[0]))
+
+
+def test_package_imports_lazily_without_pettingzoo():
+    code = (
+        "import sys, zsceval.interop as I; I.BatchedVectorEnv; I.load_trajectories; "
+        "assert 'pettingzoo' not in sys.modules; assert sorted(I.__all__) == I.__all__"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

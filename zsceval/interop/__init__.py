@@ -24,6 +24,8 @@ _EXPORTS = {
     "record_cross_play": "trajectory",
     "replay_in_engine": "trajectory",
     "to_overcooked_ai": "trajectory",
+    "action_to_overcooked_ai": "trajectory",
+    "action_from_overcooked_ai": "trajectory",
 }
 
 __all__ = sorted(_EXPORTS)
