@@ -460,8 +460,10 @@ def record_trajectories(
                 ev_slot = torch.empty_like(ev_slot).scatter_(
                     1, seats.cpu()[..., None].expand_as(ev_slot), ev_slot
                 )
-            shaped += by_slot
-            events += ev_slot
+            live = torch.zeros(B, 1)
+            live[sorted(open_games)] = 1.0  # totals of the recorded (first) episode of each game only
+            shaped += by_slot * live
+            events += ev_slot * live[..., None]
             done_list = done.tolist()
             for i in sorted(open_games):
                 actions[i].append(seat_actions[i])
@@ -470,7 +472,11 @@ def record_trajectories(
                     if scratch is None:
                         scratch = _engine(env.layout)
                     scratch.import_state(0, before[i])
-                    scratch.step(torch.tensor([seat_actions[i]], dtype=torch.int64), observe=False)
+                    last = scratch.step(torch.tensor([seat_actions[i]], dtype=torch.int64), observe=False)
+                    if float(last.reward[0]) != rewards[i][-1]:  # pragma: no cover - an engine bug
+                        raise RuntimeError(
+                            f"game {i}: the rebuilt final step's reward differs from the env's"
+                        )
                     states[i].append(json_form(scratch.export_state(0)))
                     open_games.discard(i)
                 else:
