@@ -73,3 +73,13 @@ def test_same_seed_same_episode_and_bad_actions():
         env.observation_space("agent_7")
     with pytest.raises(ValueError, match="render_mode"):
         ParallelGame("toy", render_mode="human")
+
+
+def test_last_step_returns_the_final_observation_not_the_next_start():
+    env = ParallelGame("overcooked", layout="cramped_room", horizon=1)
+    start, _ = env.reset(seed=0)
+    obs, _, _, trunc, _ = env.step({"agent_0": 0, "agent_1": 3})  # both players move
+    assert all(trunc.values()) and env.agents == []
+    assert not np.array_equal(obs["agent_0"], start["agent_0"])
+    again, _ = env.reset(seed=0)
+    assert np.array_equal(again["agent_0"], start["agent_0"])

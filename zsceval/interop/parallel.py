@@ -191,7 +191,8 @@ class ParallelGame(ParallelEnv):
         }
 
     def render(self) -> str | None:
-        """The text picture of the game (``render_mode="ansi"``), else None."""
+        """The text picture of the game (``render_mode="ansi"``), else None. After an episode ended
+        it shows the next episode's start (the engine resets games that end)."""
         if self.render_mode == "ansi":
             return self.env.render(0)
         return None
