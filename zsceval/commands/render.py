@@ -46,6 +46,9 @@ def _save_png(image, out: Path) -> None:
 
     with atomic_path(out) as tmp:
         image.save(tmp, format="PNG")
+    from zsceval.render.episode import readable
+
+    readable(out)
 
 
 @click.command(name="render")

@@ -13,8 +13,8 @@ Picture layout (sizes in pixels, ``tile`` = side of one grid cell, default 48):
 * items: onion a yellow disc, tomato a red disc, dish a white plate with a gray rim, soup a white
   plate with an orange-brown filling and one small dot per ingredient (yellow onion, red tomato);
   an item on a counter is drawn at the cell's center;
-* pot contents: one dot per ingredient inside the pot ring; under it a progress bar (orange while
-  cooking, filled ``cooking_tick / cook_time``) which turns green with a white check mark on the
+* pot contents: one dot per ingredient inside the pot ring; under it a progress bar ``0.17 * tile``
+  high (orange while cooking, filled ``cooking_tick / cook_time``) which turns green with a white check mark on the
   pot when the soup is ready; an idle pot with ingredients shows no bar;
 * chefs: a disc in the seat's color (:data:`SEAT_COLORS`: seat 0 blue, seat 1 purple, ...) with the
   seat number, a white triangle "nose" on the edge it faces, and the held item drawn half outside
@@ -151,7 +151,7 @@ def _terrain(d: ImageDraw.ImageDraw, ch: str, x: int, y: int, tile: int) -> None
     cx, cy = cell_center(x, y, tile)
     if ch == "P":
         d.rectangle(box, fill=COLORS["pot_tile"], outline=COLORS["grid"])
-        _disc(d, cx, cy - tile * 0.06, tile * 0.38, COLORS["pot"])
+        _disc(d, cx, cy - tile * 0.09, tile * 0.34, COLORS["pot"])
     elif ch == "S":
         d.rectangle(box, fill=COLORS["serving"], outline=COLORS["grid"])
         a = tile * 0.22
@@ -173,13 +173,13 @@ def _terrain(d: ImageDraw.ImageDraw, ch: str, x: int, y: int, tile: int) -> None
 def _pot(d: ImageDraw.ImageDraw, soup: dict, x: int, y: int, tile: int) -> None:
     names, tick, time, ready = _soup_info(soup)
     cx, cy = cell_center(x, y, tile)
-    cy -= tile * 0.06
+    cy -= tile * 0.09
     _ingredient_dots(d, names, cx, cy, tile * 0.21, tile * 0.1)
     if tick < 0 and not ready:
         return
-    x0, y1 = x * tile + tile * 0.1, header_height(tile) + (y + 1) * tile - 2
-    bar_h = max(3, tile * 0.12)
-    x1 = x * tile + tile * 0.9
+    x0, y1 = x * tile + tile * 0.08, header_height(tile) + (y + 1) * tile - 2
+    bar_h = max(4, tile * 0.17)
+    x1 = x * tile + tile * 0.92
     d.rectangle([x0, y1 - bar_h, x1, y1], fill=COLORS["bar_bg"])
     frac = 1.0 if ready or time <= 0 else min(1.0, max(0.0, tick / time))
     color = COLORS["ready"] if ready else COLORS["cooking"]

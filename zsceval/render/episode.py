@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -149,4 +150,12 @@ def episode_gif(frames: Sequence[Image.Image], path: str | Path, fps: float = 8)
             optimize=False,
             disposal=1,
         )
+    readable(path)
     return path
+
+
+def readable(path: Path) -> None:
+    """Give ``path`` the usual permissions (``0o666`` less the umask; temp files are ``0o600``)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
