@@ -146,7 +146,8 @@ def partner_set_play(
 @click.option(
     "--json/--no-json", "as_json", default=False, show_default=True, help="Print JSON instead of text."
 )
-def evaluate(agent, partner, partner_set, layout, episodes, device, seed, as_json) -> None:
+@click.option("--gif", "gif_dir", default=None, help="Also write a GIF of one episode per seating into DIR.")
+def evaluate(agent, partner, partner_set, layout, episodes, device, seed, as_json, gif_dir=None) -> None:
     """Cross-play two saved agents in both seats: mean sparse return (95% CI) and event counts;
     or play one agent against a whole evaluation-partner set and report BR-Prox.
 
@@ -181,6 +182,12 @@ def evaluate(agent, partner, partner_set, layout, episodes, device, seed, as_jso
         out = cross_play(agent, partner, layout, episodes, device, seed)
     except (CheckpointError, ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
+    if gif_dir is not None:
+        from zsceval.commands.render import seating_gifs
+
+        out["gifs"] = seating_gifs(agent, partner, layout, gif_dir, device, seed)
+        if not as_json:
+            click.echo(f"wrote {', '.join(out['gifs'])}")
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return

@@ -163,7 +163,7 @@ def render(
         click.echo(f"wrote {png}")
 
 
-def _play(agent_path, partner_path, layout, steps, seed, device):
+def _play(agent_path, partner_path, layout, steps, seed, device, agent_seat: int = 0):
     import torch
 
     from zsceval.envs.overcooked import OvercookedEnv
@@ -185,6 +185,19 @@ def _play(agent_path, partner_path, layout, steps, seed, device):
             raise click.ClickException(str(exc)) from None
         agents.append(a)
     seats = [agents[1]] * env.num_agents
-    seats[0] = agents[0]
+    seats[agent_seat] = agents[0]
     gen = torch.Generator(dev).manual_seed(seed)
     return record_episode(env, seats, gen, max_steps=steps), env.horizon
+
+
+def seating_gifs(agent_path, partner_path, layout, out_dir, device: str = "cpu", seed: int = 0) -> list[str]:
+    """One GIF per seating (agent in seat k, partner elsewhere) of one episode each, written as
+    ``<out_dir>/<layout>_agent_seat<k>.gif``; returns the paths (for ``zsceval eval --gif``)."""
+    lay = _layout(layout)
+    paths = []
+    for seat in range(lay.num_players):
+        frames, horizon = _play(agent_path, partner_path, lay, None, seed, device, agent_seat=seat)
+        path = Path(out_dir) / f"{lay.name}_agent_seat{seat}.gif"
+        write_episode_gif(frames, lay, path, 8, 32, horizon)
+        paths.append(str(path))
+    return paths
