@@ -13,9 +13,9 @@ Picture layout (sizes in pixels, ``tile`` = side of one grid cell, default 48):
 * items: onion a yellow disc, tomato a red disc, dish a white plate with a gray rim, soup a white
   plate with an orange-brown filling and one small dot per ingredient (yellow onion, red tomato);
   an item on a counter is drawn at the cell's center;
-* pot contents: one dot per ingredient inside the pot ring; under it a progress bar ``0.17 * tile``
-  high (orange while cooking, filled ``cooking_tick / cook_time``) which turns green with a white check mark on the
-  pot when the soup is ready; an idle pot with ingredients shows no bar;
+* pot contents: one dot per ingredient inside the pot ring; under it a progress bar
+  ``0.17 * tile`` high (orange while cooking, filled ``cooking_tick / cook_time``) which turns
+  green with a white check mark on the pot when the soup is ready; an idle pot shows no bar;
 * chefs: a disc in the seat's color (:data:`SEAT_COLORS`: seat 0 blue, seat 1 purple, ...) with the
   seat number, a white triangle "nose" on the edge it faces, and the held item drawn half outside
   the disc on the facing side (as if carried in front).
