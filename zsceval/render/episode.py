@@ -49,7 +49,8 @@ def record_episode(
 
     Returns:
         ``min(max_steps, horizon) + 1`` frames, ``t = 0 ..``; ``score`` is the team sparse return
-        accumulated before the frame's state.
+        accumulated before the frame's state. The env resets a game at the horizon, so the frame
+        ``t = horizon`` shows the state before the last step (with the final score).
 
     Raises:
         ValueError: wrong number of agents, or an env with randomized seats.
