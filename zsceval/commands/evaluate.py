@@ -160,6 +160,8 @@ def evaluate(agent, partner, partner_set, layout, episodes, device, seed, as_jso
     """
     if (partner is None) == (partner_set is None):
         raise click.UsageError("give exactly one of --partner and --partner-set")
+    if gif_dir is not None and partner is None:
+        raise click.UsageError("--gif works with --partner (not --partner-set)")
     if partner_set is not None:
         from zsceval.evaluation.manifest import ManifestError
 
