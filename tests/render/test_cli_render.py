@@ -73,6 +73,13 @@ def test_render_trajectory(tmp_path):
     res = invoke("--trajectory", tmp_path / "t.json", "--out", tmp_path / "t.gif")
     assert res.exit_code == 0, res.output
     assert Image.open(tmp_path / "t.gif").n_frames == 4
+    assert "final score 20" in res.output
+    # a file of several episodes (as zsceval.interop.trajectory writes): --episode picks one
+    (tmp_path / "two.json").write_text(json.dumps([dict(traj, states=states[:2], rewards=[0]), traj]))
+    res = invoke("--trajectory", tmp_path / "two.json", "--episode", 0, "--out", tmp_path / "e0.gif")
+    assert res.exit_code == 0 and Image.open(tmp_path / "e0.gif").n_frames == 2
+    res = invoke("--trajectory", tmp_path / "two.json", "--episode", 2, "--out", tmp_path / "e2.gif")
+    assert res.exit_code == 2 and "has episodes 0..1" in res.output
     traj["format"] = "something-else"
     (tmp_path / "bad.json").write_text(json.dumps(traj))
     res = invoke("--trajectory", tmp_path / "bad.json", "--out", tmp_path / "b.gif")

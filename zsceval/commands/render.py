@@ -64,6 +64,13 @@ def _save_png(image, out: Path) -> None:
 @click.option(
     "--trajectory", default=None, type=click.Path(dir_okay=False), help="Draw a zsceval-trajectory JSON file."
 )
+@click.option(
+    "--episode",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Episode of --trajectory to draw.",
+)
 @click.option("--layout", default=None, help="Layout name (required with --agent and --state).")
 @click.option(
     "--out",
@@ -93,7 +100,7 @@ def _save_png(image, out: Path) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of action sampling.")
 @click.option("--device", default="cpu", show_default=True, help="Torch device.")
 def render(
-    agent, partner, state_file, trajectory, layout, out, png_at, fps, steps, tile, seed, device
+    agent, partner, state_file, trajectory, episode, layout, out, png_at, fps, steps, tile, seed, device
 ) -> None:
     """Draw Overcooked pictures: one state as a PNG, one episode as an animated GIF.
 
@@ -131,7 +138,7 @@ def render(
         from zsceval.render import read_trajectory
 
         try:
-            name, horizon, frames = read_trajectory(trajectory)
+            name, horizon, frames = read_trajectory(trajectory, episode)
         except FileNotFoundError:
             raise click.BadParameter(f"file {trajectory} does not exist", param_hint="--trajectory") from None
         except (OSError, ValueError) as exc:

@@ -86,21 +86,31 @@ def record_episode(
     return frames
 
 
-def read_trajectory(path: str | Path) -> tuple[str, int, list[Frame]]:
-    """Read a ``zsceval-trajectory`` JSON file (``format``, ``version`` 1, ``layout``, ``horizon``,
-    ``states`` for t = 0..T, ``rewards`` per step (a number or a per-agent list), ``score``).
+def read_trajectory(path: str | Path, episode: int = 0) -> tuple[str, int, list[Frame]]:
+    """Read one episode of a ``zsceval-trajectory`` JSON file: a JSON array of trajectory objects
+    (or a single object), each with ``format``, ``version`` 1, ``layout``, ``horizon``, ``states``
+    for t = 0..T, ``rewards`` per step (a number or a per-agent list), ``score``.
+
+    Args:
+        path: the file.
+        episode: index of the episode in the array.
 
     Returns:
         ``(layout name, horizon, frames)``; frame t's score is the sum of the first t rewards.
 
     Raises:
-        ValueError: not such a file (missing keys, another format or version, bad JSON).
+        ValueError: not such a file (missing keys, another format or version, bad JSON), or no
+            episode ``episode``.
         OSError: the file cannot be read.
     """
     try:
         data = json.loads(Path(path).read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not JSON ({exc})") from None
+    if isinstance(data, list):
+        if not 0 <= episode < len(data):
+            raise ValueError(f"{path}: has episodes 0..{len(data) - 1}, not {episode}")
+        data = data[episode]
     if not isinstance(data, dict) or data.get("format") != TRAJECTORY_FORMAT:
         got = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise ValueError(f"{path}: not a {TRAJECTORY_FORMAT} file (format={got!r})")
