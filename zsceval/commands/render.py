@@ -79,7 +79,10 @@ def _save_png(image, out: Path) -> None:
     help="Output file: .gif for episodes, .png for --state.",
 )
 @click.option(
-    "--png-at", type=click.IntRange(min=0), default=None, help="Also write a PNG of step T next to --out."
+    "--png-at",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Also write a PNG of step T as <out stem>_t<T>.png.",
 )
 @click.option(
     "--fps",
@@ -155,11 +158,11 @@ def render(
             raise click.UsageError("--agent needs --layout")
         lay = _layout(layout)
         frames, horizon = _play(agent, partner or agent, lay, steps, seed, device)
+    if png_at is not None and png_at >= len(frames):
+        raise click.BadParameter(f"the episode has steps 0..{len(frames) - 1}", param_hint="--png-at")
     write_episode_gif(frames, lay, out, fps, tile, horizon or None)
     click.echo(f"wrote {out} ({len(frames)} frames, final score {frames[-1].score:g})")
     if png_at is not None:
-        if png_at >= len(frames):
-            raise click.BadParameter(f"the episode has steps 0..{len(frames) - 1}", param_hint="--png-at")
         from zsceval.render import draw_state
 
         f = frames[png_at]
