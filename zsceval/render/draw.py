@@ -88,10 +88,10 @@ def cell_center(x: int, y: int, tile: int) -> tuple[float, float]:
 
 def held_item_center(x: int, y: int, orientation: Sequence[int], tile: int) -> tuple[float, float]:
     """Pixel center of the item held by a chef at cell ``(x, y)`` facing ``orientation`` (dx, dy):
-    ``0.3 * tile`` from the cell center toward the facing side."""
+    ``0.34 * tile`` from the cell center toward the facing side."""
     cx, cy = cell_center(x, y, tile)
     dx, dy = orientation
-    return cx + 0.3 * tile * dx, cy + 0.3 * tile * dy
+    return cx + 0.34 * tile * dx, cy + 0.34 * tile * dy
 
 
 @cache
@@ -213,7 +213,7 @@ def _chef(d: ImageDraw.ImageDraw, player: dict, seat: int, tile: int) -> None:
     held = player.get("held_object")
     if held:
         hx, hy = held_item_center(x, y, ori, tile)
-        _item(d, held, hx, hy, tile * 0.42)
+        _item(d, held, hx, hy, tile * 0.38)
 
 
 def _header(d: ImageDraw.ImageDraw, layout: Layout, width: int, tile: int, score, timestep, horizon) -> None:
