@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "partners": ("zsceval.commands.partners", "partners", "Generate and select evaluation partners."),
     "bench": ("zsceval.commands.bench", "bench", "Run a benchmark suite (resumable)."),
     "report": ("zsceval.commands.report", "report", "Print BR-Prox tables and write figures."),
+    "render": ("zsceval.commands.render", "render", "Draw a state as a PNG or an episode as a GIF."),
 }
 
 

@@ -152,7 +152,10 @@ def partner_set_play(
     default=None,
     help="With --partner: write the episodes to DIR/agent_seat_<k>.json (docs/interop.md).",
 )
-def evaluate(agent, partner, partner_set, layout, episodes, device, seed, as_json, save_trajectories) -> None:
+@click.option("--gif", "gif_dir", default=None, help="Also write a GIF of one episode per seating into DIR.")
+def evaluate(
+    agent, partner, partner_set, layout, episodes, device, seed, as_json, save_trajectories, gif_dir=None
+) -> None:
     """Cross-play two saved agents in both seats: mean sparse return (95% CI) and event counts;
     or play one agent against a whole evaluation-partner set and report BR-Prox.
 
@@ -167,6 +170,8 @@ def evaluate(agent, partner, partner_set, layout, episodes, device, seed, as_jso
         raise click.UsageError("give exactly one of --partner and --partner-set")
     if save_trajectories is not None and partner_set is not None:
         raise click.UsageError("--save-trajectories works with --partner, not with --partner-set")
+    if gif_dir is not None and partner is None:
+        raise click.UsageError("--gif works with --partner (not --partner-set)")
     if partner_set is not None:
         from zsceval.evaluation.manifest import ManifestError
 
@@ -198,6 +203,12 @@ def evaluate(agent, partner, partner_set, layout, episodes, device, seed, as_jso
                 raise click.ClickException(f"--save-trajectories {save_trajectories}: {exc}") from None
     except (CheckpointError, ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
+    if gif_dir is not None:
+        from zsceval.commands.render import seating_gifs
+
+        out["gifs"] = seating_gifs(agent, partner, layout, gif_dir, device, seed)
+        if not as_json:
+            click.echo(f"wrote {', '.join(out['gifs'])}")
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return
