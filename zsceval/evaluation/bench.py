@@ -257,8 +257,34 @@ def _check_keys(data: dict, known: set[str], path: Path, prefix: str) -> None:
 
 
 def _restrict(suite: Suite, what: str, chosen) -> Suite:
-    """The suite with ``what`` (``layouts`` or ``algorithms``) replaced by ``chosen``."""
-    return dataclasses.replace(suite, **{what: tuple(chosen)})
+    """The suite with ``what`` (``layouts`` or ``algorithms``) replaced by ``chosen``, a subset.
+
+    Raises:
+        SuiteError: a chosen name the suite does not hold (lists the suite's).
+    """
+    have = list(getattr(suite, what))
+    canon = (lambda n: _canonical_layout(n)) if what == "layouts" else (lambda n: n)
+    have_canon = [canon(n) for n in have]
+    picked = []
+    for name in (c.strip() for c in chosen):
+        if not name:
+            continue
+        if canon(name) not in have_canon:
+            raise SuiteError(
+                f"--{what} {name!r} is not in suite {suite.name!r}, whose {what} are: {', '.join(have)} "
+                f"(edit a copy of the suite YAML and pass its path to --suite to add it)"
+            )
+        picked.append(have[have_canon.index(canon(name))])
+    if not picked:
+        raise SuiteError(f"--{what} selects nothing; the suite's {what} are: {', '.join(have)}")
+    return dataclasses.replace(suite, **{what: tuple(dict.fromkeys(picked))})
+
+
+def _canonical_layout(name: str) -> str:
+    try:
+        return resolve_layout_name(name)
+    except ValueError:
+        return name
 
 
 def _validate(suite: Suite, path: Path) -> None:
@@ -534,6 +560,46 @@ def _write_table(frame: pd.DataFrame, path: Path) -> None:
         frame.to_parquet(tmp)
 
 
+SUITE_RECORD = "suite.yaml"
+TABLES = ("results", "br_returns", "features")
+# a subset of a folder's layouts or algorithms runs the same jobs: not a conflicting change
+_SUBSET_KEYS = ("layouts", "algorithms")
+
+
+class SuiteConflictError(SuiteError):
+    """The output folder holds a run of a suite with other settings."""
+
+
+def check_suite_record(suite: Suite, out: str | Path, *, force: bool = False) -> list[str]:
+    """Compare ``suite`` with the suite recorded in ``out/suite.yaml`` (if any).
+
+    Returns:
+        The differences (``key: old -> new``) other than the layouts and algorithms run; empty when
+        the folder is new or holds the same suite.
+
+    Raises:
+        SuiteConflictError: differences and not ``force`` (names them and the way out).
+    """
+    from zsceval.commands._common import differences
+
+    path = Path(out) / SUITE_RECORD
+    if not path.is_file():
+        return []
+    try:
+        old = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError:
+        old = {}
+    diffs = differences(old, suite.to_dict(), ignore=_SUBSET_KEYS)
+    if diffs and not force:
+        raise SuiteConflictError(
+            f"{out} holds a run of another suite setting ({path}):\n  "
+            + "\n  ".join(diffs)
+            + "\nRunning this suite there would redo (and delete) the finished jobs these settings "
+            "touch. Choose another --out, or pass --force to replace them."
+        )
+    return diffs
+
+
 def run_bench(
     suite: Suite,
     out: str | Path,
@@ -543,18 +609,36 @@ def run_bench(
     retries: int | None = None,
     progress: bool = True,
     log=print,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Run (or resume) a suite; returns a summary with the result table paths.
 
     ``retries``: attempts after a job's first failure (default: 1 for the process and Ray
-    executors, 0 in-process; :func:`zsceval.execution.run_jobs`).
+    executors, 0 in-process; :func:`zsceval.execution.run_jobs`). The folder's ``suite.yaml``
+    decides what it holds: a suite with other settings is refused unless ``force``
+    (:func:`check_suite_record`); with ``force`` the old result tables are removed first, so
+    ``zsceval report`` never shows them under the new suite.
 
     Raises:
+        SuiteConflictError: ``out`` holds another suite setting and not ``force``.
+        SuiteError: the suite names no implemented algorithm.
         zsceval.execution.JobError: a job failed (finished jobs stay finished; rerun to resume).
     """
     root = Path(out)
+    implemented = [a for a in suite.algorithms if a in registry.names()]
+    if not implemented:
+        raise SuiteError(
+            f"none of the algorithms {', '.join(suite.algorithms)} is implemented yet, so there is nothing "
+            f"to evaluate; implemented: {', '.join(registry.names())} (`zsceval algos`). "
+            "To train evaluation partners only, use `zsceval partners generate` / `select`."
+        )
+    diffs = check_suite_record(suite, root, force=force)
     root.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(root / "suite.yaml", yaml.safe_dump(suite.to_dict(), sort_keys=False))
+    if diffs:
+        log("--force: replacing a run of another suite setting (" + "; ".join(diffs) + ")")
+        for name in TABLES:
+            (root / f"{name}.parquet").unlink(missing_ok=True)
+    atomic_write_text(root / SUITE_RECORD, yaml.safe_dump(suite.to_dict(), sort_keys=False))
     skipped = [a for a in suite.algorithms if a not in registry.names()]
     if skipped:
         log(f"skipped (not implemented yet): {', '.join(skipped)}")

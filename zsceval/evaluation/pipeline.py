@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 
 from zsceval.envs.overcooked import load_layout
-from zsceval.execution.jobs import job_kind
+from zsceval.execution.jobs import JobInputError, job_kind
 from zsceval.rl.checkpoint import CheckpointError, list_checkpoints, load_policy, save_checkpoint
 
 from .manifest import (
@@ -191,10 +191,12 @@ def partners_select(params: dict, out: Path, needs: dict) -> dict:
     kept = {cid: r for cid, r in results.items() if r["final_return"] > params.get("min_return", 10.0)}
     k = int(params["k"])
     if len(kept) < k:
-        raise ValueError(
+        raise JobInputError(
             f"only {len(kept)} of {len(results)} candidates have a final return > "
-            f"{params.get('min_return', 10.0)}; cannot select K={k} "
-            "(train candidates longer, sample more, or lower min_return)"
+            f"{params.get('min_return', 10.0)}; cannot select K={k}. Train candidates longer "
+            "(`partners generate --steps`, suite key partners.candidate_steps), train more candidates "
+            "(--candidates, partners.candidates), lower K (-k, partners.k), or lower the threshold "
+            "(`partners select --min-return`, suite key partners.min_return)"
         )
     ids = sorted(kept)
     features = np.array([kept[c]["features"] for c in ids], dtype=float)

@@ -112,8 +112,17 @@ class Trainer:
         validate(cfg)
         self.cfg, self.run_dir, self.progress = cfg, Path(run_dir), progress
         if not resume and (self.run_dir / CONFIG).exists():
+            if not list_checkpoints(self.run_dir):
+                raise RunExistsError(
+                    f"{self.run_dir} holds a run that was stopped before its first checkpoint (nothing "
+                    "trained was saved): pass --resume to start it over from scratch with its saved "
+                    "config.yaml, or choose another --out"
+                )
             raise RunExistsError(f"{self.run_dir} already holds a run; pass --resume or choose another --out")
         resume_from = self._resume_checkpoint() if resume else None
+        self.resumed_from = resume_from
+        """The checkpoint this trainer continues from; None for a fresh start (also a ``resume``
+        of a run stopped before its first checkpoint, which starts over from scratch)."""
         if cfg.run.tensorboard:
             self._tensorboard_writer_class()  # fail before anything is written
         algo_cls = registry.get(cfg.run.algo)
@@ -183,10 +192,16 @@ class Trainer:
         """Observation spec of the training env (stored in every checkpoint)."""
         return json.loads(json.dumps(self.env.spec_dict()))
 
-    def _resume_checkpoint(self) -> Path:
+    def _resume_checkpoint(self) -> Path | None:
+        """The latest resumable checkpoint; None when the run has no checkpoint at all (stopped
+        before its first one: nothing was saved, so resuming is starting over)."""
         if not (self.run_dir / CONFIG).is_file():
             raise CheckpointError(f"cannot resume: {self.run_dir} holds no run (no {CONFIG})")
         ckpts = list_checkpoints(self.run_dir)
+        if not ckpts:
+            stale = self.run_dir / METRICS
+            stale.unlink(missing_ok=True)  # rows of iterations whose state was never saved
+            return None
         for ckpt in reversed(ckpts):
             meta_path = ckpt / "meta.json"
             try:

@@ -33,8 +33,14 @@ __all__ = ["OvercookedEnv", "resolve_device"]
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
-    """``torch.device`` for ``device``; raises ``ValueError`` if CUDA is asked for but absent."""
-    dev = torch.device(device)
+    """``torch.device`` for ``device``; raises ``ValueError`` for an unknown device or if CUDA is
+    asked for but absent."""
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(
+            f"unknown device {str(device)!r}; valid: cpu, cuda, cuda:N (e.g. cuda:1), mps"
+        ) from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(
             f"device={str(device)!r} was requested but CUDA is not available "
