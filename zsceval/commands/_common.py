@@ -80,7 +80,12 @@ def flatten(d: dict, prefix: str = "") -> dict:
 
 def differences(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> list[str]:
     """``key: old -> new`` for every flattened key whose value differs (keys in ``ignore`` skipped)."""
-    a, b = flatten(old), flatten(new)
+    import json
+
+    def plain(d: dict) -> dict:  # tuples as lists, as they read back from YAML
+        return json.loads(json.dumps(d, default=str))
+
+    a, b = flatten(plain(old)), flatten(plain(new))
     diffs = []
     for key in sorted(set(a) | set(b)):
         if key in ignore:

@@ -11,7 +11,6 @@ from zsceval import registry
 from zsceval.rl.checkpoint import CheckpointError
 from zsceval.rl.config import ConfigError, config_to_dict, list_presets, resolve_config
 
-
 DEFAULT_PRESET = "quick"
 """The preset of `zsceval train` without --preset or --config."""
 
@@ -91,9 +90,8 @@ def train(
       zsceval train --algo sp --layout counter_circuit --preset paper --device cuda --seed 1
       zsceval train --out runs/sp_cramped_room_s0 --resume
     """
-    from zsceval.rl.trainer import RunExistsError, Trainer, load_run_config
-
     from zsceval.commands._common import check_writable, parse_steps, write_error
+    from zsceval.rl.trainer import RunExistsError, Trainer, load_run_config
 
     steps = parse_steps(steps)
     try:

@@ -314,6 +314,12 @@ def _validate(suite: Suite, path: Path) -> None:
     _validate_budget(suite.partners, f"{path}: partners.")
     for name, pb in suite.layout_partners:
         _validate_budget(pb, f"{path}: layout_partners.{name}.")
+    from zsceval.envs.overcooked.env import resolve_device
+
+    try:
+        resolve_device(suite.device)
+    except ValueError as exc:
+        raise SuiteError(f"{path}: device: {exc}") from None
     for name in suite.layouts:  # the training config of every run resolves (preset, overrides)
         try:
             resolve_config(preset=suite.preset, overrides=suite.overrides, **{"env.layout": name})
