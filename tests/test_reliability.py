@@ -314,8 +314,9 @@ def run_killed(args, kill_at: int, match: str = "") -> subprocess.CompletedProce
     return proc
 
 
-FOUR = [*TINY[:2], "--steps", "1600", "--no-progress", "--set", "env.num_envs=4", "--set", "ppo.rollout_length=100",
-        "--set", "run.checkpoint_every=800", "--set", "run.eval_episodes=2",
+FOUR = [*TINY[:2], "--steps", "1600", "--no-progress", "--set", "env.num_envs=4",
+        "--set", "ppo.rollout_length=100", "--set", "run.checkpoint_every=800",
+        "--set", "run.eval_episodes=2",
         "--set", "ppo.epochs=1", "--set", "ppo.num_minibatches=1"]  # fmt: skip
 # 400 env steps per iteration: checkpoints after iterations 2 and 4
 
@@ -363,7 +364,7 @@ def test_bench_killed_inside_a_job_resumes_with_identical_results(tmp_path):
     ref, killed = tmp_path / "ref", tmp_path / "killed"
     res = invoke("bench", "--suite", suite, "--out", ref, "--no-progress", "--no-report")
     assert res.exit_code == 0, res.output
-    # killed in the 2nd iteration of the ego's training (after its first checkpoint? no: mid-job)
+    # killed after the 2nd iteration of the ego's training, in the middle of its job
     run_killed(["bench", "--suite", suite, "--out", killed, "--no-progress"], kill_at=2, match="egos/sp/s0")
     assert not (killed / "cramped_room/egos/sp/s0/DONE.json").exists()
     res = invoke("bench", "--suite", suite, "--out", killed, "--no-progress", "--no-report")
