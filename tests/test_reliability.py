@@ -214,11 +214,17 @@ def test_train_bad_values_are_messages(tmp_path, args, message):
     assert not (out / "config.yaml").exists()
 
 
-def test_train_bad_layout_file_names_file_line_column(tmp_path):
+def test_train_bad_layout_file_names_the_file(tmp_path):
     bad = tmp_path / "bad.layout"
     bad.write_text("XXX\n")
     res = invoke("train", "--layout", bad, "--out", tmp_path / "run", "--no-progress")
     clean_error(res, f"{bad}:1:1")
+    binary = tmp_path / "binary.layout"
+    binary.write_bytes(b"\xff\xfe\n")
+    res = invoke("train", "--layout", binary, "--out", tmp_path / "run", "--no-progress")
+    clean_error(res, f"{binary}: not a UTF-8 text layout file")
+    res = invoke("train", "--layout", tmp_path, "--out", tmp_path / "run", "--no-progress")
+    clean_error(res, "is not a file")
 
 
 def test_train_unwritable_out_is_a_message(tmp_path):
