@@ -378,3 +378,21 @@ def test_bench_killed_inside_a_job_resumes_with_identical_results(tmp_path):
     for name in ("results", "br_returns", "features"):
         a, b = (pd.read_parquet(d / f"{name}.parquet") for d in (ref, killed))
         pd.testing.assert_frame_equal(a, b)
+
+
+# -- 6. artifacts get the user's umask ---------------------------------------------------------------------
+def test_atomic_outputs_and_checkpoints_follow_the_umask(finished_run, tmp_path):
+    from zsceval.io import atomic_path, atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "a.txt", "x")
+        with atomic_path(tmp_path / "fig.png") as tmp:
+            tmp.write_bytes(b"png")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "fig.png").stat().st_mode & 0o777 == 0o644
+    ckpt = sorted((finished_run / "checkpoints").glob("step_*"))[-1]
+    assert ckpt.stat().st_mode & 0o077 != 0  # not 0700
+    assert (ckpt / "policies.safetensors").stat().st_mode & 0o044 == 0o044
