@@ -396,3 +396,37 @@ def test_atomic_outputs_and_checkpoints_follow_the_umask(finished_run, tmp_path)
     ckpt = sorted((finished_run / "checkpoints").glob("step_*"))[-1]
     assert ckpt.stat().st_mode & 0o077 != 0  # not 0700
     assert (ckpt / "policies.safetensors").stat().st_mode & 0o044 == 0o044
+
+
+# -- 7. report: skipped algorithms, selected partners, PCA labels and explained variance --------------------
+def test_report_names_skipped_algorithms_and_selected_partners(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    from zsceval.evaluation import report as rep
+
+    rows = [{"layout": "cramped_room", "algorithm": "sp", "ego_seed": s, "partner": p, "partner_level": lvl,
+             "seat": seat, "episode": 0, "sparse_return": 100.0 + 10 * s}
+            for s in range(2) for p, lvl in (("c001", "expert"), ("c001_mid", "moderate"))
+            for seat in (0, 1)]  # fmt: skip
+    pd.DataFrame(rows).to_parquet(tmp_path / "results.parquet")
+    br = [{"layout": "cramped_room", "partner": p, "seat": seat, "br_return": 150.0}
+          for p in ("c001", "c001_mid") for seat in (0, 1)]  # fmt: skip
+    pd.DataFrame(br).to_parquet(tmp_path / "br_returns.parquet")
+    rng = np.random.default_rng(0)
+    feats = pd.DataFrame({"layout": "cramped_room", "candidate_id": ["c000", "c001", "c002"],
+                          "selected": [False, True, False], "a": rng.random(3), "b": rng.random(3),
+                          "c": rng.random(3)})  # fmt: skip
+    feats.to_parquet(tmp_path / "features.parquet")
+    (tmp_path / "suite.yaml").write_text("name: x\nalgorithms: [sp, fcp, mep]\n")
+    res = invoke("report", tmp_path, "--no-stats", "--reps", 50)
+    assert res.exit_code == 0, res.output
+    assert "skipped (not implemented yet): fcp, mep" in res.output
+    assert "selected partners on cramped_room: c001 (of 3 candidates" in res.output
+
+    fig = rep._plot_pca(feats, "cramped_room")
+    ax = fig.axes[0]
+    assert "% of variance" in ax.get_xlabel() and "% of variance" in ax.get_ylabel()
+    assert {t.get_text() for t in ax.texts} == {"c000", "c001", "c002"}
+    _, ratio = rep.pca_2d_explained(rep.feature_matrix(feats)[0])
+    assert 0 < ratio[1] <= ratio[0] and ratio.sum() <= 1 + 1e-9

@@ -96,8 +96,9 @@ def bench(
         + ", ".join(f"{k}" for k in tables if k.endswith("s") and k != "skipped_algorithms")
     )
     if report and "results" in tables:
-        from zsceval.evaluation.report import format_table, read_tables, summarize
+        from zsceval.evaluation.report import bench_notes, format_table, read_tables, summarize
 
-        results, br, _ = read_tables(out)
+        results, br, features = read_tables(out)
+        click.echo("\n".join(bench_notes(out, features)))
         click.echo(format_table(summarize(results, br, levels=levels)))
         click.echo(f"figures and JSON: zsceval report {out}")

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 import typing
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -654,8 +655,18 @@ def run_bench(
     def run_phase(name: str, jobs: list[Job]) -> None:
         log(f"phase: {name} ({len(jobs)} jobs)")
         all_jobs.extend(jobs)  # earlier phases' jobs are done: they are skipped, not rerun
-        run_jobs(all_jobs, root, executor=executor, workers=workers, retries=retries, progress=progress,
-                 modules=("zsceval.evaluation.pipeline",))  # fmt: skip
+        # progress inside a job (env steps of training) where one job runs at a time in this process
+        inner = progress and executor == "local"
+        saved = os.environ.get(pipeline.JOB_PROGRESS_ENV)
+        os.environ[pipeline.JOB_PROGRESS_ENV] = "1" if inner else "0"
+        try:
+            run_jobs(all_jobs, root, executor=executor, workers=workers, retries=retries, progress=progress,
+                     modules=("zsceval.evaluation.pipeline",))  # fmt: skip
+        finally:
+            if saved is None:
+                os.environ.pop(pipeline.JOB_PROGRESS_ENV, None)
+            else:
+                os.environ[pipeline.JOB_PROGRESS_ENV] = saved
 
     for name, jobs in zip(["candidates and ego training", "candidate features", "partner selection"], static):
         run_phase(name, jobs)

@@ -28,6 +28,7 @@ Stages for one layout:
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +52,9 @@ from .matches import PartnerSpec, evaluate_agent, evaluate_br_references, play_g
 from .selection import select_partners
 
 __all__ = ["feature_names", "mid_checkpoint", "load_partner_set"]
+
+JOB_PROGRESS_ENV = "ZSCEVAL_JOB_PROGRESS"
+"""When "1", training jobs show their own progress bar (env steps inside the job)."""
 
 CLASSIC_FEATURE_EVENTS = 13  # put_onion_on_X .. STAY; MOVEMENT and IDLE_* are dropped
 
@@ -139,7 +143,8 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
         import shutil
 
         shutil.rmtree(run)  # killed before its first resumable checkpoint: start over
-    summary = Trainer(cfg, run, resume=resume, progress=False).train()
+    progress = os.environ.get(JOB_PROGRESS_ENV) == "1"  # set by `zsceval bench` with the local executor
+    summary = Trainer(cfg, run, resume=resume, progress=progress).train()
     return {"run": "run", "self_play_return": summary.get("self_play", {}).get("sparse_return_mean")}
 
 
