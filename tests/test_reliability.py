@@ -430,3 +430,46 @@ def test_report_names_skipped_algorithms_and_selected_partners(tmp_path):
     assert {t.get_text() for t in ax.texts} == {"c000", "c001", "c002"}
     _, ratio = rep.pca_2d_explained(rep.feature_matrix(feats)[0])
     assert 0 < ratio[1] <= ratio[0] and ratio.sum() <= 1 + 1e-9
+
+
+# -- 5. threads: concurrent jobs do not oversubscribe the cores -----------------------------------------
+def test_thread_cap_for_concurrent_jobs_and_note_when_cores_are_busy(monkeypatch, tmp_path):
+    from zsceval.rl import trainer as tr
+
+    monkeypatch.setattr(tr.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(tr, "usable_cores", lambda: 2)
+    monkeypatch.delenv(tr.MAX_THREADS_ENV, raising=False)
+    assert tr.choose_threads(2) == (2, None)
+    monkeypatch.setenv(tr.MAX_THREADS_ENV, "1")
+    assert tr.choose_threads(2) == (1, None) and tr.choose_threads(0) == (1, None)
+    monkeypatch.delenv(tr.MAX_THREADS_ENV)
+    monkeypatch.setattr(tr.os, "getloadavg", lambda: (1.9, 1.0, 1.0))  # another run busy on 2 cores
+    threads, note = tr.choose_threads(2)
+    assert threads == 2 and "run.num_threads=1" in note  # a note, not a load-dependent change
+
+    # the cap is recorded in the run's config, so a resume uses the same count
+    monkeypatch.setenv(tr.MAX_THREADS_ENV, "1")
+    run = tmp_path / "run"
+    res = invoke("train", "--out", run, *TINY)
+    assert res.exit_code == 0, res.output
+    assert yaml.safe_load((run / "config.yaml").read_text())["run"]["num_threads"] == 1
+
+
+def test_bench_caps_threads_when_jobs_run_concurrently(tmp_path, monkeypatch):
+    from zsceval.evaluation import bench as bench_mod
+    from zsceval.rl.trainer import MAX_THREADS_ENV
+
+    seen = []
+
+    def fake(*a, **kw):
+        seen.append(os.environ.get(MAX_THREADS_ENV))
+        raise JobError("stopped by the test", retryable=True)
+
+    monkeypatch.setattr(bench_mod, "run_jobs", fake)
+    monkeypatch.setattr(bench_mod, "usable_cores", lambda: 2)
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text(TINY_SUITE)
+    invoke("bench", "--suite", suite, "--out", tmp_path / "a", "--executor", "process", "--workers", 2)
+    invoke("bench", "--suite", suite, "--out", tmp_path / "b")
+    assert seen == ["1", None]
+    assert os.environ.get(MAX_THREADS_ENV) is None  # restored

@@ -150,6 +150,8 @@ def train(
             return
         check_writable(out)
         trainer = Trainer(cfg, out, resume=resume, progress=progress)
+        for note in trainer.notes:
+            click.echo(note, err=True)
         if resume and trainer.resumed_from is None:
             click.echo(
                 f"{out} was stopped before its first checkpoint (nothing trained was saved): "

@@ -57,6 +57,7 @@ from zsceval.execution import Job, run_jobs
 from zsceval.io import atomic_path, atomic_write_text
 from zsceval.rl.algorithm import JobContext
 from zsceval.rl.config import ConfigError, coerce_value, resolve_config
+from zsceval.rl.trainer import MAX_THREADS_ENV, usable_cores
 
 from . import pipeline  # noqa: F401  (registers the job kinds)
 from .reward_space import load_reward_space, pick_weights, sample_weights
@@ -657,16 +658,20 @@ def run_bench(
         all_jobs.extend(jobs)  # earlier phases' jobs are done: they are skipped, not rerun
         # progress inside a job (env steps of training) where one job runs at a time in this process
         inner = progress and executor == "local"
-        saved = os.environ.get(pipeline.JOB_PROGRESS_ENV)
-        os.environ[pipeline.JOB_PROGRESS_ENV] = "1" if inner else "0"
+        env = {pipeline.JOB_PROGRESS_ENV: "1" if inner else "0"}
+        if executor != "local" and workers > 1:  # concurrent jobs share the cores: no oversubscription
+            env[MAX_THREADS_ENV] = str(max(1, usable_cores() // workers))
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
         try:
             run_jobs(all_jobs, root, executor=executor, workers=workers, retries=retries, progress=progress,
                      modules=("zsceval.evaluation.pipeline",))  # fmt: skip
         finally:
-            if saved is None:
-                os.environ.pop(pipeline.JOB_PROGRESS_ENV, None)
-            else:
-                os.environ[pipeline.JOB_PROGRESS_ENV] = saved
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     for name, jobs in zip(["candidates and ego training", "candidate features", "partner selection"], static):
         run_phase(name, jobs)
