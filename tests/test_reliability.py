@@ -473,3 +473,16 @@ def test_bench_caps_threads_when_jobs_run_concurrently(tmp_path, monkeypatch):
     invoke("bench", "--suite", suite, "--out", tmp_path / "b")
     assert seen == ["1", None]
     assert os.environ.get(MAX_THREADS_ENV) is None  # restored
+
+
+def test_resume_after_a_killed_extension_continues(finished_run, tmp_path):
+    """`--resume --steps 6400` killed before it finished leaves config 6400 and eval.json 3200:
+    a plain `--resume` must finish the extension, not call the run finished."""
+    run = tmp_path / "r"
+    shutil.copytree(finished_run, run)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg["run"]["total_steps"] = 6400
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    res = invoke("train", "--resume", "--out", run, "--no-progress")
+    assert res.exit_code == 0 and "already finished" not in res.output, res.output
+    assert json.loads((run / "eval.json").read_text())["env_steps"] == 6400

@@ -116,7 +116,7 @@ def train(
                     f"only raises it (omit --steps to finish the run at {saved:,})"
                 )
             done = _finished_steps(out)
-            if done is not None and (steps is None or steps <= done):
+            if done is not None and done >= saved and (steps is None or steps <= done):
                 click.echo(
                     f"{out} already finished training at {done:,} env steps (eval.json); nothing to do. "
                     f"Pass --steps above {done:,} to train it further.",
