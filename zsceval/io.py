@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = [
+    "atomic_directory",
     "atomic_path",
     "atomic_write_text",
     "atomic_write_bytes",
@@ -51,6 +53,34 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def atomic_directory(path: str | Path) -> Iterator[Path]:
+    """Yield an empty temp directory next to ``path``; on normal exit it replaces ``path`` (an
+    existing directory there is moved aside first and removed after), on an exception it is
+    removed. A killed process never leaves a half-written directory under ``path``'s name.
+
+    Raises:
+        OSError: the parent cannot be created or written; whatever the body raises.
+    """
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".tmp-{final.name}-"))
+    try:
+        apply_umask(tmp, directory=True)  # mkdtemp makes it 0700
+        yield tmp
+        if final.exists():
+            old = final.parent / f".old-{final.name}"
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(final, old)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 

@@ -42,3 +42,20 @@ def test_atomic_path_renames_on_success_and_removes_the_temp_on_failure(tmp_path
         tmp.write_bytes(b"half")
         raise RuntimeError("writer died")
     assert target.read_bytes() == b"whole" and [p.name for p in tmp_path.iterdir()] == ["table.bin"]
+
+
+def test_atomic_directory_replaces_whole_or_not_at_all(tmp_path):
+    from zsceval.io import atomic_directory
+
+    target = tmp_path / "d"
+    with atomic_directory(target) as tmp:
+        (tmp / "a").write_text("1")
+    assert (target / "a").read_text() == "1"
+    with atomic_directory(target) as tmp:
+        (tmp / "b").write_text("2")
+    assert sorted(p.name for p in target.iterdir()) == ["b"]  # replaced, not merged
+    with pytest.raises(RuntimeError), atomic_directory(target) as tmp:
+        (tmp / "c").write_text("3")
+        raise RuntimeError("killed")
+    assert sorted(p.name for p in target.iterdir()) == ["b"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]  # no temp left behind

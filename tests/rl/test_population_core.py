@@ -15,7 +15,7 @@ from zsceval.cli import main
 from zsceval.population import MixtureAgent, PolicyPool
 from zsceval.rl.agent import ActOutput
 from zsceval.rl.algorithm import Algorithm
-from zsceval.rl.checkpoint import load_agent, save_checkpoint
+from zsceval.rl.checkpoint import CheckpointError, load_agent, save_checkpoint
 from zsceval.rl.config import resolve_config
 from zsceval.rl.policy import Policy
 from zsceval.rl.seating import Arm, ego_partner_arms
@@ -54,8 +54,10 @@ def _config(*overrides):
 class PoolPartners(Algorithm):
     """The ego with one of 8 frozen pool members, member and seat drawn per game and episode."""
 
+    pool_seed = 123
+
     def build_partners(self, make_policy):
-        torch.manual_seed(123)
+        torch.manual_seed(self.pool_seed)
         return {"pool": PolicyPool.from_policies([make_policy() for _ in range(8)])}
 
     def arms(self):
@@ -105,6 +107,20 @@ def test_pool_partners_are_seated_per_game_and_per_episode(plugin, tmp_path):
         assert recorded == episodes_seen[g]
     # games switch partners between episodes (16 arms, 16 games x 16 episodes)
     assert sum(len(set(e)) > 1 for e in episodes_seen) == B
+    # the run refers to its pool by checksum; the artifact holds the members' weights
+    meta = json.loads(next((tmp_path / "run" / "checkpoints").glob("step_*/meta.json")).read_text())
+    entry = meta["partners"]["pool"]
+    saved = PolicyPool.load(tmp_path / "run" / entry["pool"])
+    assert saved.sha256 == entry["sha256"] and entry["members"] == 8
+    for k, v in tr.partners["pool"].stacked.items():
+        assert torch.equal(saved.stacked[k], v.cpu()), k
+    # resuming with another population is refused (the plug-in seeds its pool with 123)
+    PoolPartners.pool_seed = 7
+    try:
+        with pytest.raises(CheckpointError, match="partner pool 'pool' differs"):
+            Trainer(cfg, tmp_path / "run", resume=True, progress=False)
+    finally:
+        PoolPartners.pool_seed = 123
 
 
 # -- an extra loss term changes the gradient by its hand-computed gradient -----------------------
@@ -312,3 +328,51 @@ def test_float_observations_are_stored_and_trained_in_the_envs_dtype(monkeypatch
     obs = tr.core.buffer.obs
     assert obs.dtype == torch.float32 and float(obs.max()) == 8.0  # steps-left plane, exact floats
     assert len(tr.metrics) == 4 and "policy_loss" in tr.metrics[-1]
+
+
+# -- a pool that grows while training (COLE): arms follow, resume is exact ------------------------
+class GrowingPool(Algorithm):
+    """The ego with past snapshots of itself; a snapshot joins the pool after every iteration."""
+
+    def build_partners(self, make_policy):
+        self.pool = PolicyPool.from_policies([make_policy()])
+        return {"pool": self.pool}
+
+    def arms(self):
+        return ego_partner_arms("ego", "pool", self.num_agents, members=range(len(self.pool)))
+
+    def after_iteration(self, iteration, env_steps, stats, episodes):
+        self.pool.add(self.learners["ego"])
+        self.seen = getattr(self, "seen", set()) | set(episodes.arm.tolist())
+
+    def state_dict(self):
+        return {"count": len(self.pool), "pool": self.pool.state_dict()}
+
+    def load_state_dict(self, state):
+        while len(self.pool) < state["count"]:
+            self.pool.add(self.pool.member(0))
+        self.pool.load_state_dict(state["pool"])
+
+
+def test_growing_pool_adds_arms_and_resumes_exactly(plugin, tmp_path):
+    plugin("growing_pool_test", GrowingPool)
+    cfg = _config("run.algo=growing_pool_test", "env.horizon=6", "ppo.rollout_length=4",
+                  "run.total_steps=384", "run.checkpoint_every=64")  # fmt: skip
+    full = Trainer(cfg, tmp_path / "full", progress=False)
+    full.train()
+    assert len(full.algorithm.pool) == 7 and len(full.runner.arm_table) == 14
+    assert max(full.algorithm.seen) >= 4  # snapshots added during training were played
+
+    def stop_after_3(trainer, row):
+        if trainer.iteration == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(cfg, tmp_path / "cut", progress=False).train(stop_after_3)
+    resumed = Trainer(cfg, tmp_path / "cut", resume=True, progress=False)
+    assert len(resumed.algorithm.pool) == 4 and len(resumed.runner.arm_table) == 8
+    resumed.train()
+    for k, v in full.learners["ego"].state_dict().items():
+        assert torch.equal(resumed.learners["ego"].state_dict()[k], v), k
+    for k, v in full.algorithm.pool.stacked.items():
+        assert torch.equal(resumed.algorithm.pool.stacked[k], v), k

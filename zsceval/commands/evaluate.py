@@ -146,7 +146,13 @@ def partner_set_play(
 @click.option(
     "--json/--no-json", "as_json", default=False, show_default=True, help="Print JSON instead of text."
 )
-def evaluate(agent, partner, partner_set, layout, episodes, device, seed, as_json) -> None:
+@click.option(
+    "--save-trajectories",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="With --partner: write the episodes to DIR/agent_seat_<k>.json (docs/interop.md).",
+)
+def evaluate(agent, partner, partner_set, layout, episodes, device, seed, as_json, save_trajectories) -> None:
     """Cross-play two saved agents in both seats: mean sparse return (95% CI) and event counts;
     or play one agent against a whole evaluation-partner set and report BR-Prox.
 
@@ -159,6 +165,8 @@ def evaluate(agent, partner, partner_set, layout, episodes, device, seed, as_jso
     """
     if (partner is None) == (partner_set is None):
         raise click.UsageError("give exactly one of --partner and --partner-set")
+    if save_trajectories is not None and partner_set is not None:
+        raise click.UsageError("--save-trajectories works with --partner, not with --partner-set")
     if partner_set is not None:
         from zsceval.evaluation.manifest import ManifestError
 
@@ -179,6 +187,15 @@ def evaluate(agent, partner, partner_set, layout, episodes, device, seed, as_jso
         return
     try:
         out = cross_play(agent, partner, layout, episodes, device, seed)
+        if save_trajectories is not None:
+            from zsceval.interop.trajectory import record_cross_play
+
+            try:
+                out["trajectory_files"] = record_cross_play(
+                    save_trajectories, agent, partner, layout, episodes, device, seed
+                )
+            except (OSError, ValueError) as exc:
+                raise click.ClickException(f"--save-trajectories {save_trajectories}: {exc}") from None
     except (CheckpointError, ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

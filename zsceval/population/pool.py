@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +28,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from torch.func import functional_call, vmap
 
-from zsceval.io import sha256_file
+from zsceval.io import atomic_directory, sha256_file
 from zsceval.population.functional import Layout, StepForward
 from zsceval.rl.agent import ActOutput, sample_actions
 from zsceval.rl.policy import Policy
@@ -349,10 +346,7 @@ class PolicyPool(nn.Module):
         Returns:
             The hex SHA-256 of ``pool.safetensors`` (also stored as ``self.sha256``).
         """
-        final = Path(directory)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".tmp-{final.name}-"))
-        try:
+        with atomic_directory(directory) as tmp:
             tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in self.stacked.items()}
             save_file(tensors, str(tmp / POOL_WEIGHTS))
             digest = sha256_file(tmp / POOL_WEIGHTS)
@@ -366,17 +360,6 @@ class PolicyPool(nn.Module):
                 "sha256": digest,
             }
             (tmp / POOL_JSON).write_text(json.dumps(meta, indent=2))
-            if final.exists():
-                old = final.parent / f".old-{final.name}"
-                shutil.rmtree(old, ignore_errors=True)
-                os.replace(final, old)
-                os.replace(tmp, final)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         self.sha256 = digest
         return digest
 

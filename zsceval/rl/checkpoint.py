@@ -20,10 +20,7 @@ killed process never leaves a half-written checkpoint under a valid name.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +29,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 import zsceval
-from zsceval.io import apply_umask, atomic_write_text
+from zsceval.io import apply_umask, atomic_directory, atomic_write_text
 from zsceval.io import sha256_file as _sha256
 from zsceval.rl.agent import agent_class, agent_class_name
 
@@ -139,12 +136,8 @@ def save_checkpoint(
         TypeError: an agent whose class is not registered.
     """
     agents = {name: {"class": agent_class_name(p), "spec": p.spec} for name, p in policies.items()}
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    final = root / f"step_{steps:012d}"
-    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".tmp-{final.name}-"))
-    apply_umask(tmp, directory=True)  # mkdtemp makes it 0700: give it the user's usual mode
-    try:
+    final = Path(root) / f"step_{steps:012d}"
+    with atomic_directory(final) as tmp:
         weights = {
             f"{name}.{k}": v.detach().to("cpu").contiguous().clone()
             for name, p in policies.items()
@@ -172,17 +165,6 @@ def save_checkpoint(
             "files": files,
         }
         (tmp / META).write_text(json.dumps(full_meta, indent=2))
-        if final.exists():
-            old = root / f".old-{final.name}"
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(final, old)
-            os.replace(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return final
 
 

@@ -158,6 +158,20 @@ class EpisodeRunner:
         self.takes_member = ["member" in inspect.signature(a.act).parameters for a in self.actors]
         self.step_out: Step | None = None
 
+    def set_arms(self, arms: Sequence[Arm]) -> None:
+        """Replace the arms (e.g. a pool grew: COLE). Games keep their current arm until their next
+        episode start, so the arms they hold must keep their index (append new arms at the end).
+
+        Raises:
+            ValueError: a game holds an arm index the new list does not have, or bad arms.
+        """
+        table = ArmTable(arms, self.names, self.n, self.device)
+        if self.step_out is not None and int(self.game_arm.max()) >= len(table):
+            raise ValueError(f"games hold arm {int(self.game_arm.max())}; the new list has {len(table)} arms")
+        self.arm_table = table
+        if self.step_out is not None:
+            self._refresh_rows()
+
     # -- seating ------------------------------------------------------------------------------------
     def _seat(self, games: torch.Tensor | None) -> None:
         """Draw arms for ``games`` (all when None) and refresh each actor's rows."""

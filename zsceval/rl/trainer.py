@@ -12,6 +12,9 @@ Run directory (every file written to a temp file, then renamed):
 * ``metrics.csv``: one row per iteration (env steps, wall time, steps/s, returns, losses, ...);
 * ``checkpoints/step_<env steps>/``: see :mod:`zsceval.rl.checkpoint`;
 * ``eval.json``: the final self-play evaluation (mean sparse return, 95% CI, events);
+* ``pools/<sha256>/``: every policy-pool partner the run played with, as one checksummed artifact
+  (:meth:`zsceval.population.PolicyPool.save`), named in each checkpoint's ``meta.json``
+  ``partners`` entry;
 * ``tensorboard/``: optional TensorBoard logs (``run.tensorboard``).
 
 Exact resume. Every checkpoint is *resumable*, wherever the games are in their episodes: it holds
@@ -28,6 +31,7 @@ import dataclasses
 import io
 import json
 import os
+import shutil
 import time
 from collections import deque
 from collections.abc import Callable
@@ -269,8 +273,30 @@ class Trainer:
                 return ckpt
         raise CheckpointError(f"cannot resume: {self.run_dir} has no resumable checkpoint yet")
 
+    def _save_pools(self) -> dict[str, Any]:
+        """Save every policy-pool partner once per content under ``run/pools/<sha256>/`` (one
+        checksummed artifact, :meth:`PolicyPool.save`) and describe every partner for ``meta.json``."""
+        from zsceval.population import PolicyPool
+
+        out: dict[str, Any] = {}
+        for name, partner in self.partners.items():
+            if not isinstance(partner, PolicyPool):
+                out[name] = {"class": getattr(type(partner), "agent_class", type(partner).__qualname__)}
+                continue
+            root = self.run_dir / "pools"
+            if partner.sha256 is None or not (root / partner.sha256).is_dir():
+                staging = root / f".staging-{name}"
+                digest = partner.save(staging)
+                if (root / digest).is_dir():
+                    shutil.rmtree(staging)
+                else:
+                    os.replace(staging, root / digest)
+            out[name] = {"pool": f"pools/{partner.sha256}", "sha256": partner.sha256, "members": len(partner)}
+        return out
+
     def _meta(self) -> dict[str, Any]:
         return {
+            "partners": self._save_pools(),
             "algo": self.cfg.run.algo,
             "layout": self.env.layout.name,
             "env_spec": self.env_spec,
@@ -351,7 +377,17 @@ class Trainer:
         ng = rng["numpy_global"]
         np.random.set_state((ng[0], np.array(ng[1], dtype=np.uint32), int(ng[2]), int(ng[3]), float(ng[4])))
         self.np_rng.bit_generator.state = json.loads(rng["numpy"])
+        self.runner.set_arms(self.algorithm.arms())  # a restored plug-in may hold more arms
+        self.algorithm.num_arms = len(self.runner.arm_table)
         self.runner.load_state_dict(state["runner"])
+        current = self._save_pools()
+        for name, entry in meta.get("partners", {}).items():
+            if "sha256" in entry and current.get(name, {}).get("sha256") != entry["sha256"]:
+                raise CheckpointError(
+                    f"cannot resume from {ckpt}: partner pool '{name}' differs from the one the run "
+                    f"trained with ({entry['pool']}); restore its inputs or start a new run with "
+                    "another --out"
+                )
         self.metrics = self._read_metrics(self.env_steps)
 
     def save_checkpoint(self) -> Path:
@@ -366,6 +402,13 @@ class Trainer:
                 f.unlink()
             old.rmdir()
         return path
+
+    def _refresh_arms(self) -> None:
+        """Re-read the plug-in's arms (a growing pool adds arms) and give them to the runner."""
+        arms = self.algorithm.arms()
+        if arms != self.runner.arm_table.arms:
+            self.runner.set_arms(arms)
+            self.algorithm.num_arms = len(arms)
 
     # -- the loop -----------------------------------------------------------------------------------
     def _iteration(self) -> dict[str, Any]:
@@ -440,6 +483,7 @@ class Trainer:
                     for key, value in row.items():
                         writer.add_scalar(key, value, self.env_steps)
                 self.algorithm.after_iteration(self.iteration, self.env_steps, row, self.last_episodes)
+                self._refresh_arms()
                 if self.env_steps >= self.next_checkpoint:
                     every = max(cfg.run.checkpoint_every, 1)
                     self.next_checkpoint = (self.env_steps // every + 1) * every
