@@ -486,3 +486,22 @@ def test_resume_after_a_killed_extension_continues(finished_run, tmp_path):
     res = invoke("train", "--resume", "--out", run, "--no-progress")
     assert res.exit_code == 0 and "already finished" not in res.output, res.output
     assert json.loads((run / "eval.json").read_text())["env_steps"] == 6400
+
+
+def test_bench_shows_training_progress_inside_a_job_with_the_local_executor(tmp_path, monkeypatch):
+    from zsceval.evaluation import bench as bench_mod
+    from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
+
+    seen = []
+
+    def fake(*a, **kw):
+        seen.append(os.environ.get(JOB_PROGRESS_ENV))
+        raise JobError("stopped by the test", retryable=True)
+
+    monkeypatch.setattr(bench_mod, "run_jobs", fake)
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text(TINY_SUITE)
+    invoke("bench", "--suite", suite, "--out", tmp_path / "a")
+    invoke("bench", "--suite", suite, "--out", tmp_path / "b", "--no-progress")
+    invoke("bench", "--suite", suite, "--out", tmp_path / "c", "--executor", "process", "--workers", 2)
+    assert seen == ["1", "0", "0"]
