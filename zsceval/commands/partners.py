@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import yaml
 
-from zsceval.commands._common import check_writable, differences, job_failure, parse_steps
+from zsceval.commands._common import check_writable, differences, job_failure, parse_steps, write_error
 from zsceval.io import atomic_write_text
 
 RECORD = "partners.yaml"
@@ -181,6 +181,8 @@ def generate(layout, out, seed, preset, device, steps, weight_sampling, force, c
         results = run_jobs(phases[0] + phases[1], out, modules=("zsceval.evaluation.pipeline",))
     except JobError as exc:
         raise job_failure(exc) from None
+    except OSError as exc:
+        raise write_error(exc) from None
     for job_id, res in sorted(results.items()):
         if job_id.endswith("/evaluate"):
             click.echo(f"{job_id.split('/')[-2]}: return with its BR {res['final_return']:.1f}")
@@ -240,5 +242,7 @@ def select(
         run_jobs(jobs + late[0] + late[1], out, modules=("zsceval.evaluation.pipeline",))
     except (JobError, ValueError) as exc:
         raise job_failure(exc) from None
+    except OSError as exc:
+        raise write_error(exc) from None
     lay = suite.layouts[0]
     click.echo(f"partner-set manifest: {out}/{lay}/partners/set/manifest.json")
