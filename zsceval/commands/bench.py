@@ -60,7 +60,7 @@ def bench(
       zsceval bench --suite overcooked --layouts counter_circuit --algos sp --executor process --workers 2
     """
     from zsceval.commands._common import check_writable, job_failure, write_error
-    from zsceval.evaluation.bench import SuiteError, check_suite_record, load_suite, run_bench
+    from zsceval.evaluation.bench import SuiteError, check_device, check_suite_record, load_suite, run_bench
     from zsceval.execution import JobError
 
     try:
@@ -73,6 +73,7 @@ def bench(
         raise click.ClickException(str(exc)) from None
     out = out or f"bench/{suite.name}"
     try:
+        check_device(suite)
         check_suite_record(suite, out, force=force)  # before any output is written
     except SuiteError as exc:
         raise click.ClickException(str(exc)) from None

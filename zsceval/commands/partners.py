@@ -160,7 +160,7 @@ def generate(layout, out, seed, preset, device, steps, weight_sampling, force, c
     """Train behavior-preferring candidates (pi_w with its BR) and compute their behavior features.
 
     The settings are recorded in OUT/partners.yaml, which `partners select` reads."""
-    from zsceval.evaluation.bench import SuiteError, _validate, build_phases
+    from zsceval.evaluation.bench import SuiteError, _validate, build_phases, check_device
     from zsceval.execution import JobError, run_jobs
 
     layout = _resolve_layout(layout)
@@ -172,6 +172,7 @@ def generate(layout, out, seed, preset, device, steps, weight_sampling, force, c
                    st["weight_sampling"])  # fmt: skip
     try:
         _validate(suite, "partners generate")
+        check_device(suite)
     except SuiteError as exc:
         raise click.ClickException(str(exc)) from None
     check_writable(out)
@@ -211,7 +212,7 @@ def select(
     """Select k candidates by BR-Div (k-DPP), train BRs of their mid checkpoints, write the manifest.
 
     Settings not given are read from OUT/partners.yaml (written by `generate`)."""
-    from zsceval.evaluation.bench import SuiteError, _validate, build_phases, late_phases
+    from zsceval.evaluation.bench import SuiteError, _validate, build_phases, check_device, late_phases
     from zsceval.execution import JobError, run_jobs
 
     layout = _resolve_layout(layout)
@@ -229,6 +230,7 @@ def select(
         )
     try:
         _validate(suite, "partners select")
+        check_device(suite)
     except SuiteError as exc:
         raise click.ClickException(str(exc)) from None
     check_writable(out)

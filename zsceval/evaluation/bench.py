@@ -316,17 +316,33 @@ def _validate(suite: Suite, path: Path) -> None:
     _validate_budget(suite.partners, f"{path}: partners.")
     for name, pb in suite.layout_partners:
         _validate_budget(pb, f"{path}: layout_partners.{name}.")
-    from zsceval.envs.overcooked.env import resolve_device
+    import torch
 
-    try:
-        resolve_device(suite.device)
-    except ValueError as exc:
-        raise SuiteError(f"{path}: device: {exc}") from None
+    try:  # the device name only: a suite for a GPU machine loads anywhere (check_device before running)
+        torch.device(suite.device)
+    except RuntimeError:
+        raise SuiteError(
+            f"{path}: device: unknown device {suite.device!r}; valid: cpu, cuda, cuda:N (e.g. cuda:1), mps"
+        ) from None
     for name in suite.layouts:  # the training config of every run resolves (preset, overrides)
         try:
             resolve_config(preset=suite.preset, overrides=suite.overrides, **{"env.layout": name})
         except ConfigError as exc:
             raise SuiteError(f"{path}: {exc}") from None
+
+
+def check_device(suite: Suite) -> None:
+    """Refuse a suite whose device this machine does not have, before any compute.
+
+    Raises:
+        SuiteError: names the device and the way out.
+    """
+    from zsceval.envs.overcooked.env import resolve_device
+
+    try:
+        resolve_device(suite.device)
+    except ValueError as exc:
+        raise SuiteError(f"device: {exc}") from None
 
 
 def _validate_budget(pb: PartnerBudget, where: str) -> None:
@@ -640,6 +656,7 @@ def run_bench(
             f"to evaluate; implemented: {', '.join(registry.names())} (`zsceval algos`). "
             "To train evaluation partners only, use `zsceval partners generate` / `select`."
         )
+    check_device(suite)
     diffs = check_suite_record(suite, root, force=force)
     root.mkdir(parents=True, exist_ok=True)
     if diffs:
