@@ -148,8 +148,8 @@ def train(
         if print_config:
             click.echo(yaml.safe_dump(config_to_dict(cfg), sort_keys=False), nl=False)
             return
+        trainer = Trainer(cfg, out, resume=resume, progress=progress)  # validates, writes nothing
         check_writable(out)
-        trainer = Trainer(cfg, out, resume=resume, progress=progress)
         for note in trainer.notes:
             click.echo(note, err=True)
         if resume and trainer.resumed_from is None:
