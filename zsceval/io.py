@@ -23,7 +23,16 @@ __all__ = [
     "sha256_file",
     "sha256_text",
     "sha256_bytes",
+    "apply_umask",
 ]
+
+
+def apply_umask(path: str | Path, *, directory: bool = False) -> None:
+    """Give ``path`` the mode a plain ``open`` / ``mkdir`` would (0666 / 0777 minus the umask);
+    ``mkstemp`` / ``mkdtemp`` create 0600 / 0700, too private for shared results."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, (0o777 if directory else 0o666) & ~mask)
 
 
 @contextmanager
@@ -39,6 +48,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
+        apply_umask(tmp)
         yield Path(tmp)
         os.replace(tmp, path)
     except BaseException:
@@ -59,6 +69,7 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".tmp-{final.name}-"))
     try:
+        apply_umask(tmp, directory=True)  # mkdtemp makes it 0700
         yield tmp
         if final.exists():
             old = final.parent / f".old-{final.name}"
@@ -90,6 +101,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = False) ->
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        apply_umask(tmp)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             if fsync:

@@ -15,7 +15,19 @@ import click
 @click.option(
     "--executor", type=click.Choice(["local", "process", "ray"]), default="local", show_default=True
 )
-@click.option("--workers", type=int, default=1, show_default=True, help="Parallel jobs (process / ray).")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Parallel jobs (process / ray).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    default=False,
+    help="Run into an --out that holds another suite setting, replacing the jobs whose inputs changed.",
+)
 @click.option(
     "--retries",
     type=click.IntRange(min=0),
@@ -33,7 +45,9 @@ import click
     show_default=True,
     help="Moderate/expert split of the printed table: mid/final checkpoints, or BR return <= median.",
 )
-def bench(suite_name, algos, layouts, out, executor, workers, retries, progress, report, levels) -> None:
+def bench(
+    suite_name, algos, layouts, out, executor, workers, force, retries, progress, report, levels
+) -> None:
     """Run whatever is missing of a suite: partner generation and selection, ego training, evaluation.
 
     Every expensive step is a job with its inputs and outputs on disk, so a killed bench resumes
@@ -45,7 +59,8 @@ def bench(suite_name, algos, layouts, out, executor, workers, retries, progress,
       zsceval bench --suite overcooked-quick
       zsceval bench --suite overcooked --layouts counter_circuit --algos sp --executor process --workers 2
     """
-    from zsceval.evaluation.bench import SuiteError, load_suite, run_bench
+    from zsceval.commands._common import check_writable, job_failure, write_error
+    from zsceval.evaluation.bench import SuiteError, check_device, check_suite_record, load_suite, run_bench
     from zsceval.execution import JobError
 
     try:
@@ -57,22 +72,34 @@ def bench(suite_name, algos, layouts, out, executor, workers, retries, progress,
     except SuiteError as exc:
         raise click.ClickException(str(exc)) from None
     out = out or f"bench/{suite.name}"
+    try:
+        check_device(suite)
+        check_suite_record(suite, out, force=force)  # before any output is written
+    except SuiteError as exc:
+        raise click.ClickException(str(exc)) from None
+    check_writable(out)
     click.echo(
         f"suite {suite.name}: layouts {', '.join(suite.layouts)}; algorithms {', '.join(suite.algorithms)}"
     )
     try:
         tables = run_bench(
-            suite, out, executor=executor, workers=workers, retries=retries, progress=progress, log=click.echo
-        )
+            suite, out, executor=executor, workers=workers, retries=retries, progress=progress,
+            log=click.echo, force=force,
+        )  # fmt: skip
+    except SuiteError as exc:
+        raise click.ClickException(str(exc)) from None
     except (JobError, ValueError) as exc:
-        raise click.ClickException(f"{exc}\n(rerun the same command to resume)") from None
+        raise job_failure(exc) from None
+    except OSError as exc:
+        raise write_error(exc) from None
     click.echo(
         f"results in {out}: "
         + ", ".join(f"{k}" for k in tables if k.endswith("s") and k != "skipped_algorithms")
     )
     if report and "results" in tables:
-        from zsceval.evaluation.report import format_table, read_tables, summarize
+        from zsceval.evaluation.report import bench_notes, format_table, read_tables, summarize
 
-        results, br, _ = read_tables(out)
+        results, br, features = read_tables(out)
+        click.echo("\n".join(bench_notes(out, features)))
         click.echo(format_table(summarize(results, br, levels=levels)))
         click.echo(f"figures and JSON: zsceval report {out}")

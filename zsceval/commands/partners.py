@@ -3,8 +3,25 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import click
+import yaml
+
+from zsceval.commands._common import check_writable, differences, job_failure, parse_steps, write_error
+from zsceval.io import atomic_write_text
+
+RECORD = "partners.yaml"
+"""The working folder's record of the settings its candidates were generated with."""
+
+DEFAULTS = {
+    "seed": 0,
+    "preset": "quick",
+    "device": "cpu",
+    "steps": None,
+    "weight_sampling": "reference",
+    "candidates": 8,
+}
 
 
 def _suite(
@@ -52,18 +69,77 @@ _common = [
         default=None,
         help="Working directory. [default: eval_partners/LAYOUT]",
     ),
-    click.option("--seed", type=int, default=0, show_default=True),
-    click.option("--preset", default="quick", show_default=True, help="Training preset of every run."),
-    click.option("--device", default="cpu", show_default=True),
-    click.option("--steps", default=None, help="Env steps per candidate and per mid BR (e.g. 1e7)."),
+    click.option("--seed", type=int, default=None, help="Seed. [default: 0, or the folder's record]"),
+    click.option(
+        "--preset",
+        default=None,
+        help="Training preset of every run. [default: quick, or the folder's record]",
+    ),
+    click.option("--device", default=None, help="Torch device. [default: cpu, or the folder's record]"),
+    click.option(
+        "--steps",
+        default=None,
+        help="Env steps per candidate and per mid BR (e.g. 1e7). [default: the suite budget, or the record]",
+    ),
     click.option(
         "--weight-sampling",
         type=click.Choice(["reference", "random"]),
-        default="reference",
-        show_default=True,
-        help="Candidate i's weights: grid point (seed + i) % len(grid) (ZSC-Eval), or a random draw.",
+        default=None,
+        help="Candidate i's weights: grid point (seed + i) % len(grid) (ZSC-Eval), or a random draw. "
+        "[default: reference, or the folder's record]",
+    ),
+    click.option(
+        "--force",
+        is_flag=True,
+        default=False,
+        help="Accept settings that differ from the folder's record (jobs whose inputs changed are redone).",
     ),
 ]
+
+
+def _settings(out: str, layout: str, given: dict, force: bool) -> dict:
+    """The settings of this call: the folder's record (``partners.yaml``, written by ``generate``) for
+    what was not given, the defaults otherwise; a given value that differs from the record is refused
+    without ``--force``.
+
+    Raises:
+        click.ClickException: conflicting settings (names the differences and the way out), or an
+            unreadable record.
+    """
+    path = Path(out) / RECORD
+    record = {}
+    if path.is_file():
+        try:
+            record = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise click.ClickException(f"{path} is not valid YAML ({exc}); fix or delete it") from None
+    wanted = {
+        "layout": layout,
+        **{k: (v if v is not None else record.get(k, DEFAULTS[k])) for k, v in given.items()},
+    }
+    if record and not force:
+        diffs = differences({k: record.get(k) for k in wanted}, wanted)
+        if diffs:
+            raise click.ClickException(
+                f"{out} holds partners generated with other settings ({path}):\n  "
+                + "\n  ".join(diffs)
+                + "\nOmit these options to use the recorded ones, pass --force to redo the jobs whose "
+                "inputs changed, or choose another --out."
+            )
+    return wanted
+
+
+def _write_record(out: str, settings: dict) -> None:
+    atomic_write_text(Path(out) / RECORD, yaml.safe_dump(settings, sort_keys=False))
+
+
+def _resolve_layout(layout: str) -> str:
+    from zsceval.envs.overcooked import resolve_layout_name
+
+    try:
+        return resolve_layout_name(layout)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--layout") from None
 
 
 def _options(fn):
@@ -74,20 +150,40 @@ def _options(fn):
 
 @partners.command(name="generate")
 @_options
-@click.option("--candidates", type=int, default=8, show_default=True, help="Weight vectors to train.")
-def generate(layout, out, seed, preset, device, steps, weight_sampling, candidates) -> None:
-    """Train behavior-preferring candidates (pi_w with its BR) and compute their behavior features."""
-    from zsceval.evaluation.bench import build_phases
+@click.option(
+    "--candidates",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Weight vectors to train. [default: 8, or the folder's record]",
+)
+def generate(layout, out, seed, preset, device, steps, weight_sampling, force, candidates) -> None:
+    """Train behavior-preferring candidates (pi_w with its BR) and compute their behavior features.
+
+    The settings are recorded in OUT/partners.yaml, which `partners select` reads."""
+    from zsceval.evaluation.bench import SuiteError, _validate, build_phases, check_device
     from zsceval.execution import JobError, run_jobs
 
-    steps = int(float(steps)) if steps else None
-    suite = _suite(layout, candidates, 1, steps, seed, preset, device, weight_sampling)
-    out = out or f"eval_partners/{suite.layouts[0]}"
+    layout = _resolve_layout(layout)
+    out = out or f"eval_partners/{layout}"
+    given = {"seed": seed, "preset": preset, "device": device, "steps": parse_steps(steps),
+             "weight_sampling": weight_sampling, "candidates": candidates}  # fmt: skip
+    st = _settings(out, layout, given, force)
+    suite = _suite(layout, st["candidates"], 1, st["steps"], st["seed"], st["preset"], st["device"],
+                   st["weight_sampling"])  # fmt: skip
+    try:
+        _validate(suite, "partners generate")
+        check_device(suite)
+    except SuiteError as exc:
+        raise click.ClickException(str(exc)) from None
+    check_writable(out)
+    _write_record(out, st)
     phases, _ = build_phases(suite)
     try:
         results = run_jobs(phases[0] + phases[1], out, modules=("zsceval.evaluation.pipeline",))
     except JobError as exc:
-        raise click.ClickException(f"{exc}\n(rerun the same command to resume)") from None
+        raise job_failure(exc) from None
+    except OSError as exc:
+        raise write_error(exc) from None
     for job_id, res in sorted(results.items()):
         if job_id.endswith("/evaluate"):
             click.echo(f"{job_id.split('/')[-2]}: return with its BR {res['final_return']:.1f}")
@@ -98,23 +194,48 @@ def generate(layout, out, seed, preset, device, steps, weight_sampling, candidat
 @click.option(
     "-k", "k", type=int, required=True, help="Partners to select (the set has 2k: finals and mids)."
 )
-@click.option("--candidates", type=int, default=8, show_default=True, help="As given to `generate`.")
-def select(layout, out, seed, preset, device, steps, weight_sampling, k, candidates) -> None:
-    """Select k candidates by BR-Div (k-DPP), train BRs of their mid checkpoints, write the manifest."""
-    from pathlib import Path
+@click.option(
+    "--candidates",
+    type=click.IntRange(min=1),
+    default=None,
+    help="As given to `generate`. [default: the folder's record, else 8]",
+)
+@click.option(
+    "--min-return",
+    type=float,
+    default=None,
+    help="Drop candidates whose return with their BR is <= this. [default: 10, ZSC-Eval's]",
+)
+def select(
+    layout, out, seed, preset, device, steps, weight_sampling, force, k, candidates, min_return
+) -> None:
+    """Select k candidates by BR-Div (k-DPP), train BRs of their mid checkpoints, write the manifest.
 
-    from zsceval.evaluation.bench import SuiteError, _validate, build_phases, late_phases
+    Settings not given are read from OUT/partners.yaml (written by `generate`)."""
+    from zsceval.evaluation.bench import SuiteError, _validate, build_phases, check_device, late_phases
     from zsceval.execution import JobError, run_jobs
 
-    steps = int(float(steps)) if steps else None
-    suite = _suite(layout, candidates, k, steps, seed, preset, device, weight_sampling)
-    if k > candidates:
-        raise click.ClickException(f"-k {k} is larger than the number of candidates ({candidates})")
+    layout = _resolve_layout(layout)
+    out = out or f"eval_partners/{layout}"
+    given = {"seed": seed, "preset": preset, "device": device, "steps": parse_steps(steps),
+             "weight_sampling": weight_sampling, "candidates": candidates}  # fmt: skip
+    st = _settings(out, layout, given, force)
+    if k > st["candidates"]:
+        raise click.ClickException(f"-k {k} is larger than the number of candidates ({st['candidates']})")
+    suite = _suite(layout, st["candidates"], k, st["steps"], st["seed"], st["preset"], st["device"],
+                   st["weight_sampling"])  # fmt: skip
+    if min_return is not None:
+        suite = dataclasses.replace(
+            suite, partners=dataclasses.replace(suite.partners, min_return=min_return)
+        )
     try:
         _validate(suite, "partners select")
+        check_device(suite)
     except SuiteError as exc:
         raise click.ClickException(str(exc)) from None
-    out = out or f"eval_partners/{suite.layouts[0]}"
+    check_writable(out)
+    if not (Path(out) / RECORD).is_file():
+        _write_record(out, st)
     phases, infos = build_phases(suite)
     jobs = phases[0] + phases[1] + phases[2]
     try:
@@ -122,6 +243,8 @@ def select(layout, out, seed, preset, device, steps, weight_sampling, k, candida
         late = late_phases(suite, Path(out), infos)
         run_jobs(jobs + late[0] + late[1], out, modules=("zsceval.evaluation.pipeline",))
     except (JobError, ValueError) as exc:
-        raise click.ClickException(f"{exc}\n(rerun the same command to resume)") from None
+        raise job_failure(exc) from None
+    except OSError as exc:
+        raise write_error(exc) from None
     lay = suite.layouts[0]
     click.echo(f"partner-set manifest: {out}/{lay}/partners/set/manifest.json")

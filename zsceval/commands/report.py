@@ -117,6 +117,7 @@ def report(
             "nonpositive_br": nonpositive_br,
             "levels": levels,
             "rows": rep.summary_records(summary),
+            "notes": rep.bench_notes(directory, rep.mark_selected(features, loaded)),
         }
         if comparisons is not None:
             payload["probability_of_improvement"] = rep.records(comparisons["poi"])
@@ -137,6 +138,9 @@ def report(
             blocks.append(rep.format_ranks(comparisons["ranks"]))
         if reference is not None:
             blocks.append(rep.format_comparison(reference[1], reference[2], reference[0]))
+        notes = rep.bench_notes(directory, rep.mark_selected(features, loaded))
+        if notes:
+            blocks.insert(0, "\n".join(notes))
         click.echo("\n\n".join(blocks))
     if figures:
         try:

@@ -11,9 +11,23 @@ from zsceval import registry
 from zsceval.rl.checkpoint import CheckpointError
 from zsceval.rl.config import ConfigError, config_to_dict, list_presets, resolve_config
 
+DEFAULT_PRESET = "quick"
+"""The preset of `zsceval train` without --preset or --config."""
+
 
 def _fail(exc: Exception) -> click.ClickException:
     return click.ClickException(str(exc))
+
+
+def _finished_steps(out) -> int | None:
+    """Env steps of a finished run (its ``eval.json``), else None."""
+    import json
+
+    path = Path(out) / "eval.json"
+    try:
+        return int(json.loads(path.read_text())["env_steps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 @click.command(name="train")
@@ -22,8 +36,19 @@ def _fail(exc: Exception) -> click.ClickException:
     "--layout", default=None, help="Layout name or alias (`zsceval layouts`). [default: cramped_room]"
 )
 @click.option("--seed", type=int, default=None, help="Run seed. [default: 0]")
-@click.option("--steps", default=None, help="Env steps to train for, e.g. 5e6. [default: from the preset]")
-@click.option("--preset", default=None, help="Preset name: quick or paper (zsceval/presets/*.yaml).")
+@click.option(
+    "--steps",
+    default=None,
+    help="Env steps to train for, e.g. 5e6; training stops after the first whole iteration (num_envs x "
+    "rollout_length steps) that reaches it, so a smaller value still trains one iteration. "
+    "[default: from the preset]",
+)
+@click.option(
+    "--preset",
+    default=None,
+    help="Preset name: quick or paper (zsceval/presets/*.yaml); --config and --set apply on top. "
+    "[default: quick]",
+)
 @click.option(
     "--config",
     "config_file",
@@ -65,14 +90,11 @@ def train(
       zsceval train --algo sp --layout counter_circuit --preset paper --device cuda --seed 1
       zsceval train --out runs/sp_cramped_room_s0 --resume
     """
+    from zsceval.commands._common import check_writable, parse_steps, write_error
     from zsceval.rl.trainer import RunExistsError, Trainer, load_run_config
 
+    steps = parse_steps(steps)
     try:
-        if steps is not None:
-            try:
-                steps = int(float(steps))
-            except ValueError:
-                raise click.BadParameter(f"{steps!r} is not a number", param_hint="--steps") from None
         if resume:
             if out is None:
                 raise click.UsageError("--resume needs --out RUN_DIR (the run to continue)")
@@ -87,11 +109,27 @@ def train(
                     "(only --steps may be raised)"
                 )
             cfg = load_run_config(out)
+            saved = cfg.run.total_steps
+            if steps is not None and steps < saved:
+                raise click.UsageError(
+                    f"--steps {steps:,} is below the run's saved budget of {saved:,} env steps; --resume "
+                    f"only raises it (omit --steps to finish the run at {saved:,})"
+                )
+            done = _finished_steps(out)
+            if done is not None and done >= saved and (steps is None or steps <= done):
+                click.echo(
+                    f"{out} already finished training at {done:,} env steps (eval.json); nothing to do. "
+                    f"Pass --steps above {done:,} to train it further.",
+                    err=True,
+                )
+                return
             if steps is not None:
                 cfg = resolve_config(overrides=[f"run.total_steps={steps}"], base=cfg)
         else:
             if preset is not None and preset not in list_presets():
                 raise ConfigError(f"unknown preset '{preset}'. Valid presets: {', '.join(list_presets())}.")
+            if preset is None:
+                preset = DEFAULT_PRESET
             cfg = resolve_config(
                 preset=preset,
                 config_file=config_file,
@@ -110,10 +148,21 @@ def train(
         if print_config:
             click.echo(yaml.safe_dump(config_to_dict(cfg), sort_keys=False), nl=False)
             return
-        trainer = Trainer(cfg, out, resume=resume, progress=progress)
-        if resume:
+        trainer = Trainer(cfg, out, resume=resume, progress=progress)  # validates, writes nothing
+        check_writable(out)
+        for note in trainer.notes:
+            click.echo(note, err=True)
+        if resume and trainer.resumed_from is None:
+            click.echo(
+                f"{out} was stopped before its first checkpoint (nothing trained was saved): "
+                "starting it over from scratch with its saved config.yaml",
+                err=True,
+            )
+        elif resume:
             click.echo(f"resuming {out} at {trainer.env_steps:,} env steps", err=True)
         summary = trainer.train()
+    except OSError as exc:
+        raise write_error(exc) from None
     except (
         ConfigError,
         CheckpointError,

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 import typing
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -56,6 +57,7 @@ from zsceval.execution import Job, run_jobs
 from zsceval.io import atomic_path, atomic_write_text
 from zsceval.rl.algorithm import JobContext
 from zsceval.rl.config import ConfigError, coerce_value, resolve_config
+from zsceval.rl.trainer import MAX_THREADS_ENV, usable_cores
 
 from . import pipeline  # noqa: F401  (registers the job kinds)
 from .reward_space import load_reward_space, pick_weights, sample_weights
@@ -257,8 +259,34 @@ def _check_keys(data: dict, known: set[str], path: Path, prefix: str) -> None:
 
 
 def _restrict(suite: Suite, what: str, chosen) -> Suite:
-    """The suite with ``what`` (``layouts`` or ``algorithms``) replaced by ``chosen``."""
-    return dataclasses.replace(suite, **{what: tuple(chosen)})
+    """The suite with ``what`` (``layouts`` or ``algorithms``) replaced by ``chosen``, a subset.
+
+    Raises:
+        SuiteError: a chosen name the suite does not hold (lists the suite's).
+    """
+    have = list(getattr(suite, what))
+    canon = (lambda n: _canonical_layout(n)) if what == "layouts" else (lambda n: n)
+    have_canon = [canon(n) for n in have]
+    picked = []
+    for name in (c.strip() for c in chosen):
+        if not name:
+            continue
+        if canon(name) not in have_canon:
+            raise SuiteError(
+                f"--{what} {name!r} is not in suite {suite.name!r}, whose {what} are: {', '.join(have)} "
+                f"(edit a copy of the suite YAML and pass its path to --suite to add it)"
+            )
+        picked.append(have[have_canon.index(canon(name))])
+    if not picked:
+        raise SuiteError(f"--{what} selects nothing; the suite's {what} are: {', '.join(have)}")
+    return dataclasses.replace(suite, **{what: tuple(dict.fromkeys(picked))})
+
+
+def _canonical_layout(name: str) -> str:
+    try:
+        return resolve_layout_name(name)
+    except ValueError:
+        return name
 
 
 def _validate(suite: Suite, path: Path) -> None:
@@ -288,11 +316,33 @@ def _validate(suite: Suite, path: Path) -> None:
     _validate_budget(suite.partners, f"{path}: partners.")
     for name, pb in suite.layout_partners:
         _validate_budget(pb, f"{path}: layout_partners.{name}.")
+    import torch
+
+    try:  # the device name only: a suite for a GPU machine loads anywhere (check_device before running)
+        torch.device(suite.device)
+    except RuntimeError:
+        raise SuiteError(
+            f"{path}: device: unknown device {suite.device!r}; valid: cpu, cuda, cuda:N (e.g. cuda:1), mps"
+        ) from None
     for name in suite.layouts:  # the training config of every run resolves (preset, overrides)
         try:
             resolve_config(preset=suite.preset, overrides=suite.overrides, **{"env.layout": name})
         except ConfigError as exc:
             raise SuiteError(f"{path}: {exc}") from None
+
+
+def check_device(suite: Suite) -> None:
+    """Refuse a suite whose device this machine does not have, before any compute.
+
+    Raises:
+        SuiteError: names the device and the way out.
+    """
+    from zsceval.envs.overcooked.env import resolve_device
+
+    try:
+        resolve_device(suite.device)
+    except ValueError as exc:
+        raise SuiteError(f"device: {exc}") from None
 
 
 def _validate_budget(pb: PartnerBudget, where: str) -> None:
@@ -534,6 +584,46 @@ def _write_table(frame: pd.DataFrame, path: Path) -> None:
         frame.to_parquet(tmp)
 
 
+SUITE_RECORD = "suite.yaml"
+TABLES = ("results", "br_returns", "features")
+# a subset of a folder's layouts or algorithms runs the same jobs: not a conflicting change
+_SUBSET_KEYS = ("layouts", "algorithms")
+
+
+class SuiteConflictError(SuiteError):
+    """The output folder holds a run of a suite with other settings."""
+
+
+def check_suite_record(suite: Suite, out: str | Path, *, force: bool = False) -> list[str]:
+    """Compare ``suite`` with the suite recorded in ``out/suite.yaml`` (if any).
+
+    Returns:
+        The differences (``key: old -> new``) other than the layouts and algorithms run; empty when
+        the folder is new or holds the same suite.
+
+    Raises:
+        SuiteConflictError: differences and not ``force`` (names them and the way out).
+    """
+    from zsceval.commands._common import differences
+
+    path = Path(out) / SUITE_RECORD
+    if not path.is_file():
+        return []
+    try:
+        old = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError:
+        old = {}
+    diffs = differences(old, suite.to_dict(), ignore=_SUBSET_KEYS)
+    if diffs and not force:
+        raise SuiteConflictError(
+            f"{out} holds a run of another suite setting ({path}):\n  "
+            + "\n  ".join(diffs)
+            + "\nRunning this suite there would redo (and delete) the finished jobs these settings "
+            "touch. Choose another --out, or pass --force to replace them."
+        )
+    return diffs
+
+
 def run_bench(
     suite: Suite,
     out: str | Path,
@@ -543,18 +633,37 @@ def run_bench(
     retries: int | None = None,
     progress: bool = True,
     log=print,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Run (or resume) a suite; returns a summary with the result table paths.
 
     ``retries``: attempts after a job's first failure (default: 1 for the process and Ray
-    executors, 0 in-process; :func:`zsceval.execution.run_jobs`).
+    executors, 0 in-process; :func:`zsceval.execution.run_jobs`). The folder's ``suite.yaml``
+    decides what it holds: a suite with other settings is refused unless ``force``
+    (:func:`check_suite_record`); with ``force`` the old result tables are removed first, so
+    ``zsceval report`` never shows them under the new suite.
 
     Raises:
+        SuiteConflictError: ``out`` holds another suite setting and not ``force``.
+        SuiteError: the suite names no implemented algorithm.
         zsceval.execution.JobError: a job failed (finished jobs stay finished; rerun to resume).
     """
     root = Path(out)
+    implemented = [a for a in suite.algorithms if a in registry.names()]
+    if not implemented:
+        raise SuiteError(
+            f"none of the algorithms {', '.join(suite.algorithms)} is implemented yet, so there is nothing "
+            f"to evaluate; implemented: {', '.join(registry.names())} (`zsceval algos`). "
+            "To train evaluation partners only, use `zsceval partners generate` / `select`."
+        )
+    check_device(suite)
+    diffs = check_suite_record(suite, root, force=force)
     root.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(root / "suite.yaml", yaml.safe_dump(suite.to_dict(), sort_keys=False))
+    if diffs:
+        log("--force: replacing a run of another suite setting (" + "; ".join(diffs) + ")")
+        for name in TABLES:
+            (root / f"{name}.parquet").unlink(missing_ok=True)
+    atomic_write_text(root / SUITE_RECORD, yaml.safe_dump(suite.to_dict(), sort_keys=False))
     skipped = [a for a in suite.algorithms if a not in registry.names()]
     if skipped:
         log(f"skipped (not implemented yet): {', '.join(skipped)}")
@@ -564,8 +673,22 @@ def run_bench(
     def run_phase(name: str, jobs: list[Job]) -> None:
         log(f"phase: {name} ({len(jobs)} jobs)")
         all_jobs.extend(jobs)  # earlier phases' jobs are done: they are skipped, not rerun
-        run_jobs(all_jobs, root, executor=executor, workers=workers, retries=retries, progress=progress,
-                 modules=("zsceval.evaluation.pipeline",))  # fmt: skip
+        # progress inside a job (env steps of training) where one job runs at a time in this process
+        inner = progress and executor == "local"
+        env = {pipeline.JOB_PROGRESS_ENV: "1" if inner else "0"}
+        if executor != "local" and workers > 1:  # concurrent jobs share the cores: no oversubscription
+            env[MAX_THREADS_ENV] = str(max(1, usable_cores() // workers))
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            run_jobs(all_jobs, root, executor=executor, workers=workers, retries=retries, progress=progress,
+                     modules=("zsceval.evaluation.pipeline",))  # fmt: skip
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     for name, jobs in zip(["candidates and ego training", "candidate features", "partner selection"], static):
         run_phase(name, jobs)

@@ -28,6 +28,7 @@ Stages for one layout:
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,7 @@ import pandas as pd
 import torch
 
 from zsceval.envs.overcooked import load_layout
-from zsceval.execution.jobs import job_kind
+from zsceval.execution.jobs import JobInputError, job_kind
 from zsceval.rl.checkpoint import CheckpointError, list_checkpoints, load_policy, save_checkpoint
 
 from .manifest import (
@@ -51,6 +52,9 @@ from .matches import PartnerSpec, evaluate_agent, evaluate_br_references, play_g
 from .selection import select_partners
 
 __all__ = ["feature_names", "mid_checkpoint", "load_partner_set"]
+
+JOB_PROGRESS_ENV = "ZSCEVAL_JOB_PROGRESS"
+"""When "1", training jobs show their own progress bar (env steps inside the job)."""
 
 CLASSIC_FEATURE_EVENTS = 13  # put_onion_on_X .. STAY; MOVEMENT and IDLE_* are dropped
 
@@ -139,7 +143,8 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
         import shutil
 
         shutil.rmtree(run)  # killed before its first resumable checkpoint: start over
-    summary = Trainer(cfg, run, resume=resume, progress=False).train()
+    progress = os.environ.get(JOB_PROGRESS_ENV) == "1"  # set by `zsceval bench` with the local executor
+    summary = Trainer(cfg, run, resume=resume, progress=progress).train()
     return {"run": "run", "self_play_return": summary.get("self_play", {}).get("sparse_return_mean")}
 
 
@@ -191,10 +196,12 @@ def partners_select(params: dict, out: Path, needs: dict) -> dict:
     kept = {cid: r for cid, r in results.items() if r["final_return"] > params.get("min_return", 10.0)}
     k = int(params["k"])
     if len(kept) < k:
-        raise ValueError(
+        raise JobInputError(
             f"only {len(kept)} of {len(results)} candidates have a final return > "
-            f"{params.get('min_return', 10.0)}; cannot select K={k} "
-            "(train candidates longer, sample more, or lower min_return)"
+            f"{params.get('min_return', 10.0)}; cannot select K={k}. Train candidates longer "
+            "(`partners generate --steps`, suite key partners.candidate_steps), train more candidates "
+            "(--candidates, partners.candidates), lower K (-k, partners.k), or lower the threshold "
+            "(`partners select --min-return`, suite key partners.min_return)"
         )
     ids = sorted(kept)
     features = np.array([kept[c]["features"] for c in ids], dtype=float)

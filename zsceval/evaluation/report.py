@@ -231,6 +231,34 @@ def summary_records(summary: pd.DataFrame) -> list[dict]:
     ]
 
 
+def bench_notes(directory: str | Path, features: pd.DataFrame | None) -> list[str]:
+    """Lines saying what a bench folder's tables leave out or chose: the algorithms its
+    ``suite.yaml`` names that were skipped (not implemented), and the selected partners per layout."""
+    import yaml
+
+    from zsceval import registry
+
+    lines = []
+    suite_path = Path(directory) / "suite.yaml"
+    if suite_path.is_file():
+        try:
+            suite = yaml.safe_load(suite_path.read_text()) or {}
+        except yaml.YAMLError:
+            suite = {}
+        names = set(registry.names())
+        skipped = [a for a in suite.get("algorithms") or [] if a not in names]
+        if skipped:
+            lines.append(f"skipped (not implemented yet): {', '.join(skipped)}")
+    if features is not None and "selected" in features and len(features):
+        for layout, frame in features.groupby("layout", sort=True):
+            chosen = sorted(frame.loc[frame["selected"].astype(bool), "candidate_id"].astype(str))
+            lines.append(
+                f"selected partners on {layout}: {', '.join(chosen) or 'none'} "
+                f"(of {len(frame)} candidates; each with its mid checkpoint)"
+            )
+    return lines
+
+
 def mark_selected(
     features: pd.DataFrame | None, manifests: Sequence[PartnerSetManifest]
 ) -> pd.DataFrame | None:
@@ -281,11 +309,23 @@ def pca_2d(features: np.ndarray) -> np.ndarray:
     Returns:
         float64[n, 2] (a zero column when the rank is below 2).
     """
+    return pca_2d_explained(features)[0]
+
+
+def pca_2d_explained(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pca_2d` and the fraction of the total variance each of the two components explains.
+
+    Returns:
+        ``(float64[n, 2] scores, float64[2] explained-variance ratios)`` (0 for a missing component;
+        both 0 when all rows are equal).
+    """
     x = np.asarray(features, dtype=np.float64)
     x = x - x.mean(axis=0)
-    _, _, vt = np.linalg.svd(x, full_matrices=False)
+    _, sv, vt = np.linalg.svd(x, full_matrices=False)
     scores = x @ vt[:2].T
-    return np.pad(scores, ((0, 0), (0, 2 - scores.shape[1])))
+    var = sv**2
+    ratio = var[:2] / var.sum() if var.sum() > 0 else np.zeros(min(2, len(var)))
+    return np.pad(scores, ((0, 0), (0, 2 - scores.shape[1]))), np.pad(ratio, (0, 2 - len(ratio)))
 
 
 def write_figures(
@@ -400,15 +440,19 @@ def _plot_levels(summary: pd.DataFrame) -> plt.Figure:
 
 def _plot_pca(frame: pd.DataFrame, layout: str) -> plt.Figure:
     matrix, _ = feature_matrix(frame)
-    scores = pca_2d(matrix)
+    scores, explained = pca_2d_explained(matrix)
     selected = frame["selected"].to_numpy(dtype=bool) if "selected" in frame else np.zeros(len(frame), bool)
     fig, ax = plt.subplots(figsize=(4.5, 4))
     ax.scatter(scores[~selected, 0], scores[~selected, 1], s=18, color="0.65", label="candidates")
     ax.scatter(
         scores[selected, 0], scores[selected, 1], s=60, marker="*", color="C3", label="selected partners"
     )
-    ax.set_xlabel("PC 1")
-    ax.set_ylabel("PC 2")
+    if "candidate_id" in frame:
+        for (x, y), cid, sel in zip(scores, frame["candidate_id"].astype(str), selected):
+            ax.annotate(cid, (x, y), xytext=(4, 4), textcoords="offset points", fontsize=7,
+                        color="C3" if sel else "0.4", fontweight="bold" if sel else "normal")  # fmt: skip
+    ax.set_xlabel(f"PC 1 ({explained[0]:.0%} of variance)")
+    ax.set_ylabel(f"PC 2 ({explained[1]:.0%} of variance)")
     ax.set_title(f"{layout}: partner behavior features")
     ax.legend()
     return fig

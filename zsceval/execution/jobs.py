@@ -57,6 +57,18 @@ class JobError(RuntimeError):
         self.job = job
         self.retryable = retryable
 
+    def __reduce__(self):  # keep job and retryable across processes (the process executor)
+        return (_job_error, (str(self), self.job, self.retryable))
+
+
+def _job_error(message: str, job: str | None, retryable: bool) -> JobError:
+    return JobError(message, job=job, retryable=retryable)
+
+
+class JobInputError(ValueError):
+    """Raised by a job function when its inputs cannot work (a rerun would fail the same way):
+    the job fails without a retry and without a traceback, with this message."""
+
 
 def job_kind(name: str) -> Callable:
     """Decorator registering a job function under ``name``.
@@ -188,6 +200,8 @@ def run_job(job: Job, root: str | Path, out_dirs: dict[str, str], fingerprint: s
     start = time.time()
     try:
         result = JOB_KINDS[job.kind](dict(job.params), out, needs)
+    except JobInputError as exc:
+        raise JobError(f"job {job.id!r} ({job.kind}) cannot succeed: {exc}", job=job.id) from exc
     except Exception as exc:
         raise JobError(
             f"job {job.id!r} ({job.kind}) failed: {exc}\n{traceback.format_exc()}", job=job.id, retryable=True

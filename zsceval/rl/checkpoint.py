@@ -29,7 +29,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 import zsceval
-from zsceval.io import atomic_directory, atomic_write_text
+from zsceval.io import apply_umask, atomic_directory, atomic_write_text
 from zsceval.io import sha256_file as _sha256
 from zsceval.rl.agent import agent_class, agent_class_name
 
@@ -149,6 +149,8 @@ def save_checkpoint(
             skeleton = encode_state(train_state, tensors)
             save_file(tensors, str(tmp / TRAIN_TENSORS))
             (tmp / TRAIN_JSON).write_text(json.dumps(skeleton))
+        for f in tmp.iterdir():
+            apply_umask(f)  # safetensors writes 0600
         files = {f.name: _sha256(f) for f in sorted(tmp.iterdir())}
         full_meta = {
             "format": FORMAT,
@@ -310,13 +312,38 @@ def check_compatible(meta: dict[str, Any], env_spec: dict[str, Any], what: str =
     """Refuse a checkpoint trained on another layout or observation spec.
 
     Raises:
-        CheckpointError: showing both specs.
+        CheckpointError: naming each differing field with both values.
     """
     saved = meta.get("env_spec")
     env_spec = json.loads(json.dumps(env_spec))
     if saved != env_spec:
         raise CheckpointError(
-            f"{what} was trained on a different layout or observation spec and cannot play here.\n"
-            f"  checkpoint: {json.dumps(saved, sort_keys=True)}\n"
-            f"  requested:  {json.dumps(env_spec, sort_keys=True)}"
+            f"{what} was trained on a different layout or observation spec and cannot play here:\n  "
+            + "\n  ".join(spec_differences(saved, env_spec))
         )
+
+
+def spec_differences(saved: Any, requested: Any, prefix: str = "") -> list[str]:
+    """``field: checkpoint X, requested Y`` for every differing (nested) field of two env specs;
+    long values are shortened."""
+
+    def short(v: Any) -> str:
+        text = json.dumps(v, sort_keys=True) if v is not _MISSING else "(absent)"
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    if isinstance(saved, dict) and isinstance(requested, dict):
+        out = []
+        for key in sorted(set(saved) | set(requested)):
+            a, b = saved.get(key, _MISSING), requested.get(key, _MISSING)
+            if a != b:
+                out += (
+                    spec_differences(a, b, f"{prefix}{key}.")
+                    if a is not _MISSING and b is not _MISSING
+                    else [f"{prefix}{key}: checkpoint {short(a)}, requested {short(b)}"]
+                )
+        return out
+    name = prefix.rstrip(".") or "env_spec"
+    return [f"{name}: checkpoint {short(saved)}, requested {short(requested)}"]
+
+
+_MISSING = object()

@@ -470,6 +470,12 @@ def validate(cfg: TrainConfig) -> None:
         (cfg.ppo.rollout_length >= 1, "ppo.rollout_length must be >= 1"),
         (cfg.ppo.epochs >= 1, "ppo.epochs must be >= 1"),
         (cfg.ppo.num_minibatches >= 1, "ppo.num_minibatches must be >= 1"),
+        (cfg.ppo.lr > 0, f"ppo.lr must be > 0, got {cfg.ppo.lr}"),
+        (cfg.ppo.adam_eps > 0, f"ppo.adam_eps must be > 0, got {cfg.ppo.adam_eps}"),
+        (cfg.ppo.clip > 0, f"ppo.clip must be > 0, got {cfg.ppo.clip}"),
+        (0.0 <= cfg.ppo.gamma <= 1.0, f"ppo.gamma must be in [0, 1], got {cfg.ppo.gamma}"),
+        (0.0 <= cfg.ppo.gae_lambda <= 1.0, f"ppo.gae_lambda must be in [0, 1], got {cfg.ppo.gae_lambda}"),
+        (cfg.ppo.max_grad_norm > 0, f"ppo.max_grad_norm must be > 0, got {cfg.ppo.max_grad_norm}"),
         (cfg.run.total_steps >= 1, "run.total_steps must be >= 1"),
         (
             len(cfg.ppo.entropy_coefs) == len(cfg.ppo.entropy_milestones) >= 1,

@@ -27,6 +27,7 @@ the run that was never stopped (same device and thread count).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -95,6 +96,53 @@ def resolve_device(name: str) -> torch.device:
         raise ConfigError(f"run.device: {exc}") from None
 
 
+MAX_THREADS_ENV = "ZSCEVAL_MAX_THREADS"
+"""Upper bound on ``run.num_threads`` of new runs; ``zsceval bench`` sets it to cores // workers when
+it runs several jobs at once (torch threads of concurrent runs oversubscribing the cores made each run
+~7x slower on a 2-core machine; docs/performance.md)."""
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def choose_threads(requested: int) -> tuple[int, str | None]:
+    """The torch thread count of a new run and a note for the user, if any.
+
+    ``requested`` (``run.num_threads``; 0 = torch's default) is capped by ``ZSCEVAL_MAX_THREADS``
+    (set by ``zsceval bench`` for concurrent jobs); the result is recorded in the run's config so a
+    resume uses the same count (results depend on it). When the machine's free cores (cores minus
+    the 1-minute load average) are fewer than the threads, a note suggests ``run.num_threads=1``;
+    the count is not changed from the load, which would make results depend on it.
+    """
+    threads = requested
+    cap = os.environ.get(MAX_THREADS_ENV)
+    if cap:
+        try:
+            limit = max(1, int(cap))
+        except ValueError:
+            limit = None
+        if limit is not None and (threads <= 0 or threads > limit):
+            threads = limit
+    want = threads if threads > 0 else torch.get_num_threads()
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return threads, None
+    free = usable_cores() - int(round(load))
+    if want > 1 and free < want:
+        return threads, (
+            f"note: {want} torch threads but only about {max(free, 0)} of {usable_cores()} cores are free "
+            f"(load average {load:.1f}); concurrent runs that oversubscribe the cores are many times "
+            "slower each: with other runs going, pass --set run.num_threads=1"
+        )
+    return threads, None
+
+
 class Trainer:
     """Trains the learners of one algorithm plug-in with its learning core; manages the run directory.
 
@@ -115,10 +163,27 @@ class Trainer:
         self, cfg: TrainConfig, run_dir: str | Path, *, resume: bool = False, progress: bool = True
     ) -> None:
         validate(cfg)
+        self.notes: list[str] = []
+        """Things the user should know (threads lowered or oversubscribed); the CLI prints them."""
+        if not resume:  # a resumed run keeps its recorded thread count: results depend on it
+            threads, note = choose_threads(cfg.run.num_threads)
+            if threads != cfg.run.num_threads:
+                cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, num_threads=threads))
+            if note:
+                self.notes.append(note)
         self.cfg, self.run_dir, self.progress = cfg, Path(run_dir), progress
         if not resume and (self.run_dir / CONFIG).exists():
+            if not list_checkpoints(self.run_dir):
+                raise RunExistsError(
+                    f"{self.run_dir} holds a run that was stopped before its first checkpoint (nothing "
+                    "trained was saved): pass --resume to start it over from scratch with its saved "
+                    "config.yaml, or choose another --out"
+                )
             raise RunExistsError(f"{self.run_dir} already holds a run; pass --resume or choose another --out")
         resume_from = self._resume_checkpoint() if resume else None
+        self.resumed_from = resume_from
+        """The checkpoint this trainer continues from; None for a fresh start (also a ``resume``
+        of a run stopped before its first checkpoint, which starts over from scratch)."""
         if cfg.run.tensorboard:
             self._tensorboard_writer_class()  # fail before anything is written
         algo_cls = registry.get(cfg.run.algo)
@@ -188,10 +253,16 @@ class Trainer:
         """Observation spec of the training env (stored in every checkpoint)."""
         return json.loads(json.dumps(self.env.spec_dict()))
 
-    def _resume_checkpoint(self) -> Path:
+    def _resume_checkpoint(self) -> Path | None:
+        """The latest resumable checkpoint; None when the run has no checkpoint at all (stopped
+        before its first one: nothing was saved, so resuming is starting over)."""
         if not (self.run_dir / CONFIG).is_file():
             raise CheckpointError(f"cannot resume: {self.run_dir} holds no run (no {CONFIG})")
         ckpts = list_checkpoints(self.run_dir)
+        if not ckpts:
+            stale = self.run_dir / METRICS
+            stale.unlink(missing_ok=True)  # rows of iterations whose state was never saved
+            return None
         for ckpt in reversed(ckpts):
             meta_path = ckpt / "meta.json"
             try:

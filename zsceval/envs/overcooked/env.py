@@ -33,8 +33,14 @@ __all__ = ["OvercookedEnv", "resolve_device"]
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
-    """``torch.device`` for ``device``; raises ``ValueError`` if CUDA is asked for but absent."""
-    dev = torch.device(device)
+    """``torch.device`` for ``device``; raises ``ValueError`` for an unknown device or if CUDA is
+    asked for but absent."""
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(
+            f"unknown device {str(device)!r}; valid: cpu, cuda, cuda:N (e.g. cuda:1), mps"
+        ) from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(
             f"device={str(device)!r} was requested but CUDA is not available "
@@ -240,14 +246,19 @@ class OvercookedEnv:
         if isinstance(actions, np.ndarray):
             actions = torch.from_numpy(actions)
         if not isinstance(actions, torch.Tensor):
-            raise ValueError(f"actions must be an int64 tensor, got {type(actions).__name__}")
+            raise ValueError(
+                f"actions must be an int64 torch tensor or int64 numpy array, got {type(actions).__name__}"
+            )
         expected = (self.num_envs, self.num_agents)
         if tuple(actions.shape) != expected:
             raise ValueError(
                 f"actions must have shape {list(expected)} [num_envs, num_agents], got {list(actions.shape)}"
             )
         if actions.dtype != torch.int64:
-            raise ValueError(f"actions must have dtype torch.int64, got {actions.dtype} (use .long())")
+            raise ValueError(
+                f"actions must have dtype int64 (torch.int64 or numpy int64), got {actions.dtype} "
+                "(use .long() or .astype(np.int64))"
+            )
         actions = actions.to(self.device)
         if actions.numel() and (int(actions.min()) < 0 or int(actions.max()) >= self.num_actions):
             raise ValueError(

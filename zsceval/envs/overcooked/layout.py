@@ -400,5 +400,15 @@ def load_layout(name_or_path: str | Path | Layout) -> Layout:
         path = Path(text)
         if not path.exists():
             raise ValueError(f"layout file {path} does not exist")
-        return parse_layout(path.read_text(), source=str(path))
+        if not path.is_file():
+            raise ValueError(f"layout {path} is not a file (give a .layout file or a layout name)")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"{path}: not a UTF-8 text layout file ({exc.reason} at byte {exc.start})"
+            ) from None
+        except OSError as exc:
+            raise ValueError(f"cannot read layout file {path}: {exc.strerror or exc}") from None
+        return parse_layout(text, source=str(path))
     return _shipped()[resolve_layout_name(text)]

@@ -1,0 +1,95 @@
+"""Helpers shared by the commands: parsing budgets, checking output folders, job-failure messages,
+and a folder's record of the settings it holds (refuse a conflicting change instead of silently
+redoing or deleting finished work)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import click
+
+
+def parse_steps(value, flag: str = "--steps") -> int | None:
+    """``value`` (``"5e6"``, ``"300000"``) as a positive int env-step count; None stays None.
+
+    Raises:
+        click.BadParameter: not a number, or < 1.
+    """
+    if value is None:
+        return None
+    try:
+        steps = int(float(value))
+    except (TypeError, ValueError, OverflowError):
+        raise click.BadParameter(
+            f"{value!r} is not a number of env steps (e.g. 3e5)", param_hint=flag
+        ) from None
+    if steps < 1:
+        raise click.BadParameter(f"{value!r} must be at least 1 env step", param_hint=flag)
+    return steps
+
+
+def check_writable(out: str | Path, flag: str = "--out") -> None:
+    """Create ``out`` and check that a file can be written in it.
+
+    Raises:
+        click.ClickException: naming the folder, the OS error and the way out.
+    """
+    path = Path(out)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path, prefix=".write-test.")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise click.ClickException(
+            f"cannot write to {flag} {out}: {reason}; choose a writable folder with {flag}"
+        ) from None
+
+
+def write_error(exc: OSError) -> click.ClickException:
+    """A message for an OSError met while writing outputs (disk full, read-only, permissions)."""
+    where = f" {exc.filename}" if exc.filename else ""
+    return click.ClickException(
+        f"cannot write{where}: {exc.strerror or exc}; check the disk or choose another --out"
+    )
+
+
+def job_failure(exc: Exception) -> click.ClickException:
+    """The message of a failed bench / partners run: resume advice only when a rerun can help."""
+    retryable = getattr(exc, "retryable", False)
+    if retryable:
+        advice = "(finished jobs are kept; rerun the same command to resume)"
+    else:
+        advice = "(a rerun would fail the same way: change the setting named above first)"
+    return click.ClickException(f"{exc}\n{advice}")
+
+
+def flatten(d: dict, prefix: str = "") -> dict:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists stay values)."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def differences(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> list[str]:
+    """``key: old -> new`` for every flattened key whose value differs (keys in ``ignore`` skipped)."""
+    import json
+
+    def plain(d: dict) -> dict:  # tuples as lists, as they read back from YAML
+        return json.loads(json.dumps(d, default=str))
+
+    a, b = flatten(plain(old)), flatten(plain(new))
+    diffs = []
+    for key in sorted(set(a) | set(b)):
+        if key in ignore:
+            continue
+        if a.get(key) != b.get(key):
+            diffs.append(f"{key}: {a.get(key, '(unset)')!r} -> {b.get(key, '(unset)')!r}")
+    return diffs
