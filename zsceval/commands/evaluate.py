@@ -15,6 +15,43 @@ from zsceval.rl.play import PlayResult, mean_ci, play, summarize
 from zsceval.rl.trainer import resolve_device
 
 
+def cross_play_setup(
+    agent_path: str, partner_path: str, layout: str, episodes: int, device: str = "cpu", seed: int = 0
+):
+    """Load two saved agents and build the evaluation env and sampling generator of ``zsceval eval``.
+
+    The env repeats the agent's saved env config (name, horizon, agents) on ``layout`` with
+    ``min(episodes, 1024)`` games, standard starts and no seat shuffling; the action-sampling
+    generator is seeded ``seed + 1``. :func:`cross_play` and trajectory recording
+    (:func:`zsceval.interop.trajectory.record_cross_play`) share it, so recorded episodes are the
+    evaluated ones.
+
+    Returns:
+        ``(agent, partner, env, generator, env_cfg)``.
+
+    Raises:
+        CheckpointError: missing/corrupt checkpoint, or trained on another layout/obs spec.
+        ConfigError: unknown layout or device.
+    """
+    dev = resolve_device(device)
+    agent, agent_meta = load_policy(agent_path, device=dev)
+    partner, partner_meta = load_policy(partner_path, device=dev)
+    saved_env = agent_meta.get("config", {}).get("env", {})
+    known = {f.name for f in dataclasses.fields(EnvConfig)}
+    env_cfg = dataclasses.replace(
+        EnvConfig(**{k: v for k, v in saved_env.items() if k in known}),
+        layout=layout,
+        num_envs=min(episodes, 1024),
+        randomize_seats=False,
+        random_start_prob=0.0,
+    )
+    env = make_env(env_cfg, device=dev, seed=seed, evaluation=True)
+    spec = env.spec_dict()
+    check_compatible(agent_meta, spec, f"agent {agent_path}")
+    check_compatible(partner_meta, spec, f"partner {partner_path}")
+    return agent, partner, env, torch.Generator(dev).manual_seed(seed + 1), env_cfg
+
+
 def cross_play(
     agent_path: str, partner_path: str, layout: str, episodes: int, device: str = "cpu", seed: int = 0
 ) -> dict:
@@ -36,23 +73,9 @@ def cross_play(
         CheckpointError: missing/corrupt checkpoint, or trained on another layout/obs spec.
         ConfigError: unknown layout.
     """
-    dev = resolve_device(device)
-    agent, agent_meta = load_policy(agent_path, device=dev)
-    partner, partner_meta = load_policy(partner_path, device=dev)
-    saved_env = agent_meta.get("config", {}).get("env", {})
-    known = {f.name for f in dataclasses.fields(EnvConfig)}
-    env_cfg = dataclasses.replace(
-        EnvConfig(**{k: v for k, v in saved_env.items() if k in known}),
-        layout=layout,
-        num_envs=min(episodes, 1024),
-        randomize_seats=False,
-        random_start_prob=0.0,
+    agent, partner, env, gen, env_cfg = cross_play_setup(
+        agent_path, partner_path, layout, episodes, device, seed
     )
-    env = make_env(env_cfg, device=dev, seed=seed, evaluation=True)
-    spec = env.spec_dict()
-    check_compatible(agent_meta, spec, f"agent {agent_path}")
-    check_compatible(partner_meta, spec, f"partner {partner_path}")
-    gen = torch.Generator(dev).manual_seed(seed + 1)
     seatings, results = [], []
     n = env.num_agents
     for agent_seat in range(n):

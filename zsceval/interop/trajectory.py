@@ -521,10 +521,10 @@ def record_cross_play(
 ) -> list[str]:
     """Record the episodes of ``zsceval eval --agent A --partner P``: one file per seating.
 
-    Builds the env and the sampling generator exactly as
-    :func:`zsceval.commands.evaluate.cross_play` does (same env config, seed, generator
-    ``seed + 1`` shared by the seatings in seat order), so the recorded episodes are the evaluated
-    ones. Seating k puts the agent in seat k and the partner in the other seats; it is written to
+    Builds the env and the sampling generator with :func:`zsceval.commands.evaluate.cross_play_setup`,
+    as ``cross_play`` does (the generator is shared by the seatings in seat order), so the recorded
+    episodes are the evaluated ones. Seating k puts the agent in seat k and the partner in the
+    other seats; it is written to
     ``out_dir/agent_seat_<k>.json`` with seat labels ``"agent"`` / ``"partner"`` and ``meta``
     ``{agent, partner, agent_seat, seed, ...}``.
 
@@ -536,29 +536,9 @@ def record_cross_play(
         ConfigError: unknown layout.
         OSError: ``out_dir`` cannot be written.
     """
-    import dataclasses
+    from zsceval.commands.evaluate import cross_play_setup
 
-    from zsceval.rl.checkpoint import check_compatible, load_policy
-    from zsceval.rl.config import EnvConfig
-    from zsceval.rl.envs import make_env
-    from zsceval.rl.trainer import resolve_device
-
-    dev = resolve_device(device)
-    agent, agent_meta = load_policy(agent_path, device=dev)
-    partner, partner_meta = load_policy(partner_path, device=dev)
-    saved_env = agent_meta.get("config", {}).get("env", {})
-    known = {f.name for f in dataclasses.fields(EnvConfig)}
-    env_cfg = dataclasses.replace(
-        EnvConfig(**{k: v for k, v in saved_env.items() if k in known}),
-        layout=layout,
-        num_envs=min(episodes, 1024),
-        randomize_seats=False,
-        random_start_prob=0.0,
-    )
-    env = make_env(env_cfg, device=dev, seed=seed, evaluation=True)
-    check_compatible(agent_meta, env.spec_dict(), f"agent {agent_path}")
-    check_compatible(partner_meta, env.spec_dict(), f"partner {partner_path}")
-    gen = torch.Generator(dev).manual_seed(seed + 1)
+    agent, partner, env, gen, _ = cross_play_setup(agent_path, partner_path, layout, episodes, device, seed)
     paths = []
     for agent_seat in range(env.num_agents):
         seats = [partner] * env.num_agents
