@@ -411,7 +411,7 @@ def record_trajectories(
             ``export_state``.
     """
     from zsceval.rl.runner import EpisodeRunner
-    from zsceval.rl.seating import Arm
+    from zsceval.rl.seating import fixed_seating
 
     n, B = env.num_agents, env.num_envs
     if len(seat_agents) != n:
@@ -420,16 +420,11 @@ def record_trajectories(
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     if not callable(getattr(env, "export_state", None)):
         raise ValueError(f"{type(env).__name__} cannot export states; trajectories need an Overcooked env")
-    actors: dict[str, Any] = {}
-    names = []
-    for agent in seat_agents:
-        name = next((k for k, a in actors.items() if a is agent), None) or f"agent{len(actors)}"
-        actors.setdefault(name, agent)
-        names.append(name)
-    labels = list(labels) if labels is not None else names
+    actors, arm = fixed_seating(seat_agents)
+    labels = list(labels) if labels is not None else [name for name, _ in arm.seats]
     if len(labels) != n:
         raise ValueError(f"need {n} labels (one per seat), got {len(labels)}")
-    runner = EpisodeRunner(env, actors, [Arm.of(*names)], generator=generator)
+    runner = EpisodeRunner(env, actors, [arm], generator=generator)
     scratch = None
     base_meta = {"grid": env.layout.grid_text, "dynamics": env.layout.dynamics, **(meta or {})}
     out: list[Trajectory] = []

@@ -14,7 +14,7 @@ from PIL import Image
 from zsceval.io import atomic_path
 from zsceval.render.draw import COLORS, SEAT_COLORS
 from zsceval.rl.runner import EpisodeRunner
-from zsceval.rl.seating import Arm
+from zsceval.rl.seating import fixed_seating
 
 __all__ = ["Frame", "episode_gif", "read_trajectory", "record_episode"]
 
@@ -60,15 +60,8 @@ def record_episode(
         raise ValueError(f"need {n} agents (one per seat), got {len(agents_by_seat)}")
     if getattr(env, "randomize_seats", False):
         raise ValueError("record_episode needs an env with randomize_seats=False")
-    actors: dict[str, object] = {}
-    names = []
-    for agent in agents_by_seat:
-        name = next((k for k, a in actors.items() if a is agent), None)
-        if name is None:
-            name = f"agent{len(actors)}"
-            actors[name] = agent
-        names.append(name)
-    runner = EpisodeRunner(env, actors, [Arm.of(*names)], generator=generator)
+    actors, arm = fixed_seating(agents_by_seat)
+    runner = EpisodeRunner(env, actors, [arm], generator=generator)
     runner.reset()
     steps = int(env.horizon) if max_steps is None else min(int(max_steps), int(env.horizon))
     frames = [Frame(env.export_state(0), 0.0, 0)]

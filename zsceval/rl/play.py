@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from zsceval.rl.runner import EpisodeRunner
-from zsceval.rl.seating import Arm
+from zsceval.rl.seating import fixed_seating
 
 __all__ = ["PlayResult", "mean_ci", "play", "summarize"]
 
@@ -76,15 +76,7 @@ def play(
     n = env.num_agents
     if len(seat_policies) != n:
         raise ValueError(f"need {n} seat policies, got {len(seat_policies)}")
-    actors: dict[str, object] = {}
-    names = []
-    for agent in seat_policies:
-        name = next((k for k, a in actors.items() if a is agent), None)
-        if name is None:
-            name = f"agent{len(actors)}"
-            actors[name] = agent
-        names.append(name)
-    arm = Arm.of(*names)
+    actors, arm = fixed_seating(seat_policies)
     runner = EpisodeRunner(env, actors, [arm], generator=generator)
     tables = []
     done = 0

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Arm", "ArmTable", "Seating", "ego_partner_arms", "self_play_arm"]
+__all__ = ["Arm", "ArmTable", "Seating", "ego_partner_arms", "fixed_seating", "self_play_arm"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,25 @@ class Seating:
     actor: torch.Tensor
     member: torch.Tensor
     arm: torch.Tensor
+
+
+def fixed_seating(agents_by_seat: Sequence) -> tuple[dict[str, object], Arm]:
+    """Actors and the one arm that seat ``agents_by_seat[k]`` in seat k of every game.
+
+    The same agent object in several seats becomes one actor (one forward over all its rows).
+
+    Returns:
+        ``({"agent0": ..., "agent1": ...}, Arm)`` for :class:`~zsceval.rl.runner.EpisodeRunner`.
+    """
+    actors: dict[str, object] = {}
+    names = []
+    for agent in agents_by_seat:
+        name = next((k for k, a in actors.items() if a is agent), None)
+        if name is None:
+            name = f"agent{len(actors)}"
+            actors[name] = agent
+        names.append(name)
+    return actors, Arm.of(*names)
 
 
 def self_play_arm(name: str, n: int) -> Arm:
