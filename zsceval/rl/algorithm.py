@@ -154,6 +154,22 @@ class Algorithm:
         """How many arms :meth:`arms` returned, set by the trainer."""
 
     @classmethod
+    def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
+        """Config sections this algorithm adds to a preset, applied right after the preset (the
+        user's ``--config``, ``--set`` and flags still win), e.g. a recurrent ego and the
+        population-size-dependent budget of a stage-2 run.
+
+        Args:
+            preset: the preset name (``quick``, ``paper``).
+            cfg: the config resolved without these additions (user values included), so the
+                additions may depend on e.g. ``population.size``.
+
+        Returns:
+            ``{"model": {...}, "run": {...}, "algo": {...}}``; default: nothing.
+        """
+        return {}
+
+    @classmethod
     def parse_options(cls, values: dict[str, Any]) -> Any:
         """Validate the ``algo:`` section against :attr:`Options`.
 

@@ -149,6 +149,21 @@ class ShapingConfig:
 
 
 @dataclass(frozen=True)
+class PopulationConfig:
+    """Population methods (FCP, MEP, TrajeDi, HSP, COLE): sizes in the papers' terms."""
+
+    size: int = 12
+    """Stage-2 population: the partners the ego trains with (ZSC-Eval 12 / 24 / 36 for the
+    co-play methods, 25 / 50 / 75 for COLE); a stage-1 member contributes 3 checkpoints."""
+    stage1_size: int = 0
+    """Members trained in one stage-1 population run; 0: ``size / 3 * 5 / 4`` rounded up
+    (ZSC-Eval's 5 / 10 / 15 runs for 12 / 24 / 36), from which each ego seed takes a sliding
+    window of ``size / 3`` members."""
+    stage1_steps: int = 10_000_000
+    """Env steps per stage-1 member (ZSC-Eval 1e7)."""
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Budget, seeding, device and outputs of one run."""
 
@@ -186,6 +201,8 @@ class TrainConfig:
     """MAPPO hyper-parameters."""
     shaping: ShapingConfig = field(default_factory=ShapingConfig)
     """Reward-shaping annealing."""
+    population: PopulationConfig = field(default_factory=PopulationConfig)
+    """Population sizes and budgets (population methods only)."""
     algo: dict[str, Any] = field(default_factory=dict)
     """Algorithm-specific options, validated by the plug-in's ``Options`` dataclass."""
 
@@ -415,7 +432,8 @@ def resolve_config(
     **flags: Any,
 ) -> TrainConfig:
     """Resolve a config in the documented order: defaults, preset (with its ``by_dynamics``
-    entry for the resolved layout), file, overrides, flags.
+    entry for the resolved layout, then the algorithm's own additions to it,
+    :meth:`~zsceval.rl.algorithm.Algorithm.preset_config`), file, overrides, flags.
 
     Args:
         base: starting config (default: the dataclass defaults).
@@ -425,10 +443,12 @@ def resolve_config(
         **flags: dotted keys given by explicit CLI flags (``{"run.seed": 3}``); None values skip.
     """
 
-    def resolve(dynamics: str | None) -> TrainConfig:
+    def resolve(dynamics: str | None, plugin: dict[str, Any] | None = None) -> TrainConfig:
         cfg = base or TrainConfig()
         if preset is not None:
             cfg = load_preset(preset, cfg, dynamics)
+        if plugin:
+            cfg = config_from_dict(plugin, cfg)
         if config_file is not None:
             cfg = load_yaml_file(config_file, cfg)
         cfg = apply_overrides(cfg, list(overrides))
@@ -441,10 +461,26 @@ def resolve_config(
     cfg = resolve(None)
     if preset is not None:
         dynamics = layout_dynamics(cfg.env)
-        if dynamics is not None and dynamics in _preset_data(preset)[1]:
-            cfg = resolve(dynamics)
+        if dynamics not in _preset_data(preset)[1]:
+            dynamics = None
+        plugin = plugin_preset(cfg.run.algo, preset, cfg)
+        if dynamics is not None or plugin:
+            cfg = resolve(dynamics, plugin)
     validate(cfg)
     return cfg
+
+
+def plugin_preset(algo: str, preset: str, cfg: TrainConfig) -> dict[str, Any]:
+    """The config sections algorithm ``algo`` adds to ``preset`` (:meth:`Algorithm.preset_config`),
+    given the config resolved without them; ``{}`` for an unknown algorithm (the trainer reports
+    it with the valid names)."""
+    from zsceval import registry
+
+    try:
+        cls = registry.get(algo)
+    except Exception:  # unknown or broken plug-in: reported where it is used
+        return {}
+    return dict(cls.preset_config(preset, cfg) or {})
 
 
 def _check_env_name(name: str) -> tuple[bool, str]:
