@@ -8,6 +8,7 @@ import click
 import yaml
 
 from zsceval import registry
+from zsceval.commands.chain import config_file_overrides, missing_inputs, run_chain, saved_chain
 from zsceval.rl.checkpoint import CheckpointError
 from zsceval.rl.config import ConfigError, config_to_dict, list_presets, resolve_config
 
@@ -17,6 +18,30 @@ DEFAULT_PRESET = "quick"
 
 def _fail(exc: Exception) -> click.ClickException:
     return click.ClickException(str(exc))
+
+
+def _finish_chain(params: dict, out, progress: bool) -> None:
+    """Run or resume a multi-stage algorithm's job chain (:mod:`zsceval.commands.chain`) and report."""
+    from zsceval.execution.jobs import JobError
+
+    click.echo(
+        f"{params['algo']} trains in stages: running its job chain in {out} (rerun to resume)", err=True
+    )
+    try:
+        summary = run_chain(params, out, progress=progress)
+    except JobError as exc:
+        raise click.ClickException(f"{exc}; rerun `zsceval train --resume --out {out}` to resume") from None
+    _report(summary, Path(out) / "ego" / "run")
+
+
+def _report(summary: dict, out) -> None:
+    sp = summary.get("self_play")
+    line = f"done: {summary['env_steps']:,} env steps in {summary['train_wall_time_s']:.0f} s"
+    if sp:
+        lo, hi = sp["sparse_return_ci95"]
+        line += f"; self-play sparse return {sp['sparse_return_mean']:.1f} (95% CI {lo:.1f}..{hi:.1f})"
+    click.echo(line)
+    click.echo(f"run directory: {out}")
 
 
 def _finished_steps(out) -> int | None:
@@ -95,6 +120,13 @@ def train(
 
     steps = parse_steps(steps)
     try:
+        if resume and out is not None and saved_chain(out) is not None:
+            if overrides or any(
+                v is not None for v in (algo, layout, seed, preset, config_file, device, steps)
+            ):
+                raise click.UsageError("--resume of a multi-stage run takes only --out (and --no-progress)")
+            _finish_chain(saved_chain(out), out, progress)
+            return
         if resume:
             if out is None:
                 raise click.UsageError("--resume needs --out RUN_DIR (the run to continue)")
@@ -142,9 +174,18 @@ def train(
                     "run.device": device,
                 },
             )
-            registry.get(cfg.run.algo)  # fail before creating anything
+            algo_cls = registry.get(cfg.run.algo)  # fail before creating anything
             if out is None:
                 out = str(Path("runs") / f"{cfg.run.algo}_{cfg.env.layout}_s{cfg.run.seed}")
+            chain = {
+                "algo": cfg.run.algo, "layout": cfg.env.layout, "seed": cfg.run.seed, "steps": steps,
+                "preset": preset, "device": cfg.run.device,
+                "overrides": [*config_file_overrides(config_file), *overrides],
+            }  # fmt: skip
+            if not print_config and missing_inputs(algo_cls, cfg, chain):
+                check_writable(out)
+                _finish_chain(chain, out, progress)
+                return
         if print_config:
             click.echo(yaml.safe_dump(config_to_dict(cfg), sort_keys=False), nl=False)
             return
@@ -171,10 +212,4 @@ def train(
         registry.PluginLoadError,
     ) as exc:
         raise _fail(exc) from None
-    sp = summary.get("self_play")
-    line = f"done: {summary['env_steps']:,} env steps in {summary['train_wall_time_s']:.0f} s"
-    if sp:
-        lo, hi = sp["sparse_return_ci95"]
-        line += f"; self-play sparse return {sp['sparse_return_mean']:.1f} (95% CI {lo:.1f}..{hi:.1f})"
-    click.echo(line)
-    click.echo(f"run directory: {out}")
+    _report(summary, out)

@@ -181,6 +181,9 @@ class RunConfig:
     """Save a checkpoint at the first resumable point after every this many env steps."""
     keep_checkpoints: int = 3
     """How many of the most recent checkpoints are kept on disk (the final one is always kept)."""
+    checkpoint_first: bool = False
+    """Also save a checkpoint after the first iteration (a population member's ``init``
+    checkpoint: ZSC-Eval's first save comes after one update, algorithms-facts section 1)."""
     eval_episodes: int = 20
     """Episodes of the final self-play evaluation written to ``eval.json`` (0 to skip)."""
     tensorboard: bool = False

@@ -142,6 +142,28 @@ class Policy(nn.Module):
         """Normalized value -> return scale (identity without value normalization)."""
         return self.value_norm.denormalize(v) if self.use_value_norm else v
 
+    def action_log_probs(
+        self, obs: torch.Tensor, avail: torch.Tensor | None, actions: torch.Tensor, starts: torch.Tensor,
+        h: torch.Tensor | None = None,
+    ) -> torch.Tensor:  # fmt: skip
+        """``log pi(a_t | o_t)`` of stored actions over L steps of N sequences, with gradients
+        through the actor only (population bonuses and diversity losses).
+
+        Args:
+            obs: ``[L, N, *obs_shape]`` in the env's dtype; avail ``bool [L, N, A]`` or None;
+                actions ``int64 [L, N]``; starts ``bool [L, N]``.
+            h: ``float32 [N, hidden]`` actor state at the first step (recurrent actors; None: zeros).
+
+        Returns:
+            ``float32 [L, N]``.
+        """
+        if self.recurrent and h is None:
+            h = self.initial_state(obs.shape[1], obs.device)
+        with self._autocast():
+            logits = self.actor.head(self.actor.trunk.sequence(obs, self._h(h), starts))
+        logits = logits.float() if avail is None else masked_logits(logits.float(), avail)
+        return F.log_softmax(logits, dim=-1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+
     def evaluate(
         self,
         obs: torch.Tensor,

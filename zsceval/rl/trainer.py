@@ -239,7 +239,9 @@ class Trainer:
         self.iteration = 0
         self.env_steps = 0
         self.wall_time = 0.0
-        self.next_checkpoint = cfg.run.checkpoint_every
+        self.next_checkpoint = (
+            cfg.steps_per_iteration if cfg.run.checkpoint_first else cfg.run.checkpoint_every
+        )
         self.metrics: list[dict[str, Any]] = []
         self.recent_returns: deque[float] = deque(maxlen=10)
         if resume_from is not None:

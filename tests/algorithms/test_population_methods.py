@@ -1,0 +1,211 @@
+"""Issue 12: FCP, MEP and TrajeDi: the formulas on hand-computed values, the checkpoint choice,
+and each algorithm's job chain trained end to end through the CLI, resumed after a kill."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from zsceval import registry
+from zsceval.cli import main
+from zsceval.population.checkpoints import mid_step, nearest_checkpoint
+from zsceval.population.stage2 import sliding_window
+from zsceval.rl.config import resolve_config
+
+
+def _algo(name):
+    return registry.get(name)
+
+
+def mep():
+    import importlib
+
+    registry.get("mep")
+    return importlib.import_module(registry.get("mep").__module__)
+
+
+def trajedi():
+    import importlib
+
+    return importlib.import_module(registry.get("trajedi").__module__)
+
+
+# -- MEP ------------------------------------------------------------------------------------------------
+def test_mep_bonus_is_minus_log_of_the_population_mean_probability_with_its_floor():
+    probs = torch.tensor([[0.5, 0.2, 1e-7], [0.1, 0.6, 1e-8]])  # [K=2 members, 3 steps]
+    bonus = mep().population_entropy_bonus(probs.log(), alpha=0.01)
+    expected = [-0.01 * math.log(0.3), -0.01 * math.log(0.4), -0.01 * math.log(1e-5)]  # floor at 1e-5
+    torch.testing.assert_close(bonus, torch.tensor(expected))
+
+
+def test_mep_prioritized_law_on_hand_computed_tables():
+    law = mep().prioritized_probs
+    seen = torch.ones(4, dtype=torch.bool)
+    # returns 10, 0, 5, 5 -> 1/R ranks (dense, ascending): 10 -> 1, 5 -> 2 (twice), 0 -> 3
+    p = law(torch.tensor([10.0, 0.0, 5.0, 5.0]), seen, alpha=1.0)
+    torch.testing.assert_close(p, torch.tensor([1, 3, 2, 2], dtype=torch.float64) / 8)
+    p = law(torch.tensor([10.0, 0.0, 5.0, 5.0]), seen, alpha=0.5)
+    w = torch.tensor([1, 3, 2, 2], dtype=torch.float64).sqrt()
+    torch.testing.assert_close(p, w / w.sum())
+    # an arm without data takes the mean of the others: 10, (5), 0 -> ranks 1, 2, 3
+    p = law(torch.tensor([10.0, 123.0, 0.0]), torch.tensor([True, False, True]), alpha=1.0)
+    torch.testing.assert_close(p, torch.tensor([1, 2, 3], dtype=torch.float64) / 6)
+    p = law(torch.zeros(5), torch.zeros(5, dtype=torch.bool), alpha=1.5)
+    torch.testing.assert_close(p, torch.full((5,), 0.2, dtype=torch.float64))
+
+
+def test_mep_running_average_and_sampling_follow_the_law():
+    from zsceval.rl.runner import EpisodeTable
+
+    cls = _algo("mep")
+    cfg = resolve_config(preset="quick", overrides=["population.size=24"], **{"run.algo": "mep"})
+    algo = cls(cfg, num_envs=8, num_agents=2, device="cpu")
+    algo.num_arms = 3
+    assert algo.alpha == 1.0  # population 24 -> 1.0 (ZSC-Eval)
+
+    def table(arms, returns):
+        n = len(arms)
+        return EpisodeTable(torch.tensor(arms), torch.tensor(arms), torch.zeros(n, dtype=torch.int64),
+                            torch.tensor(returns), torch.zeros(n, 2), torch.zeros(n, 2, 1), [], ("e",))  # fmt: skip
+
+    stats = {}
+    algo.after_iteration(1, 0, stats, table([0, 0, 1], [10.0, 30.0, 40.0]))  # first values: 20, 40
+    algo.after_iteration(2, 0, stats, table([0, 2], [0.0, 5.0]))  # arm 0: 0.95 * 20 + 0.05 * 0 = 19
+    torch.testing.assert_close(algo.running, torch.tensor([19.0, 40.0, 5.0], dtype=torch.float64))
+    expected = torch.tensor([2, 1, 3], dtype=torch.float64) / 6
+    torch.testing.assert_close(algo.probabilities(), expected)
+    gen = torch.Generator().manual_seed(0)
+    draws = algo.assign(torch.arange(60_000), gen)
+    freq = torch.bincount(draws, minlength=3).double() / draws.numel()
+    assert torch.allclose(freq, expected, atol=0.01)  # > 5 sigma for 60k draws
+
+
+# -- TrajeDi --------------------------------------------------------------------------------------------
+def test_discounted_window_matches_the_explicit_sum_within_episodes():
+    torch.manual_seed(0)
+    T, R = 7, 3
+    logp = -torch.rand(2, T, R) * 3
+    starts = torch.zeros(T, R, dtype=torch.bool)
+    starts[0] = True
+    starts[4, 1] = True  # row 1: a new episode at step 4
+    out = trajedi().discounted_window(logp, starts, 0.5)
+    episode = starts.long().cumsum(0)
+    for k in range(2):
+        for t in range(T):
+            for r in range(R):
+                same = [u for u in range(T) if episode[u, r] == episode[t, r]]
+                want = sum(0.5 ** abs(t - u) * float(logp[k, u, r]) for u in same)
+                assert abs(float(out[k, t, r]) - want) < 1e-5
+
+
+def test_trajedi_jsd_on_a_three_step_two_member_example_by_hand():
+    # one row driven by member 0; log-probs of the taken actions under each member
+    p0, p1 = [0.9, 0.5, 0.8], [0.2, 0.5, 0.4]
+    logp = torch.tensor([p0, p1]).log().unsqueeze(-1).requires_grad_(True)  # [K=2, T=3, R=1]
+    starts = torch.tensor([[True], [False], [False]])
+    owner = torch.zeros(3, 1, dtype=torch.int64)
+    jsd, surrogate = trajedi().trajectory_jsd(logp, owner, starts, gamma=0.5)
+    # local likelihoods l~(t) = sum_t' 0.5^|t-t'| l(t'); d = l~_0 - log((e^l~_0 + e^l~_1) / 2)
+    g = [[1, 0.5, 0.25], [0.5, 1, 0.5], [0.25, 0.5, 1]]
+    loc = [[sum(g[t][u] * math.log(p[u]) for u in range(3)) for t in range(3)] for p in (p0, p1)]
+    d = [a - math.log((math.exp(a) + math.exp(b)) / 2) for a, b in zip(*loc, strict=True)]
+    assert abs(float(jsd) - sum(d) / 3) < 1e-6
+    assert abs(float(jsd) - 0.4417727) < 1e-6
+    surrogate.backward()
+    # more probability for its own actions makes member 0 more distinct from member 1 ...
+    assert (logp.grad[0] > 0).all()
+    # ... and member 1 agreeing more with member 0's actions makes them less distinct
+    assert (logp.grad[1] < 0).all()
+
+
+def test_trajedi_stays_finite_over_long_unlikely_episodes():
+    T = 400
+    logp = torch.full((3, T, 2), -30.0)
+    logp[1] = -0.01
+    starts = torch.zeros(T, 2, dtype=torch.bool)
+    starts[0] = True
+    owner = torch.tensor([0, 1]).expand(T, 2)
+    jsd, surrogate = trajedi().trajectory_jsd(logp.requires_grad_(True), owner, starts, gamma=0.5)
+    assert torch.isfinite(jsd) and torch.isfinite(surrogate)
+    surrogate.backward()
+    assert torch.isfinite(logp.grad).all()
+
+
+# -- checkpoint choice ----------------------------------------------------------------------------------
+def test_mid_checkpoint_is_the_first_grid_step_closest_to_half_the_final_return():
+    steps = [0, 1000, 2000, 3000, 4000, 5000]
+    returns = [0, 0, 40, 100, 100, 100]
+    # R_f = mean of the last 5 = (0 + 40 + 100 + 100 + 100) / 5 = 68 -> target 34; on the 100-step grid
+    # 1800 -> 32 and 1900 -> 36 are equally close: the first one wins
+    step, final = mid_step(steps, returns)
+    assert (step, final) == (1800, 68.0)
+    assert nearest_checkpoint([400, 1600, 2000, 4800], step) == 1  # 1600 and 2000 tie: the earlier
+    assert nearest_checkpoint([400, 1600, 1900, 4800], step) == 2
+    with pytest.raises(ValueError):
+        mid_step([0, 0], [1, 2])
+
+
+def test_sliding_windows_are_zsc_evals():
+    # 5 stage-1 members, windows of 4: ego seeds start one member apart and wrap around
+    assert sliding_window(5, 4, 0) == [0, 1, 2, 3]
+    assert sliding_window(5, 4, 4) == [4, 0, 1, 2]
+    assert sliding_window(10, 8, 1) == [2, 3, 4, 5, 6, 7, 8, 9]
+    with pytest.raises(ValueError):
+        sliding_window(3, 4, 0)
+
+
+def test_plugin_presets_give_the_stage_budgets_and_the_user_wins():
+    cfg = resolve_config(preset="paper", overrides=["population.size=24"], **{"run.algo": "mep"})
+    assert cfg.model.recurrent and cfg.run.total_steps == 80_000_000
+    assert list(cfg.ppo.entropy_milestones) == [0, 40_000_000, 80_000_000]
+    assert cfg.shaping.horizon == 80_000_000
+    cfg = resolve_config(preset="paper", overrides=["model.recurrent=false"], **{"run.algo": "fcp"})
+    assert not cfg.model.recurrent and cfg.run.total_steps == 50_000_000  # population 12
+    s1 = resolve_config(preset="quick", overrides=["population.size=36"], **{"run.algo": "fcp-stage1"})
+    assert s1.run.total_steps == 15 * s1.population.stage1_steps  # 15 runs for a population of 36
+    assert s1.run.checkpoint_first
+
+
+# -- end to end through the CLI, killed and resumed -----------------------------------------------------
+TINY = ["--layout", "cramped_room", "--steps", "1600", "--no-progress",
+        "--set", "population.size=3", "--set", "population.stage1_steps=800",
+        "--set", "env.num_envs=8", "--set", "env.horizon=100", "--set", "run.checkpoint_every=800",
+        "--set", "run.eval_episodes=2", "--set", "run.num_threads=1",
+        "--set", "ppo.epochs=1", "--set", "ppo.num_minibatches=1"]  # fmt: skip
+# stage 1: 2 members x 800 steps = 2 iterations of 800; stage 2: 2 iterations, a checkpoint after each
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def final_weights(run: Path) -> bytes:
+    return (sorted((run / "checkpoints").glob("step_*"))[-1] / "policies.safetensors").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "algo, kill_in",
+    [("fcp", "ego"), ("mep", "ego"), ("trajedi", "ego"), ("trajedi", "stage1")],
+)
+def test_chain_trains_through_the_cli_and_resumes_after_a_kill(tmp_path, algo, kill_in):
+    from tests.test_reliability import run_killed
+
+    ref = tmp_path / "ref"
+    res = invoke("train", "--algo", algo, "--out", ref, *TINY)
+    assert res.exit_code == 0, res.output
+    ego = ref / "ego" / "run"
+    assert "run directory" in res.output and (ego / "eval.json").is_file()
+    pool = json.loads(next((ego / "pools").glob("*/pool.json")).read_text())
+    assert len(pool["names"]) == 3  # 1 member x init / mid / final
+    assert {n.rsplit("@", 1)[1] for n in pool["names"]} == {"init", "mid", "final"}
+
+    cut = tmp_path / "cut"
+    run_killed(["train", "--algo", algo, "--out", cut, *TINY], kill_at=2, match=kill_in)
+    res = invoke("train", "--resume", "--out", cut, "--no-progress")
+    assert res.exit_code == 0, res.output
+    assert final_weights(cut / "ego" / "run") == final_weights(ego)
+    stage1 = next((ref / "cramped_room" / "stage1").iterdir()) / "run"
+    assert final_weights(next((cut / "cramped_room" / "stage1").iterdir()) / "run") == final_weights(stage1)

@@ -1,0 +1,108 @@
+"""``zsceval train`` for a multi-stage algorithm: its jobs (:meth:`Algorithm.jobs`) as one
+resumable chain in the run folder.
+
+FCP, MEP, TrajeDi (and HSP) need a stage-1 population before the ego can train. When such an
+algorithm is trained without its inputs (e.g. no ``algo.population``), ``zsceval train`` runs the
+chain the plug-in declares, with the local executor, into ``--out``: each job writes its own
+folder (``stage1/...``, ``ego/``), finished jobs are never redone, and an interrupted training job
+resumes from its last checkpoint when the same command (or ``--resume --out``) is run again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from zsceval.io import atomic_write_text
+from zsceval.rl.algorithm import JobContext
+from zsceval.rl.config import ConfigError, TrainConfig
+
+__all__ = ["CHAIN", "missing_inputs", "run_chain", "saved_chain"]
+
+CHAIN = "chain.json"
+"""The chain's parameters, saved in the run folder (``--resume`` reads them)."""
+EGO = "ego"
+
+
+def _context(params: dict[str, Any]) -> JobContext:
+    common = {k: params[k] for k in ("layout", "preset", "device", "overrides")}
+    return JobContext(params["algo"], params["layout"], params["seed"], params["steps"], EGO, common)
+
+
+def missing_inputs(algo_cls: type, cfg: TrainConfig, params: dict[str, Any]) -> list[str]:
+    """``algo.*`` options that the plug-in's final job fills from earlier jobs and the config lacks.
+
+    Returns:
+        option names; empty for a one-stage algorithm or when the user gave every input.
+    """
+    jobs = algo_cls.jobs(_context(params))
+    ego = next(j for j in jobs if j.id == EGO)
+    return [k for k in ego.params.get("algo_inputs", {}) if not cfg.algo.get(k)]
+
+
+def config_file_overrides(path: str | None) -> list[str]:
+    """A YAML config file as ``section.key=value`` overrides (the chain's jobs take overrides).
+
+    Raises:
+        ConfigError: the file cannot be read or is not a mapping of sections.
+    """
+    if path is None:
+        return []
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise ConfigError(f"config file {path} must be a mapping of sections")
+    return [f"{s}.{k}={json.dumps(v)}" for s, values in data.items() for k, v in values.items()]
+
+
+def saved_chain(out: str | Path) -> dict[str, Any] | None:
+    """The chain parameters saved in ``out`` (None: ``out`` holds no chain)."""
+    path = Path(out) / CHAIN
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def run_chain(params: dict[str, Any], out: str | Path, progress: bool = True) -> dict[str, Any]:
+    """Run (or resume) the plug-in's job chain into ``out``.
+
+    Args:
+        params: ``algo, layout, seed, steps`` (None: the preset's), ``preset, device, overrides``.
+        out: the run folder; the ego's run is ``out/ego/run``.
+        progress: progress bars.
+
+    Returns:
+        the ego run's ``eval.json`` content.
+
+    Raises:
+        ConfigError: ``out`` holds another chain.
+        zsceval.execution.jobs.JobError: a job failed (finished jobs stay finished).
+    """
+    from zsceval import registry
+    from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
+    from zsceval.execution.executors import run_jobs
+
+    out = Path(out)
+    saved = saved_chain(out)
+    if saved is not None and saved != params:
+        raise ConfigError(
+            f"{out} holds a {saved['algo']} chain with other settings; resume it with "
+            f"`zsceval train --resume --out {out}` or choose another --out"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / CHAIN, json.dumps(params, indent=2))
+    jobs = registry.get(params["algo"]).jobs(_context(params))
+    previous = os.environ.get(JOB_PROGRESS_ENV)
+    os.environ[JOB_PROGRESS_ENV] = "1" if progress else "0"
+    try:
+        run_jobs(jobs, out, executor="local", progress=progress)
+    finally:
+        if previous is None:
+            os.environ.pop(JOB_PROGRESS_ENV, None)
+        else:
+            os.environ[JOB_PROGRESS_ENV] = previous
+    return json.loads((out / EGO / "run" / "eval.json").read_text())
