@@ -24,7 +24,7 @@ arms, ZSC-Eval's ``--random_index``). Its reward is the ordinary one: team spars
 own shaped reward scaled by the annealed shaping factor (overcooked-spec 3.3).
 
 ``algo.epsilon`` defaults to 0.5, the ZSC-Eval paper's value (the reference's Overcooked script
-uses 0.25, ``docs/differences-e3t.md``). The E3T paper's partner-modelling module (a head that
+uses 0.25, docs/differences.md). The E3T paper's partner-modelling module (a head that
 predicts the partner's next action, whose prediction conditions the ego policy) is absent from the
 reference too; ``algo.partner_model=true`` is refused until the core supports it (see
 :class:`E3TOptions`).
