@@ -106,16 +106,20 @@ class PopulationSelfPlay(Algorithm):
 
     @classmethod
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
-        """Budget ``N * population.stage1_steps``, a checkpoint after the first update and
-        :data:`STAGE1_CHECKPOINTS` more, all kept (the mid-checkpoint trail)."""
-        total = stage1_size(cfg) * cfg.population.stage1_steps
+        """Each member trains like one run of the preset: ``N * env.num_envs`` games (a member's
+        batch is the preset's) and ``N * population.stage1_steps`` env steps; a checkpoint after
+        the first update and :data:`STAGE1_CHECKPOINTS` more, all kept (the mid-checkpoint trail).
+        An ``env.num_envs`` the user sets is the population's total."""
+        n = stage1_size(cfg)
+        total = n * cfg.population.stage1_steps
         return {
+            "env": {"num_envs": n * cfg.env.num_envs},
             "run": {
                 "total_steps": total,
                 "checkpoint_first": True,
                 "checkpoint_every": max(total // STAGE1_CHECKPOINTS, 1),
                 "keep_checkpoints": STAGE1_CHECKPOINTS + 2,
-            }
+            },
         }
 
     def build_learners(self, make_policy: Callable[[], Policy]) -> dict[str, Policy]:

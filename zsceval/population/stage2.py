@@ -19,13 +19,15 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import torch
+
 from zsceval.population.checkpoints import load_population
 from zsceval.population.pool import PolicyPool
 from zsceval.population.stage1 import member_name, stage1_size
 from zsceval.rl.algorithm import Algorithm, JobContext
 from zsceval.rl.config import ConfigError, TrainConfig
 from zsceval.rl.policy import Policy
-from zsceval.rl.seating import Arm, ego_partner_arms
+from zsceval.rl.seating import Arm, Seating, ego_partner_arms
 
 __all__ = ["PopulationEgo", "PopulationEgoOptions", "sliding_window", "stage2_preset"]
 
@@ -83,6 +85,8 @@ class PopulationEgo(Algorithm):
 
     Options = PopulationEgoOptions
     stage1_algo: ClassVar[str] = ""
+    critic_feature_size = 2
+    """Two players: the policy ids of the seat's own agent and of the other seat's."""
 
     @classmethod
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
@@ -90,7 +94,15 @@ class PopulationEgo(Algorithm):
         return stage2_preset(preset, cfg)
 
     def build_learners(self, make_policy: Callable[[], Policy]) -> dict[str, Policy]:
-        """The ego."""
+        """The ego.
+
+        Raises:
+            ConfigError: an env with other than 2 players.
+        """
+        if self.num_agents != 2:
+            raise ConfigError(
+                f"algorithm '{self.name}' is written for 2 players, the env has {self.num_agents}"
+            )
         return {"ego": make_policy()}
 
     def population_window(self) -> list[str]:
@@ -125,6 +137,18 @@ class PopulationEgo(Algorithm):
         self.partner_names = names
         self.partner_records = records
         return {"pool": PolicyPool.from_policies(policies, names)}
+
+    def critic_features(self, seating: Seating) -> torch.Tensor:
+        """ZSC-Eval's ``use_agent_policy_id``: the critic of each seat sees the policy id of every
+        agent, own seat first: ``(m + 1) / M`` for pool member m of M, -1 for the learning ego
+        (algorithms-facts section 0), so its value can depend on who the partner is.
+
+        Returns:
+            ``float32 [B, 2, 2]``.
+        """
+        M = len(self.partner_names)
+        ids = torch.where(seating.actor == 0, -1.0, (seating.member + 1).float() / M)  # [B, n]
+        return torch.stack([ids, ids.roll(-1, dims=1)], -1)
 
     def arms(self) -> list[Arm]:
         """The (partner, ego seat) pairs: ``2 * len(pool)`` arms for two players."""

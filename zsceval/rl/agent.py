@@ -135,7 +135,11 @@ def register_agent(name: str):
 
     def decorator(cls: type) -> type:
         existing = _classes.get(name)
-        if existing is not None and existing is not cls:
+        same = existing is not None and (existing.__module__, existing.__qualname__) == (
+            cls.__module__,
+            cls.__qualname__,
+        )  # a plug-in module imported again (fresh registry) re-registers its own class
+        if existing is not None and existing is not cls and not same:
             raise ValueError(f"agent class '{name}' is already registered by {existing.__qualname__}")
         _classes[name] = cls
         cls.agent_class = name

@@ -137,6 +137,9 @@ class Algorithm:
     Options: ClassVar[type | None] = None
     core: ClassVar[str] = "ppo"
     """Name of the learning core (:mod:`zsceval.rl.cores`)."""
+    critic_feature_size: ClassVar[int] = 0
+    """Extra float features of the learners' critic input, given by :meth:`critic_features`
+    (e.g. the partners' policy ids, ZSC-Eval's ``use_agent_policy_id``); 0: none."""
     stack_learners: ClassVar[bool] = False
     """Train same-spec learners as one stacked network (one forward and backward per minibatch
     for all of them, per-member Adam and clipping; population stage 1). Each member's update
@@ -239,6 +242,12 @@ class Algorithm:
         Default: :func:`default_training_reward`.
         """
         return default_training_reward(step, shaping_factor)
+
+    def critic_features(self, seating: Seating) -> torch.Tensor:
+        """``float32 [B, n, critic_feature_size]`` extra critic input of every seat for the current
+        seating (who sits where; constant within an episode). Only called when
+        :attr:`critic_feature_size` > 0."""
+        raise NotImplementedError(f"algorithm '{self.name}' sets critic_feature_size but no critic_features")
 
     def on_rollout(self, buffer: Any, episodes: Any) -> None:
         """Called after each rollout, before GAE: may change ``buffer.rewards`` in place (reward

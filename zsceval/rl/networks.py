@@ -55,6 +55,8 @@ class Encoder(nn.Module):
         mlp_layers: Linear+ReLU layers (after the CNN projection for ``cnn``).
         cnn_channels: conv output channels (``cnn`` only).
         obs_scale: multiplier applied after casting to float32.
+        extra: width of extra float features joined to the flattened observation (after the convs
+            for ``cnn``), e.g. the partners' policy ids a stage-2 critic sees.
     """
 
     def __init__(
@@ -65,21 +67,26 @@ class Encoder(nn.Module):
         mlp_layers: int,
         cnn_channels: tuple[int, ...],
         obs_scale: float,
+        extra: int = 0,
     ) -> None:
         super().__init__()
         H, W, C = obs_shape
-        self.kind, self.obs_scale = kind, obs_scale
+        self.kind, self.obs_scale, self.extra = kind, obs_scale, extra
         relu_gain = math.sqrt(2)
         layers: list[nn.Module] = []
+        self.split = 0
+        """Index in ``net`` where the extra features are joined."""
         if kind == "cnn":
             in_ch = C
             for out_ch in cnn_channels:
                 layers += [_init(nn.Conv2d(in_ch, out_ch, 3, stride=1, padding=1), relu_gain), nn.ReLU()]
                 in_ch = out_ch
-            layers += [nn.Flatten(), _init(nn.Linear(in_ch * H * W, hidden_size), relu_gain), nn.ReLU()]
+            layers += [nn.Flatten()]
+            self.split = len(layers)
+            layers += [_init(nn.Linear(in_ch * H * W + extra, hidden_size), relu_gain), nn.ReLU()]
             width = hidden_size
         elif kind == "mlp":
-            width = H * W * C
+            width = H * W * C + extra
         else:
             raise ValueError(f"unknown encoder kind '{kind}' (expected 'mlp' or 'cnn')")
         for _ in range(mlp_layers):
@@ -88,8 +95,13 @@ class Encoder(nn.Module):
         self.net = nn.Sequential(*layers)
         self.out_size = width
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """``obs``: uint8 ``[N, H, W, C]`` -> float32 ``[N, out_size]``."""
+    def forward(self, obs: torch.Tensor, extra: torch.Tensor | None = None) -> torch.Tensor:
+        """``obs``: uint8 ``[N, H, W, C]`` (and ``extra float32 [N, extra]`` when the encoder has
+        extra features) -> float32 ``[N, out_size]``.
+
+        Raises:
+            ValueError: extra features missing for an encoder that has them.
+        """
         # Under bf16 autocast cast uint8 straight to bf16: uint8 -> float32 is several times slower
         # on CPU than the cast to bf16, and the matmul would cast to bf16 anyway.
         dtype = torch.float32
@@ -99,13 +111,22 @@ class Encoder(nn.Module):
         if self.obs_scale != 1.0:
             x = x * self.obs_scale
         x = x.permute(0, 3, 1, 2) if self.kind == "cnn" else x.reshape(x.shape[0], -1)
-        return self.net(x)
+        if not self.extra:
+            return self.net(x)
+        if extra is None:
+            raise ValueError(f"this encoder takes {self.extra} extra features; none were given")
+        for layer in self.net[: self.split]:
+            x = layer(x)
+        x = torch.cat([x, extra.to(x.dtype)], -1)
+        for layer in self.net[self.split :]:
+            x = layer(x)
+        return x
 
 
 class _Trunk(nn.Module):
     """Encoder plus optional GRU; shared structure of actor and critic."""
 
-    def __init__(self, obs_shape: tuple[int, int, int], model: dict[str, Any]) -> None:
+    def __init__(self, obs_shape: tuple[int, int, int], model: dict[str, Any], extra: int = 0) -> None:
         super().__init__()
         self.encoder = Encoder(
             obs_shape,
@@ -114,6 +135,7 @@ class _Trunk(nn.Module):
             model["mlp_layers"],
             tuple(model["cnn_channels"]),
             model["obs_scale"],
+            extra,
         )
         self.out_size = self.encoder.out_size
         self.gru: nn.GRUCell | None = None
@@ -132,10 +154,12 @@ class _Trunk(nn.Module):
         return 0 if self.gru is None else self.gru.hidden_size
 
     def step(
-        self, obs: torch.Tensor, h: torch.Tensor | None, starts: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """One env step. ``obs [N, ...]``, ``h [N, hidden]``, ``starts bool [N]`` (zero h first)."""
-        x = self.encoder(obs)
+        self, obs: torch.Tensor, h: torch.Tensor | None, starts: torch.Tensor | None,
+        extra: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
+        """One env step. ``obs [N, ...]``, ``h [N, hidden]``, ``starts bool [N]`` (zero h first),
+        ``extra float32 [N, E]`` (encoders with extra features)."""
+        x = self.encoder(obs, extra)
         if self.gru is None:
             return x, h
         h = h * (~starts).unsqueeze(-1).to(h.dtype)
@@ -143,12 +167,15 @@ class _Trunk(nn.Module):
         return h, h
 
     def sequence(
-        self, obs: torch.Tensor, h0: torch.Tensor | None, starts: torch.Tensor | None
-    ) -> torch.Tensor:
+        self, obs: torch.Tensor, h0: torch.Tensor | None, starts: torch.Tensor | None,
+        extra: torch.Tensor | None = None,
+    ) -> torch.Tensor:  # fmt: skip
         """A chunk of L steps for N sequences: ``obs [L, N, ...]``, ``h0 [N, hidden]``,
-        ``starts bool [L, N]`` -> features ``[L, N, out]`` (truncated BPTT through the chunk)."""
+        ``starts bool [L, N]``, ``extra float32 [L, N, E]`` -> features ``[L, N, out]`` (truncated
+        BPTT through the chunk)."""
         L, N = obs.shape[:2]
-        x = self.encoder(obs.reshape(L * N, *obs.shape[2:]))
+        flat_extra = None if extra is None else extra.reshape(L * N, -1)
+        x = self.encoder(obs.reshape(L * N, *obs.shape[2:]), flat_extra)
         if self.gru is None:
             return x.reshape(L, N, -1)
         x = x.reshape(L, N, -1)
@@ -174,5 +201,5 @@ class CriticNet(nn.Module):
 
     def __init__(self, critic_obs_shape: tuple[int, int, int], model: dict[str, Any]) -> None:
         super().__init__()
-        self.trunk = _Trunk(critic_obs_shape, model)
+        self.trunk = _Trunk(critic_obs_shape, model, int(model.get("critic_extra", 0)))
         self.head = _init(nn.Linear(self.trunk.out_size, 1), 1.0)

@@ -16,7 +16,9 @@ from zsceval.rl.valuenorm import ValueNorm
 __all__ = ["Policy", "network_spec"]
 
 
-def network_spec(model_cfg: Any, obs_shape, critic_obs_shape, num_actions: int) -> dict[str, Any]:
+def network_spec(
+    model_cfg: Any, obs_shape, critic_obs_shape, num_actions: int, critic_extra: int = 0
+) -> dict[str, Any]:
     """JSON-able description from which :meth:`Policy.from_spec` rebuilds the networks.
 
     Args:
@@ -24,9 +26,13 @@ def network_spec(model_cfg: Any, obs_shape, critic_obs_shape, num_actions: int) 
         obs_shape: ``(H, W, C)`` of the actor observation.
         critic_obs_shape: ``(H, W, C')`` of the critic observation.
         num_actions: A.
+        critic_extra: extra float features of the critic's input
+            (:attr:`~zsceval.rl.algorithm.Algorithm.critic_feature_size`); 0 leaves the spec as before.
     """
     model = dataclasses.asdict(model_cfg) if dataclasses.is_dataclass(model_cfg) else dict(model_cfg)
     model["cnn_channels"] = list(model["cnn_channels"])
+    if critic_extra:
+        model["critic_extra"] = int(critic_extra)
     return {
         "obs_shape": list(obs_shape),
         "critic_obs_shape": list(critic_obs_shape),
@@ -128,13 +134,23 @@ class Policy(nn.Module):
         actions, logp = sample_actions(logits, avail, generator, deterministic)
         return ActOutput(actions, logp, h_new)
 
+    @property
+    def critic_extra(self) -> int:
+        """Width of the critic's extra input features (0: none)."""
+        return int(self.spec["model"].get("critic_extra", 0))
+
     @torch.no_grad()
     def value(
-        self, critic_obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor
+        self,
+        critic_obs: torch.Tensor,
+        h: torch.Tensor,
+        starts: torch.Tensor,
+        extra: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Normalized value of N rows: ``(value float32 [N], h float32 [N, hidden])``."""
+        """Normalized value of N rows: ``(value float32 [N], h float32 [N, hidden])``; ``extra
+        float32 [N, E]`` for a critic with extra features (:attr:`critic_extra`)."""
         with self._autocast():
-            feats, h_new = self.critic.trunk.step(critic_obs, self._h(h), starts)
+            feats, h_new = self.critic.trunk.step(critic_obs, self._h(h), starts, extra)
             v = self.critic.head(feats)
         return v.float().squeeze(-1), (h if h_new is None else h_new.float())
 
@@ -173,6 +189,7 @@ class Policy(nn.Module):
         h_actor: torch.Tensor,
         h_critic: torch.Tensor,
         starts: torch.Tensor,
+        critic_extra: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Re-evaluate stored actions over chunks of L steps for N sequences (with gradients).
 
@@ -181,13 +198,15 @@ class Policy(nn.Module):
             avail: ``bool [L, N, A]``; actions ``int64 [L, N]``.
             h_actor, h_critic: ``float32 [N, hidden]`` states at the chunk start.
             starts: ``bool [L, N]`` episode starts.
+            critic_extra: ``float32 [L, N, E]`` for a critic with extra features.
 
         Returns:
             ``(log_probs [L, N], entropy [L, N], values [L, N])``, float32; values normalized.
         """
         with self._autocast():
             logits = self.actor.head(self.actor.trunk.sequence(obs, self._h(h_actor), starts))
-            values = self.critic.head(self.critic.trunk.sequence(critic_obs, self._h(h_critic), starts))
+            feats = self.critic.trunk.sequence(critic_obs, self._h(h_critic), starts, critic_extra)
+            values = self.critic.head(feats)
         logp_all = F.log_softmax(masked_logits(logits.float(), avail), dim=-1)
         logp = logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
         entropy = -(logp_all.exp() * logp_all).sum(-1)

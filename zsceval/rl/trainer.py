@@ -198,7 +198,10 @@ class Trainer:
         self.algorithm.np_rng = self.np_rng
         own_critic = cfg.model.critic_obs == "own"
         critic_shape = self.env.obs_shape if own_critic else self.env.critic_obs_shape
-        spec = network_spec(cfg.model, self.env.obs_shape, critic_shape, self.env.num_actions)
+        spec = network_spec(
+            cfg.model, self.env.obs_shape, critic_shape, self.env.num_actions,
+            self.algorithm.critic_feature_size,
+        )  # fmt: skip
 
         def make_policy() -> Policy:
             return Policy(spec).to(self.device)

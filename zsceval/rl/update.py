@@ -81,6 +81,12 @@ class PPOCore:
                 opts["extra"] = torch.optim.Adam(extra, lr=cfg.ppo.lr, eps=cfg.ppo.adam_eps)
             self.optimizers[name] = opts
         self.h_critic = [p.initial_state(self.N, self.device) for p in self.policies]
+        self.E = int(getattr(algorithm, "critic_feature_size", 0))
+        self.critic_extra = (
+            torch.zeros(cfg.ppo.rollout_length + 1, B, n, self.E, device=self.device) if self.E else None
+        )
+        """``float32 [T + 1, B, n, E]`` the critic's extra features at each s_t (plug-in
+        :meth:`~zsceval.rl.algorithm.Algorithm.critic_features`), or None."""
         self.stacked = None
         if getattr(algorithm, "stack_learners", False) and len(self.policies) > 1:
             self._build_stacked()
@@ -98,6 +104,8 @@ class PPOCore:
             raise ConfigError("stack_learners needs learners of one network spec")
         if any("extra" in opts for opts in self.optimizers.values()):
             raise ConfigError("stack_learners does not support extra_parameters")
+        if self.E:
+            raise ConfigError("stack_learners does not support critic features")
         cfg = self.cfg.ppo
         self.optimizers = {}  # one Adam over the stacked parameters is each member's own Adam
         self.stacked = StackedPolicies.from_policies(self.policies)
@@ -110,15 +118,26 @@ class PPOCore:
     def _critic_obs(self, s) -> torch.Tensor:
         return s.obs if self.own_critic else s.critic_obs
 
+    def _features(self, runner: EpisodeRunner, t: int) -> torch.Tensor | None:
+        """The critic's extra features of the current seating, stored at row t: ``[N, E]`` or None."""
+        if not self.E:
+            return None
+        feats = self.algorithm.critic_features(runner.seating)
+        self.critic_extra[t].copy_(feats)
+        return self.critic_extra[t].view(self.N, self.E)
+
     @torch.no_grad()
-    def _values(self, runner: EpisodeRunner, critic_obs: torch.Tensor, starts: torch.Tensor, out, keep_h):
-        """Write each active learner's value of its rows into ``out [N]``; optionally its new state."""
+    def _values(self, runner: EpisodeRunner, critic_obs: torch.Tensor, starts: torch.Tensor, out, keep_h,
+                extra: torch.Tensor | None = None):  # fmt: skip
+        """Write each active learner's value of its rows into ``out [N]``; optionally its new state.
+        ``extra [N, E]``: the critic's extra features."""
         for k, p in enumerate(self.policies):
             if not runner.active(k):
                 continue
             v, h2 = p.value(
-                runner.select(critic_obs, k), runner.select(self.h_critic[k], k), runner.select(starts, k)
-            )
+                runner.select(critic_obs, k), runner.select(self.h_critic[k], k), runner.select(starts, k),
+                None if extra is None else runner.select(extra, k),
+            )  # fmt: skip
             runner.put(out, k, v)
             if keep_h is not None:
                 keep_h(k, h2)
@@ -153,9 +172,10 @@ class PPOCore:
             for k in range(L):
                 if runner.active(k):
                     runner.put(h_critic_t, k, runner.select(self.h_critic[k], k))
+            extra = self._features(runner, t)
             self._values(
                 runner, critic_obs, runner.starts, buf.values[t].view(N),
-                lambda k, h2: runner.put(self.h_critic[k], k, h2),
+                lambda k, h2: runner.put(self.h_critic[k], k, h2), extra,
             )  # fmt: skip
             buf.actions[t].view(N).copy_(actions)
             rsf = shaping_factor(env_steps + t * B, cfg.shaping.initial_factor, cfg.shaping.horizon)
@@ -167,12 +187,13 @@ class PPOCore:
                 final = s2.final_obs if self.own_critic else s2.final_critic_obs
                 no_start = torch.zeros(N, dtype=torch.bool, device=self.device)
                 self._values(runner, final.reshape(N, *final.shape[2:]), no_start,
-                             buf.truncated_values[t].view(N), None)  # fmt: skip
+                             buf.truncated_values[t].view(N), None, extra)  # fmt: skip
             runner.finish_step(s2, done, episodes)
         s = runner.step_out
         buf.actor[buf.T].copy_(runner.seat_actor)
         critic_obs = self._critic_obs(s).reshape(N, *buf.critic_obs.shape[3:])
-        self._values(runner, critic_obs, runner.starts, buf.values[buf.T].view(N), None)
+        extra = self._features(runner, buf.T)
+        self._values(runner, critic_obs, runner.starts, buf.values[buf.T].view(N), None, extra)
         return episodes.table(runner.arm_table.arms, tuple(runner.env.event_names), self.n, runner.E)
 
     # -- update ---------------------------------------------------------------------------------------
@@ -262,6 +283,8 @@ class PPOCore:
             "advantages": advantages,
             "targets": targets,
         }
+        if self.E:
+            data["critic_extra"] = flat(self.critic_extra)[:T]
         seq = {key: _chunks(v, L) for key, v in data.items()}
         h_actor, h_critic = (flat(h)[::L].flatten(0, 1) for h in (buf.h_actor, buf.h_critic))
         weight = None
@@ -334,7 +357,7 @@ class PPOCore:
                 mb = self._minibatch(batch, order[start : start + mb_size])
                 logp, entropy, values = p.evaluate(
                     mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
-                    mb["h_actor"], mb["h_critic"], mb["starts"],
+                    mb["h_actor"], mb["h_critic"], mb["starts"], mb.get("critic_extra"),
                 )  # fmt: skip
                 total, step_stats = self._loss(name, mb, logp, entropy, values, ent_coef, p, mb["weight"])
                 for opt in opts.values():
