@@ -28,7 +28,7 @@ from zsceval.algorithms.cole import (
     update_payoff,
 )
 from zsceval.cli import main
-from zsceval.rl.checkpoint import list_checkpoints
+from zsceval.rl.checkpoint import decode_state, encode_state, list_checkpoints
 from zsceval.rl.config import resolve_config
 from zsceval.rl.policy import Policy, network_spec
 from zsceval.rl.trainer import Trainer
@@ -225,6 +225,34 @@ def test_after_iteration_admits_fills_then_overwrites_and_counts_failed_tries():
         algo.after_iteration(i, 0, stats, _Episodes([1, 2, 3, 4, 5, 6, 7, 8], [0.0] * 8))
         assert stats["cole/ego_rank"] == 0 and stats["cole/admitted"] == admitted
     assert algo.failed_tries == 0 and algo.generation == 6
+
+
+def test_state_round_trip_restores_u_counters_and_the_grown_pool():
+    """Through the checkpoint encoding, into a fresh plug-in: same state, same next decisions."""
+    a = _cole("algo.generation_interval=1", size=4)
+    a.after_iteration(1, 0, {}, _Episodes([1, 3, 0], [20.0, 10.0, 8.0]))  # admitted: 4 members
+    a.payoff[:-1] = 50.0
+    a.after_iteration(2, 0, {}, _Episodes([1, 0], [0.0, 6.0]))  # rank 0: one failed try
+    assert (len(a.pool), a.failed_tries, a.sp_return) == (4, 1, 6.0)
+    tensors = {}
+    state = decode_state(encode_state(a.state_dict(), tensors), tensors)
+    b = _cole("algo.generation_interval=1", size=4)
+    b.learners["ego"].load_state_dict(a.learners["ego"].state_dict())
+    b.load_state_dict(state)
+    assert (b.generation, b.failed_tries, b.sp_return, b.pool.names) == (4, 1, 6.0, a.pool.names)
+    np.testing.assert_array_equal(b.payoff, a.payoff)
+    np.testing.assert_array_equal(b.probs, a.probs)
+    for k, v in a.pool.stacked.items():
+        assert torch.equal(b.pool.stacked[k], v), k
+    # the next try fails again on both; the one after admits (two failures) with self-play 6
+    for algo in (a, b):
+        for i in (3, 4):
+            algo.after_iteration(i, 0, {}, _Episodes([2], [0.0]))
+    assert a.failed_tries == b.failed_tries == 0 and a.generation == b.generation == 5
+    np.testing.assert_array_equal(b.payoff, a.payoff)
+    assert 6.0 in np.diag(a.payoff[:-1])
+    for k, v in a.pool.stacked.items():
+        assert torch.equal(b.pool.stacked[k], v), k
 
 
 # -- preset additions ---------------------------------------------------------------------------------
