@@ -316,8 +316,9 @@ class COLE(Algorithm):
         uses 5 (quick) or 25 (paper). ``paper`` = ZSC-Eval's COLE runs (algorithms-facts.md section
         5, zsceval-facts "Training settings"): 125 games, 2e6 env steps per slot (5e7 / 1e8 / 1.5e8
         for N = 25 / 50 / 75), entropy 0.2 -> 0.05 -> 0.01 at 0, T / 2, T (up to 0, 7.5e7, 1.5e8),
-        shaping annealed over T, 20 iterations per generation, no GRU. ``quick``: N = 5 and a
-        generation try every 4 iterations (one 400-step episode at rollout length 100).
+        shaping annealed over T, 20 iterations per generation, no GRU (``--steps`` changes only the
+        budget, not these schedules). ``quick``: N = 5 and a generation try every 4 iterations (one
+        400-step episode at rollout length 100); about 5 minutes for its 3e6 steps on cramped_room.
         """
         size = cfg.population.size
         if size == PopulationConfig().size:
