@@ -54,7 +54,7 @@ import torch
 from zsceval.population import PolicyPool
 from zsceval.registry import register
 from zsceval.rl.algorithm import Algorithm
-from zsceval.rl.config import ConfigError, PopulationConfig, TrainConfig
+from zsceval.rl.config import ConfigError, TrainConfig
 from zsceval.rl.policy import Policy
 from zsceval.rl.seating import Arm, ego_partner_arms, self_play_arm
 
@@ -289,7 +289,7 @@ class COLE(Algorithm):
     def __init__(self, config: TrainConfig, num_envs: int, num_agents: int, device) -> None:
         super().__init__(config, num_envs, num_agents, device)
         o = self.options
-        self.size = int(config.population.size)
+        self.size = int(config.population.size) or PAPER_POPULATION  # 0: COLE's default
         if self.size < 1:
             raise ConfigError(f"cole needs population.size >= 1, got {self.size}")
         if o.generation_interval < 1:
@@ -312,8 +312,8 @@ class COLE(Algorithm):
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
         """Population size, budget and schedules for ``quick`` and ``paper``.
 
-        ``population.size`` at its config default (12, a co-play size) counts as unset: COLE then
-        uses 5 (quick) or 25 (paper). ``paper`` = ZSC-Eval's COLE runs (algorithms-facts.md section
+        ``population.size`` 0 (the config default) means COLE's own default: 5 (quick) or 25
+        (paper). ``paper`` = ZSC-Eval's COLE runs (algorithms-facts.md section
         5, zsceval-facts "Training settings"): 125 games, 2e6 env steps per slot (5e7 / 1e8 / 1.5e8
         for N = 25 / 50 / 75), entropy 0.2 -> 0.05 -> 0.01 at 0, T / 2, T (up to 0, 7.5e7, 1.5e8),
         shaping annealed over T, 20 iterations per generation, no GRU (``--steps`` changes only the
@@ -321,7 +321,7 @@ class COLE(Algorithm):
         400-step episode at rollout length 100); about 5 minutes for its 3e6 steps on cramped_room.
         """
         size = cfg.population.size
-        if size == PopulationConfig().size:
+        if size == 0:
             size = QUICK_POPULATION if preset == "quick" else PAPER_POPULATION
         out: dict[str, Any] = {"population": {"size": size}, "model": {"recurrent": False}}
         if preset == "paper":

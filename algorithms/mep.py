@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from zsceval.population.stage1 import PopulationSelfPlay, member_log_probs
+from zsceval.population.stage1 import PopulationSelfPlay, member_log_probs, population_size
 from zsceval.population.stage2 import PopulationEgo, PopulationEgoOptions
 from zsceval.registry import register
 
@@ -124,7 +124,7 @@ class MEP(PopulationEgo):
     @property
     def alpha(self) -> float:
         """The prioritized-sampling exponent."""
-        return self.options.prioritized_alpha or self.config.population.size / 24
+        return self.options.prioritized_alpha or population_size(self.config) / 24
 
     def _ensure_state(self) -> None:
         if getattr(self, "running", None) is None or self.running.numel() != self.num_arms:

@@ -28,7 +28,7 @@ from zsceval.rl.config import TrainConfig
 from zsceval.rl.policy import Policy
 from zsceval.rl.seating import Arm, self_play_arm
 
-__all__ = ["PopulationSelfPlay", "member_name", "stage1_size", "member_log_probs"]
+__all__ = ["PopulationSelfPlay", "member_name", "population_size", "stage1_size", "member_log_probs"]
 
 STAGE1_CHECKPOINTS = 20
 """Checkpoints a stage-1 run keeps (besides the first): the trail the mid checkpoint is chosen from."""
@@ -37,6 +37,15 @@ STAGE1_CHECKPOINTS = 20
 def member_name(i: int) -> str:
     """Learner name of stage-1 member ``i`` (``member_00``, ...)."""
     return f"member_{i:02d}"
+
+
+DEFAULT_SIZE = 12
+"""Stage-2 population of the co-play methods when ``population.size`` is 0 (ZSC-Eval's smallest)."""
+
+
+def population_size(cfg: TrainConfig) -> int:
+    """Stage-2 population size: ``population.size``, or :data:`DEFAULT_SIZE` when it is 0."""
+    return cfg.population.size or DEFAULT_SIZE
 
 
 def stage1_size(cfg: TrainConfig) -> int:
@@ -48,9 +57,10 @@ def stage1_size(cfg: TrainConfig) -> int:
     """
     if cfg.population.stage1_size > 0:
         return cfg.population.stage1_size
-    if cfg.population.size < 3:
-        raise ValueError(f"population.size must be >= 3 (3 checkpoints a member), got {cfg.population.size}")
-    return math.ceil(cfg.population.size / 3 * 5 / 4)
+    size = population_size(cfg)
+    if size < 3:
+        raise ValueError(f"population.size must be >= 3 (3 checkpoints a member), got {size}")
+    return math.ceil(size / 3 * 5 / 4)
 
 
 def member_log_probs(

@@ -23,7 +23,7 @@ import torch
 
 from zsceval.population.checkpoints import load_population
 from zsceval.population.pool import PolicyPool
-from zsceval.population.stage1 import member_name, stage1_size
+from zsceval.population.stage1 import member_name, population_size, stage1_size
 from zsceval.rl.algorithm import Algorithm, JobContext
 from zsceval.rl.config import ConfigError, TrainConfig
 from zsceval.rl.policy import Policy
@@ -66,7 +66,7 @@ def stage2_preset(preset: str, cfg: TrainConfig) -> dict[str, Any]:
     shaping annealed over the whole run, 100 games)."""
     out: dict[str, Any] = {"model": {"recurrent": True}}
     if preset == "paper":
-        size = cfg.population.size
+        size = population_size(cfg)
         total = PAPER_STEPS.get(size, round(50_000_000 * size / 12))
         out["run"] = {"total_steps": total}
         out["ppo"] = {"entropy_coefs": [0.2, 0.05, 0.01], "entropy_milestones": [0, total // 2, total]}
@@ -107,7 +107,7 @@ class PopulationEgo(Algorithm):
 
     def population_window(self) -> list[str]:
         """Learner names of the stage-1 members to take from each run."""
-        window = self.options.window or tuple(range(self.config.population.size // 3))
+        window = self.options.window or tuple(range(population_size(self.config) // 3))
         return [member_name(i) for i in window]
 
     def build_partners(self, make_policy: Callable[[], Policy]) -> dict[str, Any]:
@@ -170,6 +170,6 @@ class PopulationEgo(Algorithm):
         total = stage1_size(s1)
         s1_id = f"{ctx.layout}/stage1/{cls.stage1_algo}"
         stage1 = ctx.train_job(s1_id, algo=cls.stage1_algo, seed=0, steps=s1.run.total_steps)
-        window = sliding_window(total, s1.population.size // 3, ctx.seed)
+        window = sliding_window(total, population_size(s1) // 3, ctx.seed)
         ego = ctx.train_job(algo_options={"window": window}, algo_inputs={"population": [s1_id]})
         return [stage1, ego]

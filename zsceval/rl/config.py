@@ -152,9 +152,10 @@ class ShapingConfig:
 class PopulationConfig:
     """Population methods (FCP, MEP, TrajeDi, HSP, COLE): sizes in the papers' terms."""
 
-    size: int = 12
+    size: int = 0
     """Stage-2 population: the partners the ego trains with (ZSC-Eval 12 / 24 / 36 for the
-    co-play methods, 25 / 50 / 75 for COLE); a stage-1 member contributes 3 checkpoints."""
+    co-play methods, 25 / 50 / 75 for COLE); a stage-1 member contributes 3 checkpoints.
+    0: the algorithm's default (12 for FCP, MEP, TrajeDi and HSP; COLE 5 in ``quick``, 25 in ``paper``)."""
     stage1_size: int = 0
     """Members trained in one stage-1 population run; 0: ``size / 3 * 5 / 4`` rounded up
     (ZSC-Eval's 5 / 10 / 15 runs for 12 / 24 / 36), from which each ego seed takes a sliding
