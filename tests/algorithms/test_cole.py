@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-
 from zsceval.algorithms.cole import (
     COLE,
     admission_threshold,
@@ -27,6 +26,7 @@ from zsceval.algorithms.cole import (
     should_admit,
     update_payoff,
 )
+
 from zsceval.cli import main
 from zsceval.rl.checkpoint import decode_state, encode_state, list_checkpoints
 from zsceval.rl.config import resolve_config

@@ -5,6 +5,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
@@ -68,8 +69,9 @@ def test_mep_running_average_and_sampling_follow_the_law():
 
     def table(arms, returns):
         n = len(arms)
-        return EpisodeTable(torch.tensor(arms), torch.tensor(arms), torch.zeros(n, dtype=torch.int64),
-                            torch.tensor(returns), torch.zeros(n, 2), torch.zeros(n, 2, 1), [], ("e",))  # fmt: skip
+        zeros = torch.zeros(n, dtype=torch.int64)
+        return EpisodeTable(torch.tensor(arms), torch.tensor(arms), zeros, torch.tensor(returns),
+                            torch.zeros(n, 2), torch.zeros(n, 2, 1), [], ("e",))  # fmt: skip
 
     stats = {}
     algo.after_iteration(1, 0, stats, table([0, 0, 1], [10.0, 30.0, 40.0]))  # first values: 20, 40
@@ -188,24 +190,79 @@ def final_weights(run: Path) -> bytes:
 
 @pytest.mark.parametrize(
     "algo, kill_in",
-    [("fcp", "ego"), ("mep", "ego"), ("trajedi", "ego"), ("trajedi", "stage1")],
+    [("fcp", "ego"), ("mep", "ego"), ("trajedi", "ego"), ("trajedi", "stage1"), ("hsp", "ego")],
 )
 def test_chain_trains_through_the_cli_and_resumes_after_a_kill(tmp_path, algo, kill_in):
     from tests.test_reliability import run_killed
 
+    extra = []
+    if algo == "hsp":  # size 6 = 3 biased agents (of 4 tiny candidates, any return) + 1 MEP member x 3
+        extra = ["--set", "population.size=6", "--set", "algo.candidates=4",
+                 "--set", "algo.candidate_steps=800", "--set", "algo.min_return=-1"]  # fmt: skip
     ref = tmp_path / "ref"
-    res = invoke("train", "--algo", algo, "--out", ref, *TINY)
+    res = invoke("train", "--algo", algo, "--out", ref, *TINY, *extra)
     assert res.exit_code == 0, res.output
     ego = ref / "ego" / "run"
     assert "run directory" in res.output and (ego / "eval.json").is_file()
     pool = json.loads(next((ego / "pools").glob("*/pool.json")).read_text())
-    assert len(pool["names"]) == 3  # 1 member x init / mid / final
-    assert {n.rsplit("@", 1)[1] for n in pool["names"]} == {"init", "mid", "final"}
+    members = [n for n in pool["names"] if "@" in n]
+    assert len(members) == 3  # 1 stage-1 member x init / mid / final
+    assert {n.rsplit("@", 1)[1] for n in members} == {"init", "mid", "final"}
+    assert len(pool["names"]) == (6 if algo == "hsp" else 3)
 
     cut = tmp_path / "cut"
-    run_killed(["train", "--algo", algo, "--out", cut, *TINY], kill_at=2, match=kill_in)
+    run_killed(["train", "--algo", algo, "--out", cut, *TINY, *extra], kill_at=2, match=kill_in)
     res = invoke("train", "--resume", "--out", cut, "--no-progress")
     assert res.exit_code == 0, res.output
     assert final_weights(cut / "ego" / "run") == final_weights(ego)
+    if algo == "hsp":  # the biased agents came from the same candidates
+        assert pool == json.loads(next((cut / "ego" / "run" / "pools").glob("*/pool.json")).read_text())
     stage1 = next((ref / "cramped_room" / "stage1").iterdir()) / "run"
     assert final_weights(next((cut / "cramped_room" / "stage1").iterdir()) / "run") == final_weights(stage1)
+
+
+# -- HSP ------------------------------------------------------------------------------------------------
+class FirstPick:
+    """An rng whose first draw is a given candidate (the greedy steps are deterministic)."""
+
+    def __init__(self, first):
+        self.first = first
+
+    def integers(self, n):
+        return self.first
+
+
+def hsp():
+    import importlib
+
+    return importlib.import_module(registry.get("hsp").__module__)
+
+
+def test_hsp_greedy_max_l1_on_a_hand_made_feature_table():
+    greedy = hsp().greedy_max_l1
+    square = np.array([[0, 0], [1, 0], [0, 1], [1, 1]], dtype=float)
+    # from 0: L1 distances 1, 1, 2 -> 3; then 1 and 2 both sum to 2 -> the lower index
+    assert greedy(square, 3, FirstPick(0)) == [0, 3, 1]
+    # columns are normalized by their max + 1e-3 first: raw, candidate 1 (distance 10) would win
+    scaled = np.array([[0, 0], [10, 0], [0, 1], [5, 1]], dtype=float)
+    assert greedy(scaled, 3, FirstPick(0)) == [0, 3, 1]  # 3: 0.5 + 1; then 1: 1 + 1.5 beats 2: 1 + 0.5
+    assert greedy(scaled, 2, FirstPick(2)) == [2, 1]  # from 2: 1 -> 1 + 1 = 2 beats 3 -> 0.5
+    with pytest.raises(ValueError):
+        greedy(square, 5, FirstPick(0))
+
+
+def test_hsp_population_split_and_bench_placement():
+    from zsceval.evaluation.bench import build_phases, load_suite
+
+    assert hsp().HSP.biased_count(12, 0) == 6  # ZSC-Eval: 6 biased + 2 MEP members x 3
+    with pytest.raises(Exception, match="multiple of 3"):
+        hsp().HSP.biased_count(12, 5)
+    suite = load_suite("overcooked-quick", algorithms=["hsp", "mep"])
+    phases, _ = build_phases(suite)
+    ids = [[j.id for j in phase] for phase in phases]
+    ego = next(j for j in phases[2] if j.id.endswith("egos/hsp/s0"))  # after the selection
+    assert "cramped_room/partners/select" in ego.needs
+    assert ego.params["algo_job_dirs"]["evaluation_partners"] == ["cramped_room/partners/select"]
+    assert not any("egos/hsp" in i for i in ids[0])
+    # HSP and MEP share one MEP stage-1 population
+    assert sum(i == "cramped_room/stage1/mep-stage1" for phase in ids for i in phase) == 1

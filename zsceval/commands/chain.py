@@ -29,8 +29,17 @@ EGO = "ego"
 
 
 def _context(params: dict[str, Any]) -> JobContext:
-    common = {k: params[k] for k in ("layout", "preset", "device", "overrides")}
-    return JobContext(params["algo"], params["layout"], params["seed"], params["steps"], EGO, common)
+    """The chain's job context; ``algo.*`` overrides go to the ego's job only."""
+    overrides = list(params["overrides"])
+    algo = [o for o in overrides if o.strip().startswith("algo.")]
+    common = {k: params[k] for k in ("layout", "preset", "device")}
+    common["overrides"] = [o for o in overrides if o not in algo]
+    ego_options = {}
+    for item in algo:
+        key, raw = item.split("=", 1)
+        ego_options[key.strip()[len("algo.") :]] = yaml.safe_load(raw)
+    return JobContext(params["algo"], params["layout"], params["seed"], params["steps"], EGO, common,
+                      ego_options=ego_options)  # fmt: skip
 
 
 def missing_inputs(algo_cls: type, cfg: TrainConfig, params: dict[str, Any]) -> list[str]:
@@ -86,7 +95,7 @@ def run_chain(params: dict[str, Any], out: str | Path, progress: bool = True) ->
     from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
     from zsceval.execution.executors import run_jobs
 
-    out = Path(out)
+    out = Path(out).resolve()  # the runs record their inputs' paths: absolute, so any cwd resumes
     saved = saved_chain(out)
     if saved is not None and saved != params:
         raise ConfigError(

@@ -381,23 +381,25 @@ def candidate_weights(layout: str, budget: PartnerBudget, seed: int) -> np.ndarr
 
 
 # ------------------------------------------------------------------------------------------------------
-def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict]:
-    """Static phases 1-3 (candidates, features, selection) and the ego training jobs."""
-    lay = resolve_layout_name(layout)
-    pb = suite.budget(lay)
-    weights = candidate_weights(lay, pb, suite.seed)
-    common = {
-        "layout": lay,
-        "preset": suite.preset,
-        "device": suite.device,
-        "overrides": list(suite.overrides),
-    }
+def candidate_jobs(
+    layout: str, pb: PartnerBudget, seed: int, common: dict
+) -> tuple[list[Job], list[Job], Job]:
+    """The behavior-preferring candidates of one layout as jobs (ZSC-Eval Alg. 1 steps 1-3).
+
+    Args:
+        layout: canonical layout name.
+        pb: the layout's partner budget.
+        seed: the suite seed (candidate ``i`` trains with seed ``seed + i``).
+        common: ``layout, preset, device, overrides`` of every training job.
+
+    Returns:
+        ``(train jobs, candidate.evaluate jobs, partners.select job)``; candidate ``i`` is ``c{i:03d}``.
+    """
+    weights = candidate_weights(layout, pb, seed)
     trains, evals = [], []
-    cand_ids = []
     for i, w in enumerate(weights):
         cid = f"c{i:03d}"
-        cand_ids.append(cid)
-        tid, eid = f"{lay}/candidates/{cid}/train", f"{lay}/candidates/{cid}/evaluate"
+        tid, eid = f"{layout}/candidates/{cid}/train", f"{layout}/candidates/{cid}/evaluate"
         trains.append(
             Job(
                 tid,
@@ -405,7 +407,7 @@ def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict
                 {
                     **common,
                     "algo": "biased",
-                    "seed": suite.seed + i,
+                    "seed": seed + i,
                     "steps": pb.candidate_steps,
                     "checkpoint_every": max(1, pb.candidate_steps // pb.checkpoints),
                     # the whole trail stays on disk: the mid checkpoint is chosen from all of it
@@ -420,25 +422,45 @@ def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict
                 eid,
                 "candidate.evaluate",
                 {
-                    "layout": lay,
+                    "layout": layout,
                     "episodes": pb.feature_episodes,
-                    "seed": suite.seed + i,
-                    "device": suite.device,
+                    "seed": seed + i,
+                    "device": common["device"],
                     "weights": [float(x) for x in w],
                 },
                 needs=(tid,),
                 out=eid,
             )
         )
-    sel_id = f"{lay}/partners/select"
+    sel_id = f"{layout}/partners/select"
     select = Job(
         sel_id,
         "partners.select",
-        {"k": pb.k, "seed": suite.seed, "num_samples": pb.dpp_samples, "min_return": pb.min_return},
+        {"k": pb.k, "seed": seed, "num_samples": pb.dpp_samples, "min_return": pb.min_return},
         needs=tuple(e.id for e in evals),
         out=sel_id,
     )
-    egos, stages = ego_jobs(suite, lay, common)
+    return trains, evals, select
+
+
+def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict]:
+    """Static phases 1-3 (candidates, features, selection) and the ego training jobs; an ego job
+    that reads candidates or the selection (HSP) joins the selection phase."""
+    lay = resolve_layout_name(layout)
+    pb = suite.budget(lay)
+    common = {
+        "layout": lay,
+        "preset": suite.preset,
+        "device": suite.device,
+        "overrides": list(suite.overrides),
+    }
+    trains, evals, select = candidate_jobs(lay, pb, suite.seed, common)
+    cand_ids = [t.id.split("/")[-2] for t in trains]
+    partners = {"train": [t.id for t in trains], "evaluate": [e.id for e in evals], "select": select.id}
+    egos, stages = ego_jobs(suite, lay, common, partners)
+    late_ids = {select.id, *partners["evaluate"]}
+    early = [j for j in stages + egos if not (set(j.needs) & late_ids)]
+    after_selection = [j for j in stages + egos if set(j.needs) & late_ids]
     info = {
         "candidates": cand_ids,
         "trains": {j.id: j for j in trains},
@@ -446,11 +468,15 @@ def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict
         "select": select,
         "egos": egos,
     }
-    return [trains + stages + egos, evals, [select]], info
+    return [trains + early, evals, [select, *after_selection]], info
 
 
-def ego_jobs(suite: Suite, layout: str, common: dict) -> tuple[list[Job], list[Job]]:
-    """Each implemented algorithm's jobs for every ego seed (:meth:`Algorithm.jobs`).
+def ego_jobs(
+    suite: Suite, layout: str, common: dict, partners: dict | None = None
+) -> tuple[list[Job], list[Job]]:
+    """Each implemented algorithm's jobs for every ego seed (:meth:`Algorithm.jobs`); ``partners``
+    (ids of the candidate ``train`` / ``evaluate`` jobs and of ``select``) is passed on to the
+    plug-ins (:attr:`JobContext.partners`).
 
     Returns:
         ``(ego jobs, other stage jobs)``; identical stage jobs declared by several algorithms
@@ -468,8 +494,9 @@ def ego_jobs(suite: Suite, layout: str, common: dict) -> tuple[list[Job], list[J
         cls = registry.get(algo)
         for s in range(suite.ego_seeds):
             ctx = JobContext(
-                algo, layout, suite.seed + 1000 + s, suite.ego_steps, f"{layout}/egos/{algo}/s{s}", common
-            )
+                algo, layout, suite.seed + 1000 + s, suite.ego_steps, f"{layout}/egos/{algo}/s{s}", common,
+                partners,
+            )  # fmt: skip
             jobs = cls.jobs(ctx)
             ego = [j for j in jobs if j.id == ctx.ego_id]
             if len(ego) != 1:

@@ -108,7 +108,8 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
 
     params: ``algo, layout, seed, steps, preset, device, checkpoint_every, keep_checkpoints,
     overrides`` (list of ``key=value``), ``algo_options`` (dict of ``algo.*``), ``algo_inputs``
-    (``{algo option: job id or [job ids]}``: the option gets those jobs' run folders), and for a BR of a
+    (``{algo option: job id or [job ids]}``: the option gets those jobs' run folders),
+    ``algo_job_dirs`` (the same with the jobs' own folders), and for a BR of a
     candidate's ``mid`` checkpoint ``partner_train`` / ``partner_eval``: ids of that candidate's train and
     ``candidate.evaluate`` jobs.
     """
@@ -119,6 +120,9 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
     for option, ids in params.get("algo_inputs", {}).items():
         runs = [str(Path(needs[j]) / "run") for j in ([ids] if isinstance(ids, str) else ids)]
         options[option] = runs[0] if isinstance(ids, str) else runs
+    for option, ids in params.get("algo_job_dirs", {}).items():
+        dirs = [str(needs[j]) for j in ([ids] if isinstance(ids, str) else ids)]
+        options[option] = dirs[0] if isinstance(ids, str) else dirs
     if params.get("partner_train"):
         mid = _result(needs[params["partner_eval"]])["mid_checkpoint"]
         options["partner"] = str(Path(needs[params["partner_train"]]) / mid)

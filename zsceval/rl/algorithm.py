@@ -65,6 +65,9 @@ class JobContext:
             has this id, and ``ego.evaluate`` reads its ``run`` folder.
         common: parameters every training job of the suite shares (``layout``, ``preset``,
             ``device``, ``overrides``).
+        partners: in ``zsceval bench``, the ids of the evaluation pipeline's jobs:
+            ``{"train": [candidate train ids], "evaluate": [candidate.evaluate ids], "select": id}``
+            (HSP trains with the candidates that were not selected); None elsewhere.
     """
 
     algo: str
@@ -73,6 +76,10 @@ class JobContext:
     steps: int | None
     ego_id: str
     common: dict[str, Any]
+    partners: dict[str, Any] | None = None
+    ego_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """``algo.*`` values the user gave for the ego (``zsceval train --set algo.x=...`` of a
+    multi-stage algorithm): they go to the ego's job only, never to its stage jobs."""
 
     def train_job(
         self,
@@ -83,6 +90,7 @@ class JobContext:
         steps: int | None = None,
         algo_options: dict[str, Any] | None = None,
         algo_inputs: dict[str, str | list[str]] | None = None,
+        algo_job_dirs: dict[str, str | list[str]] | None = None,
         needs: tuple[str, ...] = (),
     ):
         """A ``train`` job (:func:`zsceval.evaluation.pipeline.train_job`).
@@ -94,6 +102,8 @@ class JobContext:
             algo_options: ``algo.*`` config values.
             algo_inputs: ``{algo option: job id or [job ids]}``: the option receives the run
                 folder(s) of those jobs (e.g. a stage-1 population); the jobs become inputs.
+            algo_job_dirs: the same, but the option receives the jobs' own folders (their
+                ``DONE.json`` results, for jobs that are not training runs).
             needs: further input jobs.
 
         Returns:
@@ -103,17 +113,21 @@ class JobContext:
 
         jid = id or self.ego_id
         inputs = dict(algo_inputs or {})
-        deps = [j for v in inputs.values() for j in ([v] if isinstance(v, str) else v)]
+        job_dirs = dict(algo_job_dirs or {})
+        deps = [j for v in [*inputs.values(), *job_dirs.values()] for j in ([v] if isinstance(v, str) else v)]
         params = {
             **self.common,
             "algo": algo or self.algo,
             "seed": self.seed if seed is None else seed,
             "steps": self.steps if steps is None else steps,
         }
-        if algo_options:
-            params["algo_options"] = dict(algo_options)
+        options = {**(self.ego_options if jid == self.ego_id else {}), **(algo_options or {})}
+        if options:
+            params["algo_options"] = options
         if inputs:
             params["algo_inputs"] = inputs
+        if job_dirs:
+            params["algo_job_dirs"] = job_dirs
         return Job(jid, "train", params, needs=tuple(dict.fromkeys([*deps, *needs])), out=jid)
 
 
