@@ -9,6 +9,8 @@ import pytest
 import torch
 from click.testing import CliRunner
 
+pytest.importorskip("flask", reason="zsceval play needs Flask: pip install flask")
+
 from zsceval.cli import main
 from zsceval.interop.trajectory import load_trajectories, replay_in_engine
 from zsceval.play import KEY_ACTIONS, PlayServer, create_app

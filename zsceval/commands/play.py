@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 
 import click
@@ -63,6 +64,7 @@ def play(agent, layout, seat, fps, horizon, port, host, out, seed, idle_timeout,
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no log line per step
     click.echo(
         f"Playing {layout} with {agent} (you are seat {seat}, {games.horizon} steps at {fps:.3g}/s).\n"
         f"Open {server.url} in a browser. Games are saved to {out}/. Ctrl-C stops."
