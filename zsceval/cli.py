@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "bench": ("zsceval.commands.bench", "bench", "Run a benchmark suite (resumable)."),
     "report": ("zsceval.commands.report", "report", "Print BR-Prox tables and write figures."),
     "render": ("zsceval.commands.render", "render", "Draw a state as a PNG or an episode as a GIF."),
+    "play": ("zsceval.commands.play", "play", "Play with a saved agent in the browser (arrow keys, space)."),
 }
 
 
