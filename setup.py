@@ -45,13 +45,16 @@ setup(
     extras_require={
         # rliable: its probability of improvement is the reference value of a statistics test.
         # pettingzoo: the interop tests run PettingZoo's conformance tests on the adapter.
-        "test": ["pytest>=7", "ruff>=0.4", "rliable>=1.2,<1.3", "pettingzoo>=1.24"],
+        # flask: the browser-play tests (zsceval play).
+        "test": ["pytest>=7", "ruff>=0.4", "rliable>=1.2,<1.3", "pettingzoo>=1.24", "flask>=3.0"],
         # The reference simulator used by the parity tests (PyPI `overcooked`, old_dynamics flag).
         "reference": ["overcooked==0.2.1"],
         "ray": ["ray>=2.9"],
         # The PettingZoo ParallelEnv adapter (zsceval.interop.parallel).
         "interop": ["pettingzoo>=1.24"],
         "tensorboard": ["tensorboard>=2.12"],
+        # `zsceval play`: playing an agent in the browser.
+        "play": ["flask>=3.0"],
     },
     entry_points={"console_scripts": ["zsceval=zsceval.cli:main"]},
 )
