@@ -24,10 +24,10 @@ arms, ZSC-Eval's ``--random_index``). Its reward is the ordinary one: team spars
 own shaped reward scaled by the annealed shaping factor (overcooked-spec 3.3).
 
 ``algo.epsilon`` defaults to 0.5, the ZSC-Eval paper's value (the reference's Overcooked script
-uses 0.25, docs/differences.md). The E3T paper's partner-modelling module (a head that
-predicts the partner's next action, whose prediction conditions the ego policy) is absent from the
-reference too; ``algo.partner_model=true`` is refused until the core supports it (see
-:class:`E3TOptions`).
+uses 0.25, docs/differences.md). The E3T paper's partner-modelling module, absent from the
+reference, is ``algo.partner_model=true``: the ego's actor predicts the partner's next action from
+its observation history (a GRU ego), is trained with cross-entropy on the partner's actual actions,
+and conditions its policy on the predicted distribution (:class:`E3TOptions`).
 
 Settings (``paper`` preset, zsceval-facts "Training settings"): CNN without GRU, 100 games of 400
 steps per iteration, 1e7 env steps, entropy 0.2 -> 0.05 -> 0.01 at 0 / 6e6 / 1e7, shaping horizon
@@ -43,6 +43,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from zsceval.registry import register
 from zsceval.rl.agent import ActOutput, register_agent, sample_actions
@@ -178,7 +179,11 @@ class E3TOptions:
     copy_factor: float = 0.1
     """c of the Polyak update partner <- (1 - c) * partner + c * ego after every iteration."""
     partner_model: bool = False
-    """The E3T paper's partner-modelling module (not implemented: it needs core support)."""
+    """The E3T paper's partner-modelling module: the ego's actor predicts the partner's next action
+    from its observation history (the GRU: ``quick``/``paper`` then make the ego recurrent), trained
+    with cross-entropy on the partner's actual actions, and its prediction is an input of the policy."""
+    partner_model_coef: float = 1.0
+    """Weight of the partner-prediction cross-entropy in the ego's loss."""
 
 
 @register("e3t", "E3T: ego with a mixture partner (its lagged copy + uniform random actions)")
@@ -194,12 +199,6 @@ class E3T(Algorithm):
             raise ConfigError(f"algo.epsilon must be in [0, 1], got {o.epsilon}")
         if not 0.0 <= o.copy_factor <= 1.0 or math.isnan(o.copy_factor):
             raise ConfigError(f"algo.copy_factor must be in [0, 1], got {o.copy_factor}")
-        if o.partner_model:
-            raise ConfigError(
-                "algo.partner_model=true is not implemented yet: the E3T partner-modelling module "
-                "needs the PPO core to give plug-ins the partner's actions per sample and the policy "
-                "an extra actor input (docs/differences.md, E3T)"
-            )
         self.blends = 0
         """Polyak updates applied to the partner so far."""
 
@@ -208,13 +207,45 @@ class E3T(Algorithm):
         """``paper``: the reference's E3T entropy schedule 0.2 -> 0.05 -> 0.01 at 0 / 6e6 / 1e7
         (the preset already has the CNN without GRU, 1e7 steps and shaping horizon 1e8; zsceval-facts
         "Training settings"). ``quick``: nothing beyond the preset."""
+        out: dict[str, Any] = {}
         if preset == "paper":
-            return {
+            out = {
                 "run": {"total_steps": 10_000_000},
                 "ppo": {"entropy_coefs": [0.2, 0.05, 0.01], "entropy_milestones": [0, 6_000_000, 10_000_000]},
                 "shaping": {"horizon": 100_000_000},
             }
-        return {}
+        if str(cfg.algo.get("partner_model", False)).lower() == "true":
+            out["model"] = {"recurrent": True}  # the partner model reads the recent trajectory
+        return out
+
+    def model_spec(self, num_actions: int) -> dict[str, Any]:
+        """With ``partner_model``: the actor's partner-prediction head over the A actions."""
+        return {"partner_model": num_actions} if self.options.partner_model else {}
+
+    def extra_loss(self, name: str, minibatch: dict, outputs: dict) -> tuple[torch.Tensor, dict] | None:
+        """With ``partner_model``: cross-entropy of the predicted partner action against the
+        partner's actual action at the same step (``other_actions``), weighted like the PPO loss.
+
+        Returns:
+            ``(partner_model_coef * CE, {"e3t/partner_ce", "e3t/partner_accuracy"})`` or None.
+        """
+        if not self.options.partner_model:
+            return None
+        policy = outputs["policy"]
+        h = minibatch["h_actor"] if policy.recurrent else None
+        with policy._autocast():
+            feats = policy.actor.trunk.sequence(minibatch["obs"], h, minibatch["starts"])
+            logits = policy.actor.partner(feats).float()
+        target = minibatch["other_actions"][..., 0]
+        ce = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none").view_as(target)
+        hit = (logits.argmax(-1) == target).float()
+        w = minibatch.get("weight")
+        if w is None:
+            w = torch.ones_like(ce)
+        w = w / w.sum().clamp_min(1e-8)
+        loss = (ce * w).sum()
+        stats = {"e3t/partner_ce": loss.detach(), "e3t/partner_accuracy": (hit * w).sum()}
+        return self.options.partner_model_coef * loss, stats
 
     def build_learners(self, make_policy: Callable[[], Policy]) -> dict[str, Policy]:
         """The ego."""

@@ -115,8 +115,7 @@ def test_options_are_validated():
         return E3T(resolve_config(preset="quick", overrides=["run.algo=e3t", *overrides]), 4, 2, "cpu")
 
     assert build().options.epsilon == 0.5 and build().options.copy_factor == 0.1
-    with pytest.raises(ConfigError, match="not implemented yet"):
-        build("algo.partner_model=true")
+    assert build("algo.partner_model=true").model_spec(6) == {"partner_model": 6}
     with pytest.raises(ConfigError, match="algo.epsilon"):
         build("algo.epsilon=1.5")
     with pytest.raises(ConfigError, match="algo.copy_factor"):

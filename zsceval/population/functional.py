@@ -57,9 +57,9 @@ class StepForward(_Template):
         net = self._net(side)
         x = net.trunk.encoder(obs)
         if net.trunk.gru is None:
-            return net.head(x).float(), h
+            return net.out(x).float(), h
         h = gru_cell(net.trunk.gru, x, h * (~starts).unsqueeze(-1).to(h.dtype))
-        return net.head(h).float(), h.float()
+        return net.out(h).float(), h.float()
 
 
 class SequenceForward(_Template):
@@ -74,14 +74,14 @@ class SequenceForward(_Template):
         L, G = obs.shape[:2]
         x = net.trunk.encoder(obs.reshape(L * G, *obs.shape[2:]))
         if net.trunk.gru is None:
-            return net.head(x).reshape(L, G, -1).float()
+            return net.out(x).reshape(L, G, -1).float()
         x = x.reshape(L, G, -1)
         keep = (~starts).unsqueeze(-1)
         outs = []
         for t in range(L):
             h = gru_cell(net.trunk.gru, x[t], h * keep[t].to(h.dtype))
             outs.append(h)
-        return net.head(torch.stack(outs)).float()
+        return net.out(torch.stack(outs)).float()
 
     def forward(
         self,

@@ -257,6 +257,11 @@ class Algorithm:
         """
         return default_training_reward(step, shaping_factor)
 
+    def model_spec(self, num_actions: int) -> dict[str, Any]:
+        """Extra keys of the learners' network spec (``spec["model"]``), e.g. ``{"partner_model":
+        num_actions}`` for an actor that predicts its partner's action (E3T). Default: none."""
+        return {}
+
     def critic_features(self, seating: Seating) -> torch.Tensor:
         """``float32 [B, n, critic_feature_size]`` extra critic input of every seat for the current
         seating (who sits where; constant within an episode). Only called when
@@ -273,7 +278,8 @@ class Algorithm:
         Args:
             name: the learner.
             minibatch: ``[L, S, ...]`` tensors (``obs``, ``actions``, ``advantages``, ``starts``,
-                ``weight``, ...) of the sampled chunks.
+                ``weight``, ``h_actor [S, hidden]``, ``other_actions int64 [L, S, n - 1]``: the
+                other seats' actions at the same step, own seat + 1 first, ...) of the sampled chunks.
             outputs: ``log_probs``, ``entropy``, ``values`` (with gradients) and ``policy``.
 
         Returns:

@@ -188,12 +188,29 @@ class _Trunk(nn.Module):
 
 
 class ActorNet(nn.Module):
-    """Policy network: observation -> action logits ``[N, A]`` (final layer gain 0.01)."""
+    """Policy network: observation -> action logits ``[N, A]`` (final layer gain 0.01).
+
+    With ``model["partner_model"] = A_p`` > 0 the actor also predicts the partner's next action:
+    ``partner`` maps the trunk features to ``A_p`` logits, and the action head sees the features
+    joined with the predicted distribution (gradient-stopped: the predictor is trained by its own
+    loss; E3T's partner-modelling module, Yan et al. 2023).
+    """
 
     def __init__(self, obs_shape: tuple[int, int, int], num_actions: int, model: dict[str, Any]) -> None:
         super().__init__()
         self.trunk = _Trunk(obs_shape, model)
-        self.head = _init(nn.Linear(self.trunk.out_size, num_actions), 0.01)
+        predicted = int(model.get("partner_model", 0))
+        self.partner: nn.Linear | None = None
+        if predicted:
+            self.partner = _init(nn.Linear(self.trunk.out_size, predicted), 0.01)
+        self.head = _init(nn.Linear(self.trunk.out_size + predicted, num_actions), 0.01)
+
+    def out(self, feats: torch.Tensor) -> torch.Tensor:
+        """Action logits ``[..., A]`` from trunk features ``[..., out]``."""
+        if self.partner is None:
+            return self.head(feats)
+        predicted = torch.softmax(self.partner(feats).float(), -1).detach().to(feats.dtype)
+        return self.head(torch.cat([feats, predicted], -1))
 
 
 class CriticNet(nn.Module):
@@ -203,3 +220,7 @@ class CriticNet(nn.Module):
         super().__init__()
         self.trunk = _Trunk(critic_obs_shape, model, int(model.get("critic_extra", 0)))
         self.head = _init(nn.Linear(self.trunk.out_size, 1), 1.0)
+
+    def out(self, feats: torch.Tensor) -> torch.Tensor:
+        """Normalized value ``[..., 1]`` from trunk features."""
+        return self.head(feats)

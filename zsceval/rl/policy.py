@@ -103,7 +103,7 @@ class Policy(nn.Module):
         """
         with self._autocast():
             feats, h_new = self.actor.trunk.step(obs, self._h(h), starts)
-            logits = self.actor.head(feats)
+            logits = self.actor.out(feats)
         return logits.float(), (h if h_new is None else h_new.float())
 
     @torch.no_grad()
@@ -151,7 +151,7 @@ class Policy(nn.Module):
         float32 [N, E]`` for a critic with extra features (:attr:`critic_extra`)."""
         with self._autocast():
             feats, h_new = self.critic.trunk.step(critic_obs, self._h(h), starts, extra)
-            v = self.critic.head(feats)
+            v = self.critic.out(feats)
         return v.float().squeeze(-1), (h if h_new is None else h_new.float())
 
     def denormalize(self, v: torch.Tensor) -> torch.Tensor:
@@ -176,7 +176,7 @@ class Policy(nn.Module):
         if self.recurrent and h is None:
             h = self.initial_state(obs.shape[1], obs.device)
         with self._autocast():
-            logits = self.actor.head(self.actor.trunk.sequence(obs, self._h(h), starts))
+            logits = self.actor.out(self.actor.trunk.sequence(obs, self._h(h), starts))
         logits = logits.float() if avail is None else masked_logits(logits.float(), avail)
         return F.log_softmax(logits, dim=-1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
 
@@ -204,9 +204,9 @@ class Policy(nn.Module):
             ``(log_probs [L, N], entropy [L, N], values [L, N])``, float32; values normalized.
         """
         with self._autocast():
-            logits = self.actor.head(self.actor.trunk.sequence(obs, self._h(h_actor), starts))
+            logits = self.actor.out(self.actor.trunk.sequence(obs, self._h(h_actor), starts))
             feats = self.critic.trunk.sequence(critic_obs, self._h(h_critic), starts, critic_extra)
-            values = self.critic.head(feats)
+            values = self.critic.out(feats)
         logp_all = F.log_softmax(masked_logits(logits.float(), avail), dim=-1)
         logp = logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
         entropy = -(logp_all.exp() * logp_all).sum(-1)

@@ -202,6 +202,7 @@ class Trainer:
             cfg.model, self.env.obs_shape, critic_shape, self.env.num_actions,
             self.algorithm.critic_feature_size,
         )  # fmt: skip
+        spec["model"].update(self.algorithm.model_spec(self.env.num_actions))
 
         def make_policy() -> Policy:
             return Policy(spec).to(self.device)

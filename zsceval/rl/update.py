@@ -285,6 +285,9 @@ class PPOCore:
         }
         if self.E:
             data["critic_extra"] = flat(self.critic_extra)[:T]
+        if self.n > 1:  # the other seats' actions at each step, own seat + 1, + 2, ... (partner models)
+            others = torch.stack([buf.actions.roll(-j, dims=2) for j in range(1, self.n)], -1)
+            data["other_actions"] = flat(others)
         seq = {key: _chunks(v, L) for key, v in data.items()}
         h_actor, h_critic = (flat(h)[::L].flatten(0, 1) for h in (buf.h_actor, buf.h_critic))
         weight = None
