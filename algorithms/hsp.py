@@ -96,6 +96,15 @@ class HSP(PopulationEgo):
     stage1_algo = "mep-stage1"
 
     @classmethod
+    def preset_config(cls, preset: str, cfg: Any) -> dict[str, Any]:
+        """The stage-2 ego's settings; ``quick``: K = 3 biased agents (its suite trains 8 candidates
+        and selects 3 of them as evaluation partners, leaving 5) and 3 MEP members x 3."""
+        out = super().preset_config(preset, cfg)
+        if preset == "quick":
+            out["algo"] = {"k": 3}
+        return out
+
+    @classmethod
     def biased_count(cls, size: int, k: int) -> int:
         """K: ``k`` or half the population, with ``size - K`` divisible by 3.
 
@@ -190,7 +199,13 @@ class HSP(PopulationEgo):
             **{"run.algo": cls.stage1_algo, "env.layout": ctx.layout},
         )
         size = population_size(s1)
-        window = sliding_window(stage1_size(s1), (size - cls.biased_count(size, 0)) // 3, ctx.seed)
+        ego_cfg = resolve_config(
+            preset=common.get("preset", "quick"),
+            overrides=list(common.get("overrides", [])),
+            **{"run.algo": cls.name, "env.layout": ctx.layout},
+        )
+        k = int(ctx.ego_options.get("k", ego_cfg.algo.get("k", 0)))
+        window = sliding_window(stage1_size(s1), (size - cls.biased_count(size, k)) // 3, ctx.seed)
         s1_id = f"{ctx.layout}/stage1/{cls.stage1_algo}"
         stage1 = ctx.train_job(s1_id, algo=cls.stage1_algo, seed=0, steps=s1.run.total_steps)
         jobs = [stage1]
