@@ -273,9 +273,7 @@ class COLEOptions:
     """Exponent of the rank-based sampling; negative: by population size (:func:`prioritized_alpha`)."""
 
 
-@register(
-    "cole", "COLE: ego against a growing population, graphic-form game with a reward-ranking meta-solver"
-)
+@register("cole", "COLE: ego vs a growing population, reward-ranking meta-solver (Li et al. 2023).")
 class COLE(Algorithm):
     """The ego learner with a growing pool of its own snapshots (module docstring).
 

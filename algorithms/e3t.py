@@ -186,7 +186,7 @@ class E3TOptions:
     """Weight of the partner-prediction cross-entropy in the ego's loss."""
 
 
-@register("e3t", "E3T: ego with a mixture partner (its lagged copy + uniform random actions)")
+@register("e3t", "E3T: ego with a mixture partner, its lagged copy + random actions (Yan et al. 2023).")
 class E3T(Algorithm):
     """One learner (the ego) with an epsilon-mixture partner that tracks the ego by Polyak averaging."""
 

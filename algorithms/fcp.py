@@ -24,7 +24,7 @@ class FCPStage1(PopulationSelfPlay):
     """N self-play members, each with only its own game's reward (no diversity term)."""
 
 
-@register("fcp", "FCP: recurrent ego vs init/mid/final checkpoints of N self-play runs (Strouse 2021).")
+@register("fcp", "FCP: recurrent ego vs init/mid/final checkpoints of self-play runs (Strouse et al. 2021).")
 class FCP(PopulationEgo):
     """The FCP ego: uniform over the (partner, seat) arms of the frozen self-play population."""
 

@@ -82,6 +82,7 @@ class MEPStage1(PopulationSelfPlay):
     """Self-play members whose rewards carry the population-entropy bonus."""
 
     Options = MEPStage1Options
+    paper_entropy_milestones = (0.0, 6e6, 1e7)
 
     def on_rollout(self, buffer: Any, episodes: Any) -> None:
         """Add the bonus of every member's stored steps (current parameters of all members)."""

@@ -112,6 +112,7 @@ class TrajeDiStage1(PopulationSelfPlay):
     """Self-play members that also ascend the population's trajectory JSD."""
 
     Options = TrajeDiStage1Options
+    paper_entropy_milestones = (0.0, 6e6, 1e7)
 
     @classmethod
     def preset_config(cls, preset: str, cfg: Any) -> dict[str, Any]:

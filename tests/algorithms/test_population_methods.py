@@ -169,6 +169,12 @@ def test_plugin_presets_give_the_stage_budgets_and_the_user_wins():
     s1 = resolve_config(preset="quick", overrides=["population.size=36"], **{"run.algo": "fcp-stage1"})
     assert s1.run.total_steps == 15 * s1.population.stage1_steps  # 15 runs for a population of 36
     assert s1.run.checkpoint_first
+    # each member trains like one quick run: its games, and schedules that follow its own steps
+    quick = resolve_config(preset="quick", **{"run.algo": "sp"})
+    assert s1.env.num_envs == 15 * quick.env.num_envs and s1.shaping.horizon == 15 * quick.shaping.horizon
+    assert list(s1.ppo.entropy_milestones) == [15 * m for m in quick.ppo.entropy_milestones]
+    mep = resolve_config(preset="paper", **{"run.algo": "mep-stage1"})  # 5 members, 0 / 6e6 / 1e7 each
+    assert list(mep.ppo.entropy_milestones) == [0, 30_000_000, 50_000_000]
 
 
 # -- end to end through the CLI, killed and resumed -----------------------------------------------------

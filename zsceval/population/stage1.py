@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -113,17 +113,27 @@ class PopulationSelfPlay(Algorithm):
     """
 
     stack_learners = True
+    paper_entropy_milestones: ClassVar[tuple[float, ...] | None] = None
+    """Per-member entropy milestones of the ``paper`` preset when they differ from SP's (ZSC-Eval's
+    MEP and TrajeDi stage 1: 0, 6e6, 1e7)."""
 
     @classmethod
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
         """Each member trains like one run of the preset: ``N * env.num_envs`` games (a member's
-        batch is the preset's) and ``N * population.stage1_steps`` env steps; a checkpoint after
-        the first update and :data:`STAGE1_CHECKPOINTS` more, all kept (the mid-checkpoint trail).
+        batch is the preset's), ``N * population.stage1_steps`` env steps, and the entropy and
+        shaping schedules stretched N times, so that they follow each member's own steps (ZSC-Eval's
+        MEP: entropy over total steps // N, shaping over the member's steps); a checkpoint after the
+        first update and :data:`STAGE1_CHECKPOINTS` more, all kept (the mid-checkpoint trail).
         An ``env.num_envs`` the user sets is the population's total."""
         n = stage1_size(cfg)
         total = n * cfg.population.stage1_steps
+        milestones = cfg.ppo.entropy_milestones
+        if preset == "paper" and cls.paper_entropy_milestones is not None:
+            milestones = cls.paper_entropy_milestones
         return {
             "env": {"num_envs": n * cfg.env.num_envs},
+            "ppo": {"entropy_milestones": [n * m for m in milestones]},
+            "shaping": {"horizon": n * cfg.shaping.horizon},
             "run": {
                 "total_steps": total,
                 "checkpoint_first": True,
