@@ -121,7 +121,7 @@ TINY_SUITE = """
 name: tiny
 seed: 0
 layouts: [cramped_room]
-algorithms: [sp, fcp]
+algorithms: [sp, tbs]
 ego_seeds: 1
 ego_steps: 3200
 preset: quick
@@ -176,7 +176,7 @@ def test_bench_refuses_another_suite_setting_without_touching_the_folder(tmp_pat
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--algos", "fcp"], "none of the algorithms fcp is implemented"),
+        (["--algos", "fcp,tbs"], "'tbs' is not in suite"),
         (["--layouts", "counter_circuit"], "'counter_circuit' is not in suite"),
         (["--algos", "sp,tbs"], "'tbs' is not in suite"),
         (["--workers", "0"], "0 is not in the range"),
@@ -188,6 +188,14 @@ def test_bench_bad_selection_is_refused_before_compute(tmp_path, args, message, 
     res = invoke("bench", "--suite", "overcooked-quick", "--out", out, "--no-progress", *args)
     clean_error(res, message)
     assert not (out / "suite.yaml").exists()
+
+
+def test_bench_of_only_unimplemented_algorithms_is_refused(tmp_path, stop_bench):
+    suite = tmp_path / "s.yaml"
+    suite.write_text(TINY_SUITE.replace("algorithms: [sp, tbs]", "algorithms: [tbs]"))
+    res = invoke("bench", "--suite", suite, "--out", tmp_path / "out", "--no-progress")
+    clean_error(res, "none of the algorithms tbs is implemented")
+    assert not (tmp_path / "out" / "suite.yaml").exists()
 
 
 def test_bench_unwritable_out_is_a_message(tmp_path, stop_bench):
@@ -418,10 +426,10 @@ def test_report_names_skipped_algorithms_and_selected_partners(tmp_path):
                           "selected": [False, True, False], "a": rng.random(3), "b": rng.random(3),
                           "c": rng.random(3)})  # fmt: skip
     feats.to_parquet(tmp_path / "features.parquet")
-    (tmp_path / "suite.yaml").write_text("name: x\nalgorithms: [sp, fcp, mep]\n")
+    (tmp_path / "suite.yaml").write_text("name: x\nalgorithms: [sp, fcp, tbs]\n")
     res = invoke("report", tmp_path, "--no-stats", "--reps", 50)
     assert res.exit_code == 0, res.output
-    assert "skipped (not implemented yet): fcp, mep" in res.output
+    assert "skipped (not implemented yet): tbs" in res.output
     assert "selected partners on cramped_room: c001 (of 3 candidates" in res.output
 
     fig = rep._plot_pca(feats, "cramped_room")

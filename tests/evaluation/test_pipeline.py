@@ -26,7 +26,7 @@ TINY = """
 name: tiny
 seed: 0
 layouts: [cramped_room]
-algorithms: [sp, fcp]
+algorithms: [sp, tbs]
 ego_seeds: 2
 ego_steps: 3200
 preset: quick
@@ -65,7 +65,7 @@ def done_times(root: Path) -> dict[str, float]:
 
 def test_tiny_bench_produces_tables_manifest_and_br_prox(tiny_bench):
     suite, out, tables = tiny_bench
-    assert tables["skipped_algorithms"] == ["fcp"]  # not implemented: reported, not faked
+    assert tables["skipped_algorithms"] == ["tbs"]  # not implemented: reported, not faked
     results, br, features = read_tables(out)
     # 2 ego seeds x 2k=4 partners x 2 seats x 2 episodes
     assert len(results) == 2 * 4 * 2 * 2
@@ -126,7 +126,7 @@ def test_partner_set_from_another_layout_or_altered_is_refused_before_compute(ti
 @pytest.mark.parametrize(
     "edit, message",
     [
-        (("algorithms: [sp, fcp]", "algorithms: [sp, fpc]"), "did you mean 'fcp'"),
+        (("algorithms: [sp, tbs]", "algorithms: [sp, fpc]"), "did you mean 'fcp'"),
         (("layouts: [cramped_room]", "layouts: [cramped_rom]"), "unknown layout 'cramped_rom'"),
         (("  k: 2", "  k: 5"), "partners.k=5"),
         (("ego_seeds: 2", "ego_seedz: 2"), "did you mean 'ego_seeds'"),

@@ -99,7 +99,7 @@ def mini_suite(tmp_path: Path):
     from zsceval.evaluation.bench import load_suite
 
     data = yaml.safe_load(TINY)
-    data.update(algorithms=["sp", "fcp"], ego_seeds=1, ego_steps=800, overrides=MINI_OVERRIDES)
+    data.update(algorithms=["sp", "tbs"], ego_seeds=1, ego_steps=800, overrides=MINI_OVERRIDES)
     data["partners"].update(candidates=2, candidate_steps=1600, feature_episodes=1, k=1, mid_br_steps=800)
     data["partners"]["dpp_samples"] = 10
     data["evaluation"]["episodes"] = 1
@@ -116,7 +116,7 @@ def test_tiny_bench_on_ray_matches_the_local_executors_tables(tmp_path):
     out = tmp_path / "ray"
     quiet = dict(progress=False, log=lambda *_: None)
     tables = run_bench(suite, out, executor="ray", workers=2, **quiet)
-    assert tables["skipped_algorithms"] == ["fcp"]
+    assert tables["skipped_algorithms"] == ["tbs"]
     results, br, features = read_tables(out)
     # 1 ego seed x 2k=2 partners (final + mid) x 2 seats x 1 episode
     assert len(results) == 2 * 2 and set(results["seat"]) == {0, 1} and set(results["algorithm"]) == {"sp"}
