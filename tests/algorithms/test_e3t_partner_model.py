@@ -23,7 +23,7 @@ def test_samples_carry_the_other_seats_actions(tmp_path):
     buf = tr.core.buffer
     adv, ret = tr.core.advantages()
     owner = buf.flat(buf.actor)[: buf.T]
-    batch = tr.core._samples(0, owner == 0, adv, ret)
+    batch = tr.core._samples(0, owner == 0, adv, ret, tr.core.other_actions())
     other = batch["seq"]["other_actions"][0].reshape(buf.T, 4, 2, 1)  # MLP: chunks of one step
     assert torch.equal(other[..., 0], buf.actions.flip(2))  # seat 0 gets seat 1's action and back
 

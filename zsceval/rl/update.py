@@ -238,10 +238,11 @@ class PPOCore:
         row: dict[str, Any] = {"entropy_coef": ent_coef}
         multi = len(self.learners) > 1
         batches = {}
+        others = self.other_actions()  # once per update, shared by every learner
         for k in range(len(self.policies)):
             mask = owner == k
             if bool(mask.any()):
-                batches[k] = self._samples(k, mask, advantages, returns)
+                batches[k] = self._samples(k, mask, advantages, returns, others)
         if self.stacked is not None:
             row.update(
                 {f"stacked/{s}": v for s, v in self._update_stacked(batches, ent_coef, generator).items()}
@@ -253,13 +254,22 @@ class PPOCore:
             row.update({(f"{name}/{s}" if multi else s): v for s, v in stats.items()})
         return row
 
-    def _samples(self, k: int, mask: torch.Tensor, advantages, returns) -> dict[str, Any]:
+    def other_actions(self) -> torch.Tensor | None:
+        """``int64 [T, B * n, n - 1]``: at each step, the actions of the other seats of the row's game,
+        own seat + 1 first (for partner models, e.g. E3T's); None for one seat."""
+        if self.n == 1:
+            return None
+        acts = self.buffer.actions
+        return self.buffer.flat(torch.stack([acts.roll(-j, dims=2) for j in range(1, self.n)], -1))
+
+    def _samples(self, k: int, mask: torch.Tensor, advantages, returns, others=None) -> dict[str, Any]:
         """Learner k's chunks of the rollout (its value normalizer updated with its returns).
 
         Returns:
             ``seq`` (``[L, S, ...]`` tensors), ``h_actor``/``h_critic`` (``[S, hidden]``),
             ``weight`` (``float32 [L, S]`` or None when every step is the learner's) and
-            ``returns`` (the learner's returns, for logging).
+            ``returns`` (the learner's returns, for logging). ``others``: :meth:`other_actions`,
+            chunked into ``seq["other_actions"]``.
         """
         cfg, p, L, buf = self.cfg.ppo, self.policies[k], self.L[k], self.buffer
         full = bool(mask.all())
@@ -285,9 +295,8 @@ class PPOCore:
         }
         if self.E:
             data["critic_extra"] = flat(self.critic_extra)[:T]
-        if self.n > 1:  # the other seats' actions at each step, own seat + 1, + 2, ... (partner models)
-            others = torch.stack([buf.actions.roll(-j, dims=2) for j in range(1, self.n)], -1)
-            data["other_actions"] = flat(others)
+        if others is not None:
+            data["other_actions"] = others
         seq = {key: _chunks(v, L) for key, v in data.items()}
         h_actor, h_critic = (flat(h)[::L].flatten(0, 1) for h in (buf.h_actor, buf.h_critic))
         weight = None
