@@ -158,7 +158,11 @@ def partner_set_play(
 @click.option("--agent", required=True, help="Run dir, checkpoint dir or meta.json of the ego agent.")
 @click.option("--partner", default=None, help="Run dir, checkpoint dir or meta.json of the partner.")
 @click.option(
-    "--partner-set", default=None, help="A partner-set manifest.json: play every partner, report BR-Prox."
+    "--partner-set",
+    default=None,
+    help="A partner-set manifest.json: play every partner, report BR-Prox; or 'human-proxy' (the "
+    "layout's BC human model in eval_partners/<layout>/human-proxy) or a human-proxy folder: report the "
+    "human-proxy score (return with the human model in both seats).",
 )
 @click.option("--layout", required=True, help="Layout both agents were trained on.")
 @click.option(
@@ -180,7 +184,8 @@ def evaluate(
     agent, partner, partner_set, layout, episodes, device, seed, as_json, save_trajectories, gif_dir=None
 ) -> None:
     """Cross-play two saved agents in both seats: mean sparse return (95% CI) and event counts;
-    or play one agent against a whole evaluation-partner set and report BR-Prox.
+    or play one agent against a whole evaluation-partner set and report BR-Prox; or against the
+    layout's behavior-cloned human model (`zsceval partners human-proxy`) and report its return.
 
     \b
     Examples:
@@ -188,9 +193,27 @@ def evaluate(
                    --layout counter_circuit --episodes 50
       zsceval eval --agent runs/sp_counter_circuit_s0 --layout counter_circuit \\
                    --partner-set eval_partners/counter_circuit/counter_circuit/partners/set/manifest.json
+      zsceval eval --agent runs/sp_counter_circuit_s0 --layout counter_circuit --partner-set human-proxy
     """
     if (partner is None) == (partner_set is None):
         raise click.UsageError("give exactly one of --partner and --partner-set")
+    human = None
+    if partner_set is not None:
+        from zsceval.human.partners import (
+            HumanProxyError,
+            is_human_proxy,
+            load_human_proxy,
+            resolve_proxy_dir,
+        )
+
+        if is_human_proxy(partner_set):
+            folder = resolve_proxy_dir(partner_set, layout)
+            try:
+                _, record = load_human_proxy(folder, layout)
+            except (HumanProxyError, ValueError) as exc:
+                raise click.ClickException(str(exc)) from None
+            human = record
+            partner, partner_set = f"{folder / record['checkpoint']}#human_proxy", None
     if save_trajectories is not None and partner_set is not None:
         raise click.UsageError("--save-trajectories works with --partner, not with --partner-set")
     if gif_dir is not None and partner is None:
@@ -226,6 +249,8 @@ def evaluate(
                 raise click.ClickException(f"--save-trajectories {save_trajectories}: {exc}") from None
     except (CheckpointError, ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
+    if human is not None:
+        out["human_proxy"] = {"layout": human["layout"], "test_accuracy": human["metrics"].get("test")}
     if gif_dir is not None:
         from zsceval.commands.render import seating_gifs
 
@@ -236,6 +261,8 @@ def evaluate(
         click.echo(json.dumps(out, indent=2))
         return
     click.echo(f"layout {out['layout']}: {episodes} episodes per seating")
+    if human is not None:
+        click.echo("  partner: the behavior-cloned human model (human-proxy score = pooled return)")
     for s in out["seatings"]:
         lo, hi = s["sparse_return_ci95"]
         click.echo(

@@ -248,3 +248,81 @@ def select(
         raise write_error(exc) from None
     lay = suite.layouts[0]
     click.echo(f"partner-set manifest: {out}/{lay}/partners/set/manifest.json")
+
+
+@partners.command(name="human-proxy")
+@click.option(
+    "--layout",
+    required=True,
+    help="A layout with 2019 human data (cramped_room, asymmetric_advantages, coordination_ring, "
+    "forced_coordination = random0, counter_circuit = random3).",
+)
+@click.option("--out", default=None, help="Output folder [default: eval_partners/<layout>/human-proxy].")
+@click.option("--epochs", type=click.IntRange(min=1), default=100, show_default=True, help="BC epochs.")
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of init, shuffles and validation split."
+)
+@click.option(
+    "--class-balance/--no-class-balance",
+    default=True,
+    show_default=True,
+    help="Weight the loss by inverse action frequency (STAY is 49-71% of human actions).",
+)
+@click.option(
+    "--data-dir",
+    default=None,
+    help="Folder of clean_{train,test}_trials.pickle [default: the installed overcooked-ai package; "
+    "env ZSCEVAL_HUMAN_DATA].",
+)
+@click.option(
+    "--json/--no-json", "as_json", default=False, show_default=True, help="Print the record as JSON."
+)
+def human_proxy(layout, out, epochs, seed, class_balance, data_dir, as_json) -> None:
+    """Behavior-clone the 2019 human-human trials of LAYOUT into a human-proxy partner.
+
+    Trains on the train split (15% of its trials held out to pick the epoch), reports accuracy on the
+    test split beside a majority-class baseline, and saves the proxy where `zsceval eval --partner-set
+    human-proxy` finds it. Needs the trials: pip install --no-deps overcooked-ai==1.1.0.
+
+    \b
+    Examples:
+      zsceval partners human-proxy --layout counter_circuit
+      zsceval eval --agent runs/sp_counter_circuit_s0 --layout counter_circuit --partner-set human-proxy
+    """
+    import json
+
+    from tqdm import tqdm
+
+    from zsceval.human.bc import BCConfig
+    from zsceval.human.partners import build_human_proxy, default_proxy_dir
+
+    try:
+        folder = Path(out) if out else default_proxy_dir(layout)
+        cfg = BCConfig(epochs=epochs, seed=seed, class_balance=class_balance)
+        with tqdm(total=epochs, desc=f"BC {layout}", unit="epoch", disable=as_json) as bar:
+
+            def progress(epoch, row):
+                bar.set_postfix(
+                    val_loss=f"{row['validation_loss']:.3f}", val_acc=f"{row['validation_accuracy']:.3f}"
+                )
+                bar.update(1)
+
+            record = build_human_proxy(layout, folder, cfg, data_dir=data_dir, progress=progress)
+    except (ValueError, FileNotFoundError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps({k: v for k, v in record.items() if k != "history"}, indent=2))
+        return
+    m = record["metrics"]
+    click.echo(f"human proxy of {record['layout']} -> {folder} (epoch {m['best_epoch']} of {epochs})")
+    click.echo(
+        f"  data: {record['data']['train_trials']} train / {record['data']['test_trials']} test trials"
+    )
+    for split in ("train", "validation", "test"):
+        if split in m:
+            r = m[split]
+            click.echo(
+                f"  {split:<10} accuracy {r['accuracy']:.3f} (majority class {r['majority_accuracy']:.3f})  "
+                f"balanced accuracy {r['balanced_accuracy']:.3f} "
+                f"(majority {r['majority_balanced_accuracy']:.3f})"
+            )

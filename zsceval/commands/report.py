@@ -79,8 +79,9 @@ def report(
     """Print IQM BR-Prox with bootstrap CIs per layout and algorithm, all / moderate / expert partners.
 
     DIR holds results.parquet (one row per episode) and br_returns.parquet; features.parquet is optional
-    (behavior features of partner candidates, for the PCA and heatmap figures). See
-    zsceval.evaluation.metrics for the schemas.
+    (behavior features of partner candidates, for the PCA and heatmap figures); human_proxy.parquet,
+    when present (suites with evaluation.human_proxy), adds each algorithm's mean return with the
+    behavior-cloned human model beside its BR-Prox. See zsceval.evaluation.metrics for the schemas.
 
     Comparisons (--stats) use every partner: P(X > Y) per (partner, seat) averaged over partners
     and seats, the fraction of units above each BR-Prox threshold, and each algorithm's rank over
@@ -92,8 +93,11 @@ def report(
       zsceval report runs/bench --compare zsceval-paper --levels median
       zsceval report runs/bench --json --no-figures
     """
+    import pandas as pd
+
     from zsceval.evaluation import report as rep
     from zsceval.evaluation.comparison import compare_with_reference, load_reference_table
+    from zsceval.evaluation.human_proxy import HUMAN_PROXY_TABLE, format_human_proxy, human_proxy_summary
     from zsceval.evaluation.manifest import ManifestError, load_manifest
 
     options = {"seed": seed, "reps": reps, "level": ci_level, "nonpositive_br": nonpositive_br}
@@ -106,6 +110,11 @@ def report(
             rows, layouts = compare_with_reference(summary, load_reference_table(compare))
             reference = (Path(compare).stem if compare.endswith(".yaml") else compare, rows, layouts)
         loaded = [load_manifest(path, verify=False) for path in manifests]
+        human = None
+        if (Path(directory) / HUMAN_PROXY_TABLE).is_file():
+            human = human_proxy_summary(
+                pd.read_parquet(Path(directory) / HUMAN_PROXY_TABLE), seed=seed, reps=reps, level=ci_level
+            )
     except (FileNotFoundError, ValueError, ManifestError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
@@ -123,6 +132,8 @@ def report(
             payload["probability_of_improvement"] = rep.records(comparisons["poi"])
             payload["performance_profiles"] = rep.records(comparisons["profiles"])
             payload["ranks"] = rep.records(comparisons["ranks"])
+        if human is not None:
+            payload["human_proxy"] = rep.records(human)
         if reference is not None:
             payload["comparison"] = {
                 "reference": reference[0],
@@ -138,6 +149,8 @@ def report(
             blocks.append(rep.format_ranks(comparisons["ranks"]))
         if reference is not None:
             blocks.append(rep.format_comparison(reference[1], reference[2], reference[0]))
+        if human is not None:
+            blocks.append(format_human_proxy(human, summary, level=ci_level))
         notes = rep.bench_notes(directory, rep.mark_selected(features, loaded))
         if notes:
             blocks.insert(0, "\n".join(notes))

@@ -60,6 +60,7 @@ from zsceval.rl.config import ConfigError, coerce_value, resolve_config
 from zsceval.rl.trainer import MAX_THREADS_ENV, usable_cores
 
 from . import pipeline  # noqa: F401  (registers the job kinds)
+from .human_proxy import HUMAN_PROXY_TABLE
 from .reward_space import load_reward_space, pick_weights, sample_weights
 
 __all__ = [
@@ -137,6 +138,9 @@ class Suite:
     """Partner generation and selection budget."""
     evaluation_episodes: int = 10
     """Episodes per (ego seed, partner, seat), and per (partner, seat) for BR returns."""
+    human_proxy: bool = False
+    """Also score every ego against a behavior-cloned human model of its layout (layouts with 2019
+    human data only; :mod:`zsceval.evaluation.human_proxy`), from the suite's ``evaluation.human_proxy``."""
     layout_partners: tuple[tuple[str, PartnerBudget], ...] = ()
     """Per-layout partner budgets (canonical layout name, full budget) that replace ``partners``
     for that layout; from the suite's ``layout_partners`` mapping (changed keys only)."""
@@ -148,7 +152,7 @@ class Suite:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["evaluation"] = {"episodes": d.pop("evaluation_episodes")}
+        d["evaluation"] = {"episodes": d.pop("evaluation_episodes"), "human_proxy": d.pop("human_proxy")}
         d["layout_partners"] = {name: asdict(budget) for name, budget in self.layout_partners}
         return d
 
@@ -190,18 +194,20 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
         raise SuiteError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(data, dict):
         raise SuiteError(f"{path}: a suite is a mapping of keys")
-    known = (set(Suite.__dataclass_fields__) - {"evaluation_episodes"}) | {"evaluation"}
+    known = (set(Suite.__dataclass_fields__) - {"evaluation_episodes", "human_proxy"}) | {"evaluation"}
     _check_keys(data, known, path, "")
     pdata = data.get("partners") or {}
     _check_keys(pdata, set(PartnerBudget.__dataclass_fields__), path, "partners.")
     base = PartnerBudget(**_typed(PartnerBudget, pdata, path, "partners."))
     layout_partners = _layout_partners(data.get("layout_partners") or {}, base, path)
     edata = data.get("evaluation") or {}
-    _check_keys(edata, {"episodes"}, path, "evaluation.")
+    _check_keys(edata, {"episodes", "human_proxy"}, path, "evaluation.")
     values = {"name": path.stem, "layouts": [], "algorithms": []}
     values.update({k: v for k, v in data.items() if k not in ("partners", "evaluation", "layout_partners")})
     if "episodes" in edata:
         values["evaluation_episodes"] = edata["episodes"]
+    if "human_proxy" in edata:
+        values["human_proxy"] = edata["human_proxy"]
     suite = Suite(**_typed(Suite, values, path, ""), partners=base, layout_partners=layout_partners)
     if layouts:
         suite = _restrict(suite, "layouts", layouts)
@@ -209,6 +215,9 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
         suite = _restrict(suite, "algorithms", algorithms)
     _validate(suite, path)
     return suite
+
+
+_EVALUATION_KEYS = {"evaluation_episodes": "evaluation.episodes", "human_proxy": "evaluation.human_proxy"}
 
 
 def _typed(cls, values: dict, path: Path, prefix: str) -> dict:
@@ -220,10 +229,7 @@ def _typed(cls, values: dict, path: Path, prefix: str) -> dict:
     """
     hints = typing.get_type_hints(cls)
     try:
-        return {
-            k: coerce_value(v, hints[k], "evaluation.episodes" if k == "evaluation_episodes" else prefix + k)
-            for k, v in values.items()
-        }
+        return {k: coerce_value(v, hints[k], _EVALUATION_KEYS.get(k, prefix + k)) for k, v in values.items()}
     except ConfigError as exc:
         raise SuiteError(f"{path}: {exc}") from None
 
@@ -468,7 +474,22 @@ def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict
         "select": select,
         "egos": egos,
     }
+    proxy = human_proxy_job(suite, lay)
+    if proxy is not None:
+        info["human_proxy"] = proxy
+        early.append(proxy)
     return [trains + early, evals, [select, *after_selection]], info
+
+
+def human_proxy_job(suite: Suite, layout: str) -> Job | None:
+    """The job that trains ``layout``'s human proxy, when the suite asks for human-proxy scores and
+    the layout has 2019 human data (None otherwise)."""
+    from zsceval.evaluation.human_proxy import HUMAN_LAYOUTS
+
+    if not suite.human_proxy or layout not in HUMAN_LAYOUTS:
+        return None
+    jid = f"{layout}/partners/human-proxy"
+    return Job(jid, "partners.human_proxy", {"layout": layout, "seed": suite.seed}, out=jid)
 
 
 def ego_jobs(
@@ -603,6 +624,12 @@ def late_phases(suite: Suite, root: Path, infos: dict) -> list[list[Job]]:
                     out=jid,
                 )
             )
+            if "human_proxy" in info:
+                proxy = info["human_proxy"].id
+                hid = f"{lay}/human-proxy/{algo}/s{seed}"
+                params = dict(evaluations[-1].params, proxy=proxy)
+                params.pop("partners")
+                evaluations.append(Job(hid, "ego.human_proxy", params, needs=(ego.id, proxy), out=hid))
     return [mids, manifests, evaluations]
 
 
@@ -612,9 +639,9 @@ def _write_table(frame: pd.DataFrame, path: Path) -> None:
 
 
 SUITE_RECORD = "suite.yaml"
-TABLES = ("results", "br_returns", "features")
+TABLES = ("results", "br_returns", "features", "human_proxy")
 # a subset of a folder's layouts or algorithms runs the same jobs: not a conflicting change
-_SUBSET_KEYS = ("layouts", "algorithms")
+_SUBSET_KEYS = ("layouts", "algorithms", "evaluation.human_proxy")  # changing these only adds jobs
 
 
 class SuiteConflictError(SuiteError):
@@ -742,7 +769,16 @@ def collect_tables(root: Path, evaluations: list[Job], infos: dict, skipped: lis
     Raises:
         FileNotFoundError: a job's table is missing (the job has not finished).
     """
-    results = [pd.read_parquet(root / job.out / "results.parquet") for job in evaluations]
+    results = [
+        pd.read_parquet(root / job.out / "results.parquet")
+        for job in evaluations
+        if job.kind == "ego.evaluate"
+    ]
+    human = [
+        pd.read_parquet(root / job.out / HUMAN_PROXY_TABLE)
+        for job in evaluations
+        if job.kind == "ego.human_proxy"
+    ]
     brs, feats = [], []
     for lay in infos:
         brs.append(pd.read_parquet(root / lay / "partners" / "set" / "br_returns.parquet"))
@@ -750,7 +786,12 @@ def collect_tables(root: Path, evaluations: list[Job], infos: dict, skipped: lis
         f.insert(0, "layout", lay)
         feats.append(f)
     out = {}
-    for name, frames in (("results", results), ("br_returns", brs), ("features", feats)):
+    for name, frames in (
+        ("results", results),
+        ("br_returns", brs),
+        ("features", feats),
+        ("human_proxy", human),
+    ):
         if frames:
             path = root / f"{name}.parquet"
             _write_table(pd.concat(frames, ignore_index=True), path)

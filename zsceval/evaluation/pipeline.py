@@ -341,3 +341,6 @@ def ego_evaluate(params: dict, out: Path, needs: dict) -> dict:
     )
     frame.to_parquet(out / "results.parquet")
     return {"rows": len(frame), "mean_sparse_return": float(frame["sparse_return"].mean())}
+
+
+from zsceval.evaluation import human_proxy  # noqa: E402, F401  (registers the human-proxy job kinds)
