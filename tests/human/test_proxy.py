@@ -75,7 +75,7 @@ def test_stuck_time_zero_turns_the_rule_off():
 def test_checkpoint_round_trip(tmp_path):
     env = OvercookedEnv(load_layout("cramped_room"), num_envs=1, horizon=400)
     proxy = HumanProxy(proxy_spec(env.obs_shape, 6, hidden=(8, 8)))
-    meta = {"algo": "human-proxy", "layout": "cramped_room", "ego": "human_proxy", "env_spec": env.spec_dict()}
+    meta = {"algo": "human-proxy", "ego": "human_proxy", "env_spec": env.spec_dict()}
     save_checkpoint(tmp_path / "checkpoints", 0, {"human_proxy": proxy}, meta)
     loaded, _ = load_agent(tmp_path, "human_proxy")
     assert agent_class("human-proxy") is HumanProxy
