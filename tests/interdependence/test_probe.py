@@ -102,3 +102,23 @@ def test_probe_spec_round_trip_and_errors():
         ScriptedProbe(env.obs_channels, "chef")
     with pytest.raises(ValueError, match="channels"):
         ScriptedProbe(("a", "b"))
+
+
+def test_counts_from_a_trajectory_file(tmp_path):
+    """``interdependence_of_file`` reads what ``zsceval eval --save-trajectories`` writes."""
+    from zsceval.interdependence import interdependence_of_file, summarize
+    from zsceval.interop.trajectory import save_trajectories
+
+    traj = play(
+        "forced_coordination",
+        [
+            lambda env: ScriptedProbe(env.obs_channels, "cook"),
+            lambda env: ScriptedProbe(env.obs_channels, "supplier"),
+        ],
+        horizon=120,
+    )
+    path = save_trajectories(tmp_path / "t.json", [traj, traj])
+    counts = interdependence_of_file(path)
+    direct = interdependence_of_trajectory(traj).to_dict()
+    assert [c.to_dict() for c in counts] == [direct, direct]
+    assert summarize(counts)["constructive"] == direct["constructive"] > 0
