@@ -268,6 +268,11 @@ def test_inconsistent_states_are_rejected():
     states = play(s0, acts)
     with pytest.raises(TraceError, match=r"states\[2\]: player 0"):
         map_trajectory(states, [[STAY, I], [STAY, STAY]], LAYOUT)  # state 2 shows a pickup
+    # overcooked-ai actions are accepted too
+    ai = [[(0, 0), "interact"], ["interact", [0, 0]]]
+    assert map_trajectory(states, ai, LAYOUT).operators[1][0].kind == "pickup_counter"
+    with pytest.raises(TraceError, match="actions: not an overcooked-ai action"):
+        map_trajectory(states, [["jump", "interact"], ["interact", (0, 0)]], LAYOUT)
     with pytest.raises(TraceError, match="actions must be"):
         map_trajectory(states, [[STAY, I]], LAYOUT)
 

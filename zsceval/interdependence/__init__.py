@@ -23,6 +23,7 @@ from .detect import (
     summarize,
 )
 from .predicates import ObjectState, Operator, Pred, SymbolicTrace, TraceError, map_trajectory
+from .probe import ScriptedProbe  # registers agent class "interdep_probe"
 
 __all__ = [
     "CATEGORIES",
@@ -31,6 +32,7 @@ __all__ = [
     "ObjectState",
     "Operator",
     "Pred",
+    "ScriptedProbe",
     "SymbolicTrace",
     "TraceError",
     "detect",

@@ -354,7 +354,8 @@ def map_trajectory(states: Sequence[dict], actions: Any, layout: str | Path | La
             with lists for tuples is accepted; legacy ZSC-Eval soups ``"state": [type, n, elapsed]``
             too), ``states[t + 1]`` reached from ``states[t]`` by ``actions[t]``.
         actions: ``int [T, n]`` joint actions in seat order, zsceval action indices
-            (``zsceval.interop.trajectory.action_to_overcooked_ai``).
+            (``zsceval.interop.trajectory.action_to_overcooked_ai``); overcooked-ai actions
+            (``(dx, dy)`` tuples or lists, ``"interact"``) are converted.
         layout: layout name, path or :class:`Layout`.
 
     Returns:
@@ -365,7 +366,7 @@ def map_trajectory(states: Sequence[dict], actions: Any, layout: str | Path | La
             cells of ``states[t + 1]`` are checked against the replayed interactions).
     """
     L = layout if isinstance(layout, Layout) else load_layout(layout)
-    acts = np.asarray(actions, dtype=np.int64)
+    acts = _action_indices(actions)
     if len(states) < 1:
         raise TraceError("a trajectory needs at least one state")
     n = len(states[0]["players"])
@@ -401,6 +402,21 @@ def map_trajectory(states: Sequence[dict], actions: Any, layout: str | Path | La
         ops.append(tuple(row))
         snaps.append(w.snapshot(d1))
     return SymbolicTrace(L, snaps, ops, w.objects, regions, region_of)
+
+
+def _action_indices(actions: Any) -> np.ndarray:
+    """``int64 [T, n]`` zsceval indices of zsceval or overcooked-ai joint actions."""
+    try:
+        return np.asarray(actions, dtype=np.int64)
+    except (TypeError, ValueError):
+        from zsceval.interop.trajectory import action_from_overcooked_ai
+
+        try:
+            return np.asarray(
+                [[action_from_overcooked_ai(a) for a in joint] for joint in actions], dtype=np.int64
+            )
+        except ValueError as exc:
+            raise TraceError(f"actions: {exc}") from None
 
 
 def _movement(t: int, k: int, a: int, d: dict, d1: dict) -> Operator:
