@@ -154,6 +154,20 @@ def partner_set_play(
     }
 
 
+def _interdependence(agent_path, partner_path, layout, episodes, device, seed) -> dict:
+    """Interdependence counts of fresh episodes of the pair (same env and seed as ``cross_play``)."""
+    from zsceval.evaluation.interdependence import interdependence_summary, play_with_interdependence
+
+    agent, partner, env, gen, _ = cross_play_setup(agent_path, partner_path, layout, episodes, device, seed)
+    frame = play_with_interdependence(env, agent, partner, episodes, generator=gen)
+    per_seat = interdependence_summary(frame, by=("seat",))
+    return {
+        "episodes_per_seating": episodes,
+        "seatings": per_seat.to_dict(orient="records"),
+        "pooled": interdependence_summary(frame, by=()).to_dict(orient="records")[0],
+    }
+
+
 @click.command(name="evaluate")
 @click.option("--agent", required=True, help="Run dir, checkpoint dir or meta.json of the ego agent.")
 @click.option("--partner", default=None, help="Run dir, checkpoint dir or meta.json of the partner.")
@@ -180,8 +194,25 @@ def partner_set_play(
     help="With --partner: write the episodes to DIR/agent_seat_<k>.json (docs/interop.md).",
 )
 @click.option("--gif", "gif_dir", default=None, help="Also write a GIF of one episode per seating into DIR.")
+@click.option(
+    "--interdependence",
+    is_flag=True,
+    default=False,
+    help="With --partner (or a human-proxy set): also count each episode's interdependencies (paper 002: "
+    "constructive, looping, irrelevant; who triggered, who accepted), docs/interdependence.md.",
+)
 def evaluate(
-    agent, partner, partner_set, layout, episodes, device, seed, as_json, save_trajectories, gif_dir=None
+    agent,
+    partner,
+    partner_set,
+    layout,
+    episodes,
+    device,
+    seed,
+    as_json,
+    save_trajectories,
+    gif_dir=None,
+    interdependence=False,
 ) -> None:
     """Cross-play two saved agents in both seats: mean sparse return (95% CI) and event counts;
     or play one agent against a whole evaluation-partner set and report BR-Prox; or against the
@@ -216,6 +247,8 @@ def evaluate(
             partner, partner_set = f"{folder / record['checkpoint']}#human_proxy", None
     if save_trajectories is not None and partner_set is not None:
         raise click.UsageError("--save-trajectories works with --partner, not with --partner-set")
+    if interdependence and partner is None:
+        raise click.UsageError("--interdependence works with --partner or --partner-set human-proxy")
     if gif_dir is not None and partner is None:
         raise click.UsageError("--gif works with --partner (not --partner-set)")
     if partner_set is not None:
@@ -251,6 +284,8 @@ def evaluate(
         raise click.ClickException(str(exc)) from None
     if human is not None:
         out["human_proxy"] = {"layout": human["layout"], "test_accuracy": human["metrics"].get("test")}
+    if interdependence:
+        out["interdependence"] = _interdependence(agent, partner, layout, episodes, device, seed)
     if gif_dir is not None:
         from zsceval.commands.render import seating_gifs
 
@@ -279,3 +314,12 @@ def evaluate(
         f"  pooled: sparse return {p['sparse_return_mean']:.1f} (95% CI {lo:.1f}..{hi:.1f}) "
         f"over {p['episodes']} episodes"
     )
+    if interdependence:
+        click.echo("  interdependence (paper 002), mean per episode:")
+        for s in out["interdependence"]["seatings"]:
+            click.echo(
+                f"    agent in seat {s['seat']}: constructive {s['constructive']:.1f} (triggered by the "
+                f"agent {s['ego_triggered_constructive']:.1f}, by the partner "
+                f"{s['partner_triggered_constructive']:.1f}), looping {s['looping']:.1f}, "
+                f"irrelevant {s['irrelevant']:.1f}"
+            )

@@ -98,6 +98,7 @@ def report(
     from zsceval.evaluation import report as rep
     from zsceval.evaluation.comparison import compare_with_reference, load_reference_table
     from zsceval.evaluation.human_proxy import HUMAN_PROXY_TABLE, format_human_proxy, human_proxy_summary
+    from zsceval.evaluation.interdependence import format_interdependence, interdependence_summary
     from zsceval.evaluation.manifest import ManifestError, load_manifest
 
     options = {"seed": seed, "reps": reps, "level": ci_level, "nonpositive_br": nonpositive_br}
@@ -110,11 +111,12 @@ def report(
             rows, layouts = compare_with_reference(summary, load_reference_table(compare))
             reference = (Path(compare).stem if compare.endswith(".yaml") else compare, rows, layouts)
         loaded = [load_manifest(path, verify=False) for path in manifests]
-        human = None
+        human = inter = None
         if (Path(directory) / HUMAN_PROXY_TABLE).is_file():
-            human = human_proxy_summary(
-                pd.read_parquet(Path(directory) / HUMAN_PROXY_TABLE), seed=seed, reps=reps, level=ci_level
-            )
+            human_frame = pd.read_parquet(Path(directory) / HUMAN_PROXY_TABLE)
+            if "constructive" in human_frame.columns:
+                inter = interdependence_summary(human_frame)
+            human = human_proxy_summary(human_frame, seed=seed, reps=reps, level=ci_level)
     except (FileNotFoundError, ValueError, ManifestError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
@@ -134,6 +136,8 @@ def report(
             payload["ranks"] = rep.records(comparisons["ranks"])
         if human is not None:
             payload["human_proxy"] = rep.records(human)
+        if inter is not None:
+            payload["interdependence"] = rep.records(inter)
         if reference is not None:
             payload["comparison"] = {
                 "reference": reference[0],
@@ -151,6 +155,8 @@ def report(
             blocks.append(rep.format_comparison(reference[1], reference[2], reference[0]))
         if human is not None:
             blocks.append(format_human_proxy(human, summary, level=ci_level))
+        if inter is not None:
+            blocks.append(format_interdependence(inter))
         notes = rep.bench_notes(directory, rep.mark_selected(features, loaded))
         if notes:
             blocks.insert(0, "\n".join(notes))

@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from zsceval.evaluation.matches import PartnerSpec, evaluate_agent
 from zsceval.evaluation.metrics import bootstrap_ci
 from zsceval.execution.jobs import job_kind
 from zsceval.rl.checkpoint import load_policy
@@ -53,16 +52,22 @@ def human_proxy_results(
     device: str | torch.device = "cpu",
     labels: dict | None = None,
 ) -> pd.DataFrame:
-    """Play ``agent`` with the human ``proxy`` in both seats, ``episodes`` episodes each.
+    """Play ``agent`` with the human ``proxy`` in both seats, ``episodes`` episodes each, and count
+    each episode's interdependencies (paper 002; :mod:`zsceval.evaluation.interdependence`).
 
     Returns:
         One row per (seat, episode): ``layout, partner ("human_proxy"), partner_level ("human"), seat
-        (the ego's), episode, sparse_return``, the ego's ``ev_<event>`` counts, and ``labels``.
+        (the ego's), episode, sparse_return``, the interdependence counts
+        (:data:`~zsceval.evaluation.interdependence.COUNT_COLUMNS`), and ``labels``.
     """
-    partner = PartnerSpec("human_proxy", "human", proxy, None)
-    return evaluate_agent(
-        layout, agent, [partner], episodes=episodes, generator=generator, device=device, labels=labels
-    )
+    from zsceval.envs.overcooked import OvercookedEnv, load_layout
+    from zsceval.evaluation.interdependence import play_with_interdependence
+
+    env = OvercookedEnv(load_layout(layout), num_envs=min(episodes, 1024), device=device)
+    frame = play_with_interdependence(env, agent, proxy, episodes, generator=generator, labels=labels)
+    frame.insert(1, "partner", "human_proxy")
+    frame.insert(2, "partner_level", "human")
+    return frame
 
 
 def human_proxy_summary(

@@ -150,6 +150,7 @@ def register_agent(name: str):
 
 def _import_builtin_agents() -> None:
     import zsceval.human.proxy  # noqa: F401  (registers "human-proxy")
+    import zsceval.interdependence  # noqa: F401  (registers the scripted probe "interdep_probe")
     import zsceval.population  # noqa: F401  (registers pool-backed agents)
     import zsceval.rl.policy  # noqa: F401  (registers "ppo")
 
