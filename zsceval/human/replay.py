@@ -17,7 +17,7 @@ their cells (for a soup: ingredients and cooking tick, i.e. pot contents and coo
 Not compared: object order in the dicts, ``timestep``, orders. The 2019 cooking counter is clipped
 at the cook time (20) when the trials are loaded, since ours stops there (see
 :mod:`zsceval.human.trials`). The reward matches when the simulator's team sparse reward equals
-the recorded one times ``20 / 5`` (a delivery pays 20 in our layouts and was recorded as 5).
+the recorded one (``reward_norm``, 20 per delivery).
 
 A transition neither simulator reproduces gets a reason (:func:`reason`), the first of:
 ``not importable`` (``state_t`` is not a legal state here), ``moved without a move action`` /
@@ -37,7 +37,7 @@ import torch
 
 from zsceval.envs.overcooked import OvercookedEnv, load_layout
 
-from .trials import RECORDED_DELIVERY_REWARD, SPLITS, Trial, load_trials
+from .trials import SPLITS, Trial, load_trials
 
 __all__ = [
     "COLUMNS",
@@ -135,7 +135,7 @@ class Transitions:
         before: N state dicts ``state_t``.
         actions: ``int64 [N, 2]``.
         after: N recorded next states.
-        rewards: ``float32 [N]``, recorded (2019 units, 5 per delivery).
+        rewards: ``float32 [N]``, recorded (20 per delivery).
         where: N ``(split, trial_id, t)``.
     """
 
@@ -186,10 +186,6 @@ def transitions(trials: Sequence[Trial], limit: int | None = None) -> dict[str, 
 
 
 # ---------------------------------------------------------------------------- simulators
-def _reward_scale(layout: str) -> float:
-    return load_layout(layout).orders[0].value / RECORDED_DELIVERY_REWARD
-
-
 def replay_engine(tr: Transitions, batch: int = 1024) -> tuple[list[dict | None], torch.Tensor]:
     """Step our engine once from every ``tr.before``, ``batch`` transitions at a time.
 
@@ -245,7 +241,7 @@ def replay_reference(tr: Transitions) -> tuple[list[dict | None], torch.Tensor]:
 
 def _matches(tr: Transitions, states: list[dict | None], rewards: torch.Tensor) -> torch.Tensor:
     """``bool [N]``: state and reward reproduce the recorded transition."""
-    want = tr.rewards * _reward_scale(tr.layout)
+    want = tr.rewards
     same = [s is not None and canonical(s) == canonical(r) for s, r in zip(states, tr.after, strict=True)]
     return torch.tensor(same, dtype=torch.bool) & (rewards == want)
 

@@ -8,7 +8,8 @@ clean_{train,test}_trials.pickle`` (pandas DataFrames, one row per game tick). I
 dependencies are not installed), it only locates the package folder and reads the pickles.
 
 A *trial* is one game of one pair: the rows sharing ``(workerid_num, run, round_num)`` (each such
-group holds one layout; ids do not repeat across the train and test splits), ordered by
+group holds one layout; ids do not repeat across the train and test splits; human_aware_rl's
+``(workerid_num, layout_name)`` gives the same 39 train and 37 test groups), ordered by
 ``cur_gameloop`` (0, 1, 2, ... without gaps in both splits). Row t holds ``state`` (before the
 tick), ``joint_action`` and ``next_state`` (after it); ``next_state`` of row t is ``state`` of row
 t+1 in every trial (:func:`chain_breaks` counts the exceptions: there are none).
@@ -28,8 +29,10 @@ held_object, ``objects`` keyed ``"x,y"``, a soup as ``state: [ingredient, count,
   ``timestep`` is the row's index in the trial (``order_list`` is always ``['onion']`` and
   ``pot_explosion`` always False in the data).
 
-Rewards are kept as recorded: the 2019 game paid **5** per delivered soup
-(:data:`RECORDED_DELIVERY_REWARD`; one test tick has two deliveries, 10), where our layouts pay 20.
+Rewards are the recorded ``reward_norm`` column: 20 per delivered soup, as our classic layouts
+pay (one test tick has two deliveries, 40). The ``reward`` column is the 2019 game's own score, 5
+per soup; ``reward_norm`` is exactly 4 times it in every row, and it is the column
+human_aware_rl's loader reads.
 Actions are overcooked-ai actions (``"INTERACT"`` spelled in capitals in the data) mapped with
 :func:`zsceval.interop.trajectory.action_from_overcooked_ai`.
 """
@@ -53,7 +56,7 @@ __all__ = [
     "DATA_ENV_VAR",
     "HUMAN_LAYOUTS",
     "INSTALL_HINT",
-    "RECORDED_DELIVERY_REWARD",
+    "REWARD_COLUMN",
     "SPLITS",
     "HumanDataMissing",
     "Trial",
@@ -79,8 +82,8 @@ DATA_ENV_VAR = "ZSCEVAL_HUMAN_DATA"
 INSTALL_HINT = "pip install --no-deps overcooked-ai==1.1.0"
 COOK_TIME = 20
 """Cook time of the 2019 game's onion soup, in ticks (equal to our classic layouts')."""
-RECORDED_DELIVERY_REWARD = 5.0
-"""Reward the 2019 game recorded per delivered soup (our classic layouts pay 20)."""
+REWARD_COLUMN = "reward_norm"
+"""The recorded reward column we read: 20 per delivered soup (``reward`` is 5 per soup)."""
 TRIAL_KEY = ("workerid_num", "run", "round_num")
 """Columns whose values identify one trial (one game of one pair)."""
 
@@ -106,8 +109,8 @@ class Trial:
             states share their nested players and objects.
         actions: ``int64 [T, 2]``, our action indices (0 N, 1 S, 2 E, 3 W, 4 STAY, 5 INTERACT) in
             seat (player) order.
-        rewards: ``float32 [T]``, the recorded team sparse reward of each transition, in the 2019
-            game's units (5 per delivery, :data:`RECORDED_DELIVERY_REWARD`).
+        rewards: ``float32 [T]``, the recorded team sparse reward of each transition (column
+            ``reward_norm``: 20 per delivered soup, our layouts' value).
     """
 
     layout: str
@@ -334,7 +337,7 @@ def _build_trial(trial_id: str, rows, split: str, checked: dict, memo: dict[str,
             memo[text] = convert_state(text)
     states = [{**memo[text], "timestep": t} for t, text in enumerate(legacy)]
     actions = torch.tensor([parse_joint_action(a) for a in rows["joint_action"]], dtype=torch.int64)
-    rewards = torch.tensor(rows["reward"].to_numpy(), dtype=torch.float32)
+    rewards = torch.tensor(rows[REWARD_COLUMN].to_numpy(), dtype=torch.float32)
     return Trial(
         layout=checked[(source, grid)],
         source_layout=source,
