@@ -21,6 +21,7 @@ import torch
 
 from zsceval.evaluation.metrics import bootstrap_ci
 from zsceval.execution.jobs import job_kind
+from zsceval.human.trials import HUMAN_LAYOUTS as _TRIAL_LAYOUTS
 from zsceval.rl.checkpoint import load_policy
 
 __all__ = [
@@ -32,13 +33,7 @@ __all__ = [
 ]
 
 HUMAN_PROXY_TABLE = "human_proxy.parquet"
-HUMAN_LAYOUTS = (
-    "cramped_room",
-    "asymmetric_advantages",
-    "coordination_ring",
-    "forced_coordination",
-    "counter_circuit",
-)
+HUMAN_LAYOUTS = tuple(dict.fromkeys(_TRIAL_LAYOUTS.values()))
 """Our layouts with 2019 human-human trials (random0 = forced_coordination, random3 = counter_circuit)."""
 
 
