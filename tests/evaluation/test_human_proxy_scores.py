@@ -122,3 +122,16 @@ def test_report_prints_the_human_proxy_table(tmp_path):
     res = CliRunner().invoke(main, ["report", str(tmp_path), "--no-figures", "--reps", "100", "--json"])
     payload = __import__("json").loads(res.output)
     assert payload["human_proxy"][0]["mean"] == pytest.approx(15.0)
+
+
+def test_without_the_human_data_the_bench_skips_the_proxy_and_says_why(tmp_path, monkeypatch):
+    from zsceval.evaluation import bench
+    from zsceval.human import trials
+
+    monkeypatch.setenv("ZSCEVAL_HUMAN_DATA", str(tmp_path / "empty"))
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setattr(trials.importlib.util, "find_spec", lambda name: None)
+    assert not bench.human_data_installed()
+    phases, infos = build_phases(_suite(tmp_path, "counter_circuit", "true"))
+    assert not [j for j in phases[0] if j.kind == "partners.human_proxy"]
+    assert "human_proxy" not in infos["counter_circuit"]

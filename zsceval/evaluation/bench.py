@@ -482,14 +482,26 @@ def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict
 
 
 def human_proxy_job(suite: Suite, layout: str) -> Job | None:
-    """The job that trains ``layout``'s human proxy, when the suite asks for human-proxy scores and
-    the layout has 2019 human data (None otherwise)."""
+    """The job that trains ``layout``'s human proxy, when the suite asks for human-proxy scores, the
+    layout has 2019 human data and the data is installed (None otherwise; :func:`run_bench` says
+    why when the data is missing)."""
     from zsceval.evaluation.human_proxy import HUMAN_LAYOUTS
 
-    if not suite.human_proxy or layout not in HUMAN_LAYOUTS:
+    if not suite.human_proxy or layout not in HUMAN_LAYOUTS or not human_data_installed():
         return None
     jid = f"{layout}/partners/human-proxy"
     return Job(jid, "partners.human_proxy", {"layout": layout, "seed": suite.seed}, out=jid)
+
+
+def human_data_installed() -> bool:
+    """Whether the 2019 human trials can be found (:func:`zsceval.human.trials.find_data_dir`)."""
+    from zsceval.human.trials import HumanDataMissing, find_data_dir
+
+    try:
+        find_data_dir()
+    except HumanDataMissing:
+        return False
+    return True
 
 
 def ego_jobs(
@@ -721,6 +733,10 @@ def run_bench(
     skipped = [a for a in suite.algorithms if a not in registry.names()]
     if skipped:
         log(f"skipped (not implemented yet): {', '.join(skipped)}")
+    if suite.human_proxy and not human_data_installed():
+        from zsceval.human.trials import INSTALL_HINT
+
+        log(f"human-proxy scores skipped: the 2019 human trials are not installed ({INSTALL_HINT})")
     static, infos = build_phases(suite)
     all_jobs: list[Job] = []
 
