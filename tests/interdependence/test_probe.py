@@ -122,3 +122,28 @@ def test_counts_from_a_trajectory_file(tmp_path):
     direct = interdependence_of_trajectory(traj).to_dict()
     assert [c.to_dict() for c in counts] == [direct, direct]
     assert summarize(counts)["constructive"] == direct["constructive"] > 0
+
+
+def test_partners_probe_saves_a_checkpoint_that_eval_plays(tmp_path):
+    """`zsceval partners probe` writes the probe as a checkpoint; `zsceval eval` pairs two of them
+    (supplier and cook) and counts the interdependencies of their episodes."""
+    import json
+
+    from click.testing import CliRunner
+
+    from zsceval.cli import main
+
+    runner = CliRunner()
+    for role in ("supplier", "cook"):
+        res = runner.invoke(main, ["partners", "probe", "--layout", "forced_coordination", "--role", role,
+                                   "--out", str(tmp_path / role)])  # fmt: skip
+        assert res.exit_code == 0, res.output
+    args = ["eval", "--agent", str(tmp_path / "supplier"), "--partner", str(tmp_path / "cook"),
+            "--layout", "forced_coordination", "--episodes", "1", "--interdependence", "--json"]  # fmt: skip
+    res = runner.invoke(main, args)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    # the supplier in seat 1 starts on the dispensers' side: soups, every handover triggered by it
+    seat1 = out["interdependence"]["seatings"][1]
+    assert out["seatings"][1]["sparse_return_mean"] > 0
+    assert seat1["constructive"] > 0 and seat1["ego_triggered_constructive"] == seat1["constructive"]

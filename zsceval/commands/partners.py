@@ -326,3 +326,48 @@ def human_proxy(layout, out, epochs, seed, class_balance, data_dir, as_json) -> 
                 f"balanced accuracy {r['balanced_accuracy']:.3f} "
                 f"(majority {r['majority_balanced_accuracy']:.3f})"
             )
+
+
+@partners.command(name="probe")
+@click.option(
+    "--layout", required=True, help="Layout the probe plays (forced_coordination, counter_circuit, ...)."
+)
+@click.option(
+    "--role",
+    type=click.Choice(["onion_passer", "supplier", "cook"]),
+    default="onion_passer",
+    show_default=True,
+    help="onion_passer: paper 002's probe (puts onions on a shared counter); supplier: also passes "
+    "dishes; cook: the other side of the kitchen.",
+)
+@click.option("--out", default=None, help="Output folder [default: eval_partners/<layout>/probe-<role>].")
+def probe(layout, role, out) -> None:
+    """Save paper 002's scripted probe partner as a checkpoint that `zsceval eval --partner` plays.
+
+    \b
+    Examples:
+      zsceval partners probe --layout forced_coordination
+      zsceval eval --agent runs/sp_forced_coordination_s0 --layout forced_coordination \\
+                   --partner eval_partners/forced_coordination/probe-onion_passer --interdependence
+    """
+    from zsceval.envs.overcooked import OvercookedEnv, load_layout
+    from zsceval.interdependence import ScriptedProbe
+    from zsceval.rl.checkpoint import save_checkpoint
+
+    try:
+        lay = load_layout(layout)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    folder = Path(out) if out else Path("eval_partners") / lay.name / f"probe-{role}"
+    env = OvercookedEnv(lay, num_envs=1)
+    agent = ScriptedProbe(env.obs_channels, role)
+    config = {"env": {"name": "overcooked", "layout": lay.name}, "probe": {"role": role}}
+    meta = {
+        "algo": "interdep_probe",
+        "layout": lay.name,
+        "ego": "probe",
+        "env_spec": env.spec_dict(),
+        "config": config,
+    }
+    ckpt = save_checkpoint(folder / "checkpoints", 0, {"probe": agent}, meta)
+    click.echo(f"scripted probe ({role}) for {lay.name} -> {ckpt}")
