@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from zsceval.evaluation.metrics import bootstrap_ci
+from zsceval.evaluation.metrics import bootstrap_ci, spearman
 from zsceval.execution.jobs import job_kind
 from zsceval.human.trials import HUMAN_LAYOUTS as _TRIAL_LAYOUTS
 from zsceval.rl.checkpoint import load_policy
@@ -105,8 +105,6 @@ def format_human_proxy(
     BR-Prox IQM beside it when ``br_prox`` (rows of
     :func:`~zsceval.evaluation.metrics.br_prox_summary`) is given, and the Spearman rank correlation
     of the two scores over the algorithms of a layout (3 or more algorithms)."""
-    from scipy.stats import spearmanr
-
     lines = [f"Human-proxy score: mean sparse return with the BC human model, both seats [{level:.0%} CI]"]
     brp = {}
     if br_prox is not None and len(br_prox):
@@ -127,7 +125,7 @@ def format_human_proxy(
                 pairs.append((r.mean, b[0]))
             lines.append(line)
         if len(pairs) >= 3:
-            rho = spearmanr([p[0] for p in pairs], [p[1] for p in pairs]).statistic
+            rho = spearman([p[0] for p in pairs], [p[1] for p in pairs])
             lines.append(
                 f"  Spearman rank correlation (human-proxy vs BR-Prox, {len(pairs)} algorithms): {rho:.2f}"
             )
