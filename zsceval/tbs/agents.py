@@ -27,7 +27,7 @@ interaction that changes the world changes the held object, except COOK on multi
 otherwise the action (STAY, an interaction that changed nothing, or a move blocked while already
 facing that way) is unknown and the step is skipped in the likelihoods. The partner's available
 actions are approximated from its view (:func:`partner_avail`: direction masks exact, INTERACT
-always available).
+masked in the guaranteed-idle cases visible without the layout's tables).
 """
 
 from __future__ import annotations
@@ -76,7 +76,9 @@ _LAYOUTS = {20: (5, 20), 25: (6, 24)}  # channels -> (number of static planes, e
 # -- partner observation and action ---------------------------------------------------------------
 def _channel_layout(num_channels: int) -> tuple[int, int]:
     if num_channels not in _LAYOUTS:
-        raise ValueError(f"not an Overcooked lossless observation: {num_channels} channels (expected 20 or 25)")
+        raise ValueError(
+            f"not an Overcooked lossless observation: {num_channels} channels (expected 20 or 25)"
+        )
     return _LAYOUTS[num_channels]
 
 
@@ -141,8 +143,11 @@ def partner_avail(obs: torch.Tensor) -> torch.Tensor:
     """Approximate available actions of the partner, from the ego's observation.
 
     A direction is masked iff the neighbouring cell that way is not floor and the partner already
-    faces it (exact, as the env's mask); STAY and INTERACT are always available (the env also
-    masks guaranteed-idle interactions, which this does not reproduce).
+    faces it (exact, as the env's mask). INTERACT is masked for the guaranteed-idle cases that the
+    observation shows directly: facing floor, facing a counter empty-handed when it is empty or
+    holding something when it is occupied, facing a dispenser while holding something; the env's
+    finer pot and serving-window rules are not reproduced (INTERACT is then available). STAY is
+    always available.
 
     Args:
         obs: ``uint8 [N, H, W, C]``.
@@ -151,15 +156,31 @@ def partner_avail(obs: torch.Tensor) -> torch.Tensor:
         ``bool [N, 6]``.
     """
     N, H, W, C = obs.shape
-    num_static, _ = _channel_layout(C)
-    static = obs[..., NUM_PLAYER_CHANNELS : NUM_PLAYER_CHANNELS + num_static].amax(-1) > 0  # [N, H, W]
-    blocked = F.pad(static, (1, 1, 1, 1), value=True).reshape(N, -1)  # off-grid counts as non-floor
-    cell, ori, _ = partner_summary(obs)
+    num_static, end = _channel_layout(C)
+    s0 = NUM_PLAYER_CHANNELS
+    pad = F.pad(obs.permute(0, 3, 1, 2), (1, 1, 1, 1)).permute(0, 2, 3, 1).reshape(N, -1, C)
+    static = pad[:, :, s0 : s0 + num_static].long()  # [N, cells, S]; off-grid: nothing = not floor below
+    nonfloor = (static.sum(-1) > 0) | (F.pad(torch.ones(N, H, W), (1, 1, 1, 1)) == 0).reshape(N, -1)
+    cell, ori, held = partner_summary(obs)
     y, x = cell // W, cell % W
     avail = torch.ones(N, NUM_ACTIONS, dtype=torch.bool, device=obs.device)
+    facing = torch.zeros_like(cell)
     for d, (dx, dy) in enumerate(((0, -1), (0, 1), (1, 0), (-1, 0))):
         nb = (y + 1 + dy) * (W + 2) + (x + 1 + dx)
-        avail[:, d] = ~(blocked.gather(1, nb[:, None]).squeeze(1) & (ori == d))
+        avail[:, d] = ~(nonfloor.gather(1, nb[:, None]).squeeze(1) & (ori == d))
+        facing = torch.where(ori == d, nb, facing)
+    f_static = static.gather(1, facing.view(N, 1, 1).expand(N, 1, num_static)).squeeze(1)  # [N, S]
+    f_obj = pad[:, :, s0 + num_static : end].gather(
+        1, facing.view(N, 1, 1).expand(N, 1, end - s0 - num_static)
+    )
+    occupied = f_obj.squeeze(1).amax(-1) > 0
+    holding = held != 0
+    counter = f_static[:, 1] > 0
+    dispensers = f_static[:, 2:-1] if num_static == 6 else f_static[:, 2:4]  # onion (tomato) dish
+    idle = ~nonfloor.gather(1, facing[:, None]).squeeze(1)
+    idle |= counter & (holding == occupied)
+    idle |= (dispensers.sum(-1) > 0) & holding
+    avail[:, int(Action.INTERACT)] = ~idle
     return avail
 
 
@@ -265,7 +286,9 @@ class _Composite(nn.Module):
         """Step every agent of a group on all rows; returns ``(actions [K, N], log_probs [K, N])``."""
         acts, logps = [], []
         for i, a in enumerate(agents):
-            out = a.act(obs, avail, s[f"{prefix}{i}"], starts, generator=generator, deterministic=deterministic)
+            out = a.act(
+                obs, avail, s[f"{prefix}{i}"], starts, generator=generator, deterministic=deterministic
+            )
             s[f"{prefix}{i}"] = out.state
             acts.append(out.actions)
             logps.append(out.log_probs)
@@ -332,7 +355,9 @@ class TBSAgent(_Composite):
                  first_step_random: bool = True, kl_eps: float = 1e-6) -> None:  # fmt: skip
         super().__init__()
         if not brs or len(brs) != len(cluster_toms):
-            raise ValueError(f"need k >= 1 best responses and k ToM models, got {len(brs)} and {len(cluster_toms)}")
+            raise ValueError(
+                f"need k >= 1 best responses and k ToM models, got {len(brs)} and {len(cluster_toms)}"
+            )
         if window is not None and int(window) < 1:
             raise ValueError(f"window must be >= 1 or None, got {window}")
         if int(reselect_every) < 1:
@@ -587,7 +612,9 @@ class CEMAgent(_Composite):
                  greedy_eps: float = 0.2) -> None:  # fmt: skip
         super().__init__()
         if not egos or len(egos) != len(partners):
-            raise ValueError(f"need J >= 1 ego agents and J partner models, got {len(egos)} and {len(partners)}")
+            raise ValueError(
+                f"need J >= 1 ego agents and J partner models, got {len(egos)} and {len(partners)}"
+            )
         if window is not None and int(window) < 1:
             raise ValueError(f"window must be >= 1 or None, got {window}")
         action_probs(torch.zeros(1, NUM_ACTIONS), None, action_model)
@@ -630,7 +657,13 @@ class CEMAgent(_Composite):
         N, J = obs.shape[0], len(self.egos)
         t = torch.where(starts, 0, s["t"])
         a_prev, known = _step_partner_actions(s, obs, t, starts)
-        nll = -s["prev_probs"].gather(2, a_prev.view(-1, 1, 1).expand(-1, J, 1)).squeeze(2).clamp(min=1e-30).log()
+        nll = (
+            -s["prev_probs"]
+            .gather(2, a_prev.view(-1, 1, 1).expand(-1, J, 1))
+            .squeeze(2)
+            .clamp(min=1e-30)
+            .log()
+        )
         count = torch.where(starts, 0, s["count"])
         total = s["total"].masked_fill(starts[:, None], 0)
         if self.window is None:

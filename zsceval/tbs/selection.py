@@ -202,9 +202,7 @@ def cbpr_update(
     return x.clamp(*clip).float()
 
 
-def cbpr_integrate(
-    xi: torch.Tensor, beta: torch.Tensor, t: torch.Tensor, rho: float = 0.1
-) -> torch.Tensor:
+def cbpr_integrate(xi: torch.Tensor, beta: torch.Tensor, t: torch.Tensor, rho: float = 0.1) -> torch.Tensor:
     """CBPR's integrated belief ``zeta = rho^t beta + (1 - rho^t) xi``.
 
     Args:
