@@ -153,6 +153,9 @@ def _import_builtin_agents() -> None:
     import zsceval.interdependence  # noqa: F401  (registers the scripted probe "interdep_probe")
     import zsceval.population  # noqa: F401  (registers pool-backed agents)
     import zsceval.rl.policy  # noqa: F401  (registers "ppo")
+    import zsceval.rl.qpolicy  # noqa: F401  (registers "q")
+    import zsceval.tbs.agents  # noqa: F401  (registers "tbs", "tbs-random", "tbs-cbpr", "tbs-cem")
+    import zsceval.tbs.tom  # noqa: F401  (registers "tbs-tom")
 
 
 def agent_class(name: str) -> type:

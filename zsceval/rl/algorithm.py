@@ -12,7 +12,8 @@ owns the loop (collect, update, checkpoints, resume); the algorithm answers:
 4. *Who sits where?* :meth:`Algorithm.arms` lists the seatings (:class:`~zsceval.rl.seating.Arm`);
    :meth:`Algorithm.assign` picks one per game at every episode start.
 5. *What reward does each seat learn from?* :meth:`Algorithm.training_reward`, and
-   :meth:`Algorithm.on_rollout` may add bonuses to the whole rollout before GAE.
+   :meth:`Algorithm.on_rollout` may add bonuses to the whole rollout before GAE; value-based
+   learners learn from :meth:`Algorithm.team_reward` of their game.
 6. *Anything else in the loss?* :meth:`Algorithm.extra_loss` and :meth:`Algorithm.extra_parameters`.
 7. *What did it see?* :meth:`Algorithm.after_iteration` receives the episode table (game, arm,
    seat, partner, returns, events of every finished episode) for prioritized sampling.
@@ -256,6 +257,14 @@ class Algorithm:
         Default: :func:`default_training_reward`.
         """
         return default_training_reward(step, shaping_factor)
+
+    def team_reward(self, step: Step, shaping_factor: float, seating: Seating) -> torch.Tensor:
+        """``float32 [B]`` reward of each game's VDN group of learner seats (value-based cores).
+
+        Default (JaxMARL PQN-VDN, algorithms-facts section 8): the team sparse reward plus
+        ``shaping_factor`` times the shaped rewards of all seats.
+        """
+        return step.reward + shaping_factor * step.shaped_by_agent.sum(-1)
 
     def model_spec(self, num_actions: int) -> dict[str, Any]:
         """Extra keys of the learners' network spec (``spec["model"]``), e.g. ``{"partner_model":

@@ -100,6 +100,9 @@ class ModelConfig:
     """Observations (uint8 counts and 0/1 planes) are cast to float32 and multiplied by this.
     1.0 matches ZSC-Eval's effective input (it multiplies by 255 in the env and divides by 255
     in the CNN)."""
+    layer_norm: bool = False
+    """LayerNorm after every hidden Linear layer (Linear -> LayerNorm -> ReLU), as JaxMARL's PQN
+    networks (algorithms-facts section 8): what keeps Q-learning without a target network stable."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,39 @@ class PPOConfig:
     """Entropy coefficient values at ``entropy_milestones``, linear in between."""
     entropy_milestones: tuple[float, ...] = (0.0, 5e6, 1e7)
     """Env-step milestones of the piecewise-linear entropy schedule (constant past the ends)."""
+
+
+@dataclass(frozen=True)
+class PQNConfig:
+    """The value-based core (``pqn``): PQN-VDN as JaxMARL trains it and TBS uses it (TBS Table 4;
+    algorithms-facts section 8). Defaults are the TBS paper's VDN pool settings."""
+
+    rollout_length: int = 16
+    """T: env steps per game collected in one rollout (TBS: 16 for the pool, 100 for BRs)."""
+    lr: float = 7.5e-5
+    """RAdam learning rate at the start."""
+    lr_linear_decay: bool = True
+    """Decay the learning rate linearly to 0 over all gradient steps of the run."""
+    optimizer: str = "radam"
+    """``radam`` (JaxMARL's) or ``adam``. RAdam's variance rectification scales the first few
+    hundred steps down (to ~0.2x at step 100), which the paper's ~3e5 gradient steps absorb and
+    short CPU budgets do not."""
+    epochs: int = 4
+    """Passes over one rollout per iteration."""
+    num_minibatches: int = 16
+    """Minibatches per epoch; a sample is one (step, game) with its VDN sum over learner seats."""
+    gamma: float = 0.99
+    """Discount factor."""
+    td_lambda: float = 0.5
+    """lambda of the Q(lambda) targets."""
+    epsilon_start: float = 1.0
+    """epsilon of the epsilon-greedy exploration at the start."""
+    epsilon_finish: float = 0.2
+    """epsilon after the decay (held to the end)."""
+    epsilon_decay: float = 0.2
+    """Fraction of the run's updates over which epsilon decays linearly."""
+    max_grad_norm: float = 10.0
+    """Gradient-norm clip, per learner."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +239,8 @@ class TrainConfig:
     """Networks."""
     ppo: PPOConfig = field(default_factory=PPOConfig)
     """MAPPO hyper-parameters."""
+    pqn: PQNConfig = field(default_factory=PQNConfig)
+    """Value-based (PQN-VDN) hyper-parameters (algorithms whose core is ``pqn``)."""
     shaping: ShapingConfig = field(default_factory=ShapingConfig)
     """Reward-shaping annealing."""
     population: PopulationConfig = field(default_factory=PopulationConfig)
@@ -212,8 +250,16 @@ class TrainConfig:
 
     @property
     def steps_per_iteration(self) -> int:
-        """Env steps collected per iteration: ``num_envs * rollout_length``."""
-        return self.env.num_envs * self.ppo.rollout_length
+        """Env steps collected per iteration: ``num_envs * rollout_length`` of the algorithm's core
+        (``ppo.rollout_length``, or ``pqn.rollout_length`` for the value-based core)."""
+        return self.env.num_envs * self.rollout_length
+
+    @property
+    def rollout_length(self) -> int:
+        """T of one rollout: the ``rollout_length`` of the config section of the algorithm's core."""
+        from zsceval.rl.cores import core_of
+
+        return int(getattr(self, core_of(self.run.algo)).rollout_length)
 
 
 def _section_classes() -> dict[str, type]:
@@ -517,6 +563,26 @@ def validate(cfg: TrainConfig) -> None:
         (0.0 <= cfg.ppo.gae_lambda <= 1.0, f"ppo.gae_lambda must be in [0, 1], got {cfg.ppo.gae_lambda}"),
         (cfg.ppo.max_grad_norm > 0, f"ppo.max_grad_norm must be > 0, got {cfg.ppo.max_grad_norm}"),
         (cfg.run.total_steps >= 1, "run.total_steps must be >= 1"),
+        (cfg.pqn.rollout_length >= 1, "pqn.rollout_length must be >= 1"),
+        (
+            cfg.pqn.epochs >= 1 and cfg.pqn.num_minibatches >= 1,
+            "pqn.epochs and pqn.num_minibatches must be >= 1",
+        ),
+        (cfg.pqn.lr > 0, f"pqn.lr must be > 0, got {cfg.pqn.lr}"),
+        (
+            cfg.pqn.optimizer in ("radam", "adam"),
+            f"pqn.optimizer must be 'radam' or 'adam', got '{cfg.pqn.optimizer}'",
+        ),
+        (0.0 <= cfg.pqn.td_lambda <= 1.0, f"pqn.td_lambda must be in [0, 1], got {cfg.pqn.td_lambda}"),
+        (0.0 <= cfg.pqn.gamma <= 1.0, f"pqn.gamma must be in [0, 1], got {cfg.pqn.gamma}"),
+        (
+            0.0 <= cfg.pqn.epsilon_finish <= 1.0 and 0.0 <= cfg.pqn.epsilon_start <= 1.0,
+            "pqn.epsilon_start and pqn.epsilon_finish must be in [0, 1]",
+        ),
+        (
+            0.0 <= cfg.pqn.epsilon_decay <= 1.0,
+            f"pqn.epsilon_decay must be in [0, 1], got {cfg.pqn.epsilon_decay}",
+        ),
         (
             len(cfg.ppo.entropy_coefs) == len(cfg.ppo.entropy_milestones) >= 1,
             "ppo.entropy_coefs and ppo.entropy_milestones must have the same, non-zero length",

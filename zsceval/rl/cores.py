@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 
-__all__ = ["core_names", "get_core", "register_core"]
+__all__ = ["core_names", "core_of", "get_core", "register_core"]
 
 _cores: dict[str, type] = {}
 
@@ -32,9 +32,23 @@ def register_core(name: str, cls: type | None = None):
 
 
 def _builtins() -> None:
+    from zsceval.rl.pqn import PQNCore
     from zsceval.rl.update import PPOCore
 
     register_core("ppo", PPOCore)
+    register_core("pqn", PQNCore)
+
+
+def core_of(algo: str) -> str:
+    """Name of the core of algorithm ``algo`` (``ppo`` for an unknown name: the trainer reports
+    unknown algorithms with the valid names). Each core's hyper-parameters are the config section
+    of the same name (``ppo.*``, ``pqn.*``)."""
+    from zsceval import registry
+
+    try:
+        return str(registry.get(algo).core)
+    except Exception:
+        return "ppo"
 
 
 def core_names() -> list[str]:

@@ -57,6 +57,7 @@ class Encoder(nn.Module):
         obs_scale: multiplier applied after casting to float32.
         extra: width of extra float features joined to the flattened observation (after the convs
             for ``cnn``), e.g. the partners' policy ids a stage-2 critic sees.
+        layer_norm: LayerNorm between every hidden Linear layer and its ReLU (PQN's networks).
     """
 
     def __init__(
@@ -68,6 +69,7 @@ class Encoder(nn.Module):
         cnn_channels: tuple[int, ...],
         obs_scale: float,
         extra: int = 0,
+        layer_norm: bool = False,
     ) -> None:
         super().__init__()
         H, W, C = obs_shape
@@ -83,14 +85,18 @@ class Encoder(nn.Module):
                 in_ch = out_ch
             layers += [nn.Flatten()]
             self.split = len(layers)
-            layers += [_init(nn.Linear(in_ch * H * W + extra, hidden_size), relu_gain), nn.ReLU()]
+            layers += [_init(nn.Linear(in_ch * H * W + extra, hidden_size), relu_gain)]
+            layers += [nn.LayerNorm(hidden_size)] if layer_norm else []
+            layers += [nn.ReLU()]
             width = hidden_size
         elif kind == "mlp":
             width = H * W * C + extra
         else:
             raise ValueError(f"unknown encoder kind '{kind}' (expected 'mlp' or 'cnn')")
         for _ in range(mlp_layers):
-            layers += [_init(nn.Linear(width, hidden_size), relu_gain), nn.ReLU()]
+            layers += [_init(nn.Linear(width, hidden_size), relu_gain)]
+            layers += [nn.LayerNorm(hidden_size)] if layer_norm else []
+            layers += [nn.ReLU()]
             width = hidden_size
         self.net = nn.Sequential(*layers)
         self.out_size = width
@@ -136,6 +142,7 @@ class _Trunk(nn.Module):
             tuple(model["cnn_channels"]),
             model["obs_scale"],
             extra,
+            bool(model.get("layer_norm", False)),
         )
         self.out_size = self.encoder.out_size
         self.gru: nn.GRUCell | None = None

@@ -33,6 +33,8 @@ def network_spec(
     model["cnn_channels"] = list(model["cnn_channels"])
     if critic_extra:
         model["critic_extra"] = int(critic_extra)
+    if not model.get("layer_norm", False):
+        model.pop("layer_norm", None)  # specs (and pools of checkpoints) from before the option match
     return {
         "obs_shape": list(obs_shape),
         "critic_obs_shape": list(critic_obs_shape),

@@ -204,8 +204,11 @@ class Trainer:
         )  # fmt: skip
         spec["model"].update(self.algorithm.model_spec(self.env.num_actions))
 
+        core_cls = get_core(self.algorithm.core)
+        policy_cls = getattr(core_cls, "policy_class", Policy)
+
         def make_policy() -> Policy:
-            return Policy(spec).to(self.device)
+            return policy_cls(spec).to(self.device)
 
         self.learners = self.algorithm.build_learners(make_policy)
         if not self.learners:
@@ -239,7 +242,7 @@ class Trainer:
             generator=self.act_gen,
             device=self.device,
         )
-        self.core = get_core(self.algorithm.core)(self.learners, cfg, self.env, self.device, self.algorithm)
+        self.core = core_cls(self.learners, cfg, self.env, self.device, self.algorithm)
         self.iteration = 0
         self.env_steps = 0
         self.wall_time = 0.0

@@ -1,0 +1,165 @@
+"""The value-based core (PQN-VDN): Q(lambda) targets, the VDN sum over learner seats, exploration,
+learning on the toy game and exact resume."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from zsceval.rl.checkpoint import list_checkpoints, load_agent
+from zsceval.rl.config import ConfigError, resolve_config
+from zsceval.rl.policy import Policy, network_spec
+from zsceval.rl.pqn import PQNCore, epsilon_at, lambda_returns
+from zsceval.rl.qpolicy import QPolicy, epsilon_greedy, greedy_probs
+from zsceval.rl.trainer import Trainer
+
+VDN_TOY = [
+    "run.algo=vdn",
+    "env.name=toy",
+    "env.horizon=8",
+    "env.num_envs=32",
+    "pqn.rollout_length=8",
+    "run.num_threads=0",
+    "run.eval_episodes=16",
+]
+
+
+def _targets(terminated=(), truncated=(), final=(0.0, 0.0, 0.0)):
+    r = torch.tensor([[1.0], [0.0], [2.0]])
+    m = torch.tensor([[10.0], [20.0], [30.0]])
+    term = torch.zeros(3, 1, dtype=torch.bool)
+    trunc = torch.zeros(3, 1, dtype=torch.bool)
+    for t in terminated:
+        term[t] = True
+    for t in truncated:
+        trunc[t] = True
+    return lambda_returns(r, m, term, trunc, torch.tensor(final).view(3, 1), gamma=0.5, lam=0.5).view(-1)
+
+
+def test_lambda_returns_on_a_hand_computed_three_step_example():
+    # G2 = 2 + .5 * 30 = 17; G1 = 0 + .5 * (.5 * 17 + .5 * 20) = 9.25; G0 = 1 + .5 * (.5 * 9.25 + .5 * 10)
+    assert torch.allclose(_targets(), torch.tensor([5.8125, 9.25, 17.0]))
+    # time limit at t=1 with M(final obs) = 4: G1 = .5 * 4 = 2, G0 = 1 + .5 * (.5 * 2 + .5 * 10) = 4
+    assert torch.allclose(_targets(truncated=[1], final=(0.0, 4.0, 0.0)), torch.tensor([4.0, 2.0, 17.0]))
+    # termination at t=1: G1 = 0, G0 = 1 + .5 * (.5 * 0 + .5 * 10) = 3.5
+    assert torch.allclose(_targets(terminated=[1]), torch.tensor([3.5, 0.0, 17.0]))
+    # lambda = 1 is the discounted return bootstrapped at the end; lambda = 0 is one-step Q-learning
+    r, m = torch.tensor([[1.0], [0.0], [2.0]]), torch.tensor([[10.0], [20.0], [30.0]])
+    no = torch.zeros(3, 1, dtype=torch.bool)
+    g1 = lambda_returns(r, m, no, no, torch.zeros(3, 1), 0.5, 1.0).view(-1)
+    assert torch.allclose(g1, torch.tensor([1 + 0.5 * (0 + 0.5 * (2 + 0.5 * 30)), 0.5 * 17, 17.0]))
+    g0 = lambda_returns(r, m, no, no, torch.zeros(3, 1), 0.5, 0.0).view(-1)
+    assert torch.allclose(g0, torch.tensor([6.0, 10.0, 17.0]))
+
+
+def test_epsilon_schedule_and_epsilon_greedy_respect_available_actions():
+    assert epsilon_at(0, 100, 1.0, 0.2, 0.2) == 1.0
+    assert epsilon_at(10, 100, 1.0, 0.2, 0.2) == pytest.approx(0.6)
+    assert epsilon_at(20, 100, 1.0, 0.2, 0.2) == pytest.approx(0.2)
+    assert epsilon_at(90, 100, 1.0, 0.2, 0.2) == pytest.approx(0.2)
+    q = torch.tensor([[0.0, 5.0, 1.0, 9.0]]).repeat(4000, 1)
+    avail = torch.tensor([[True, True, True, False]]).repeat(4000, 1)
+    greedy, logp = epsilon_greedy(q, avail, 0.0)
+    assert (greedy == 1).all() and (logp == 0).all()  # action 3 has the top Q but is unavailable
+    g = torch.Generator().manual_seed(0)
+    acts, logp = epsilon_greedy(q, avail, 0.3, g)
+    assert not (acts == 3).any()
+    freq = torch.bincount(acts, minlength=4).float() / len(acts)
+    assert torch.allclose(freq[:3], torch.tensor([0.1, 0.8, 0.1]), atol=0.025)
+    probs = greedy_probs(q[:1], avail[:1], 0.3)
+    assert torch.allclose(probs, torch.tensor([[0.1, 0.8, 0.1, 0.0]]))
+    assert torch.allclose(logp, probs[0, acts].log())
+
+
+def _spec():
+    model = resolve_config(preset="quick", overrides=["run.algo=vdn"]).model
+    return network_spec(model, (3, 3, 6), (3, 3, 6), 6)
+
+
+def _core(learners):
+    cfg = resolve_config(preset="quick", overrides=["run.algo=vdn", "pqn.rollout_length=2", "env.num_envs=3"])
+    env = SimpleNamespace(num_envs=3, num_agents=2, obs_shape=(3, 3, 6))
+    return PQNCore(learners, cfg, env, "cpu", algorithm=None)
+
+
+def test_vdn_sum_runs_over_the_learner_seats_of_a_game_only():
+    torch.manual_seed(0)
+    qa, qb = QPolicy(_spec()), QPolicy(_spec())
+    core = _core({"a": qa, "b": qb})
+    obs = torch.randint(0, 3, (3, 2, 3, 3, 6), dtype=torch.uint8)
+    actions = torch.tensor([[1, 2], [0, 5], [3, 4]])
+    actor = torch.tensor(
+        [[0, 1], [0, 2], [1, 1]]
+    )  # a pair; a with a frozen partner (index 2); b in both seats
+    got = core.q_taken(obs, actions, actor)
+    with torch.no_grad():
+        expect = torch.stack([
+            qa.q_values(obs[0, :1])[0, 1] + qb.q_values(obs[0, 1:])[0, 2],
+            qa.q_values(obs[1, :1])[0, 0],
+            qb.q_values(obs[2, :1])[0, 3] + qb.q_values(obs[2, 1:])[0, 4],
+        ])  # fmt: skip
+    assert torch.allclose(got, expect, atol=1e-6)
+    got.sum().backward()  # both members of the pair get gradients from the shared sum
+    assert all(p.grad is not None for p in qa.actor.parameters())
+    assert all(p.grad is not None for p in qb.actor.parameters())
+
+
+def test_pqn_core_refuses_a_policy_that_is_not_a_q_network():
+    with pytest.raises(ConfigError, match="trains QPolicy"):
+        _core({"a": Policy(_spec())})
+
+
+def test_recurrent_q_network_is_refused():
+    spec = _spec()
+    spec["model"]["recurrent"] = True
+    with pytest.raises(ValueError, match="feed-forward"):
+        QPolicy(spec)
+
+
+def test_vdn_solves_the_toy_cue_game_and_saves_a_greedy_q_agent(tmp_path):
+    # optimum 20 * horizon = 160; a uniformly random joint policy scores 160 / 25 = 6.4
+    # Adam, not RAdam: RAdam's rectification scales its first few hundred steps down (pqn.optimizer)
+    more = [
+        "run.total_steps=16384",
+        "pqn.optimizer=adam",
+        "pqn.epochs=4",
+        "pqn.num_minibatches=8",
+        "pqn.lr=3e-3",
+    ]
+    cfg = resolve_config(preset="quick", overrides=[*VDN_TOY, *more])
+    tr = Trainer(cfg, tmp_path / "run", progress=False)
+    summary = tr.train()
+    assert tr.metrics[0]["sparse_return"] < 40
+    assert summary["self_play"]["sparse_return_mean"] >= 140
+    agent, _ = load_agent(tmp_path / "run")
+    assert isinstance(agent, QPolicy) and agent.epsilon == 0.0
+    assert all(p.epsilon == 0.0 for p in tr.learners.values())  # exploration only inside rollouts
+    assert tr.metrics[0]["epsilon"] == 1.0 and tr.metrics[-1]["epsilon"] == pytest.approx(0.2)
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def test_pqn_resume_after_interruption_reproduces_uninterrupted_run(tmp_path):
+    cfg = resolve_config(
+        preset="quick",
+        overrides=[*VDN_TOY, "env.horizon=12", "run.total_steps=3072", "run.checkpoint_every=1024"],
+    )
+    full = Trainer(cfg, tmp_path / "full", progress=False)
+    full.train()
+
+    def kill(trainer, row):
+        if trainer.iteration == 10:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        Trainer(cfg, tmp_path / "cut", progress=False).train(kill)
+    assert list_checkpoints(tmp_path / "cut")
+    resumed = Trainer(cfg, tmp_path / "cut", resume=True, progress=False)
+    assert 0 < resumed.env_steps < 3072
+    resumed.train()
+    for k, v in full.learners["ego"].state_dict().items():
+        assert torch.equal(resumed.learners["ego"].state_dict()[k], v), k
+    assert full.core.grad_steps == resumed.core.grad_steps
+    assert [r["loss"] for r in full.metrics][-3:] == [r["loss"] for r in resumed.metrics][-3:]

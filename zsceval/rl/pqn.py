@@ -1,0 +1,303 @@
+"""The ``pqn`` learning core: value-based learners trained with PQN-VDN (JaxMARL), as TBS does.
+
+TBS trains its partner pool with VDN and its best responses with DQN; its hyper-parameters are
+JaxMARL's PQN-VDN field for field (algorithms-facts section 8): no replay buffer, no target network,
+Q(lambda) targets from the Q-values recorded while acting, epsilon-greedy exploration annealed
+linearly, RAdam with a linearly decaying learning rate, LayerNorm networks.
+
+**VDN over the learner seats of a game.** The learners are :class:`~zsceval.rl.qpolicy.QPolicy`
+networks. In every game, the seats driven by learners form one VDN group:
+``Q_tot(s, a) = sum_{learner seats i} Q_{actor(i)}(o_i, a_i)``; seats of frozen partners are part
+of the environment. So one learner in both seats is shared-parameter PQN-VDN (JaxMARL's setting),
+two learners in the two seats are a VDN pair with one network per seat (TBS's pool pairs, whose
+agents are cross-played seat by seat, TBS Eq. 5), and one learner with a frozen partner is a DQN
+best response (TBS Eq. 7). The group's reward is the plug-in's
+:meth:`~zsceval.rl.algorithm.Algorithm.team_reward` (default: team sparse reward + shaping factor x
+the shaped rewards of all seats, JaxMARL's).
+
+**Targets** (computed backward over the T-step rollout, per game), with
+``M_t = sum_i max_a Q_i(o_{t,i}, a)`` over the available actions, recorded while acting:
+
+* ``G_t = r_t + gamma * [lambda * G_{t+1} + (1 - lambda) * M_{t+1}]`` inside an episode;
+* ``G_{T-1} = r_{T-1} + gamma * M_T`` at the rollout's end;
+* ``G_t = r_t`` when the episode terminates at t; at a time limit (Overcooked's only end),
+  ``G_t = r_t + gamma * M(final observation)`` (JaxMARL treats the time limit as terminal:
+  docs/differences.md).
+
+**Loss**: ``0.5 * mean((Q_tot(s_t, a_t) - G_t)^2)`` over minibatches of (step, game) samples, epochs
+x minibatches per rollout, each learner's gradient clipped to ``max_grad_norm`` and stepped by its
+own RAdam.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from zsceval.rl.config import ConfigError, TrainConfig
+from zsceval.rl.qpolicy import QPolicy
+from zsceval.rl.runner import EpisodeRunner, EpisodeTable, _Episodes
+from zsceval.rl.schedules import shaping_factor
+
+__all__ = ["PQNCore", "epsilon_at", "lambda_returns"]
+
+
+def lambda_returns(
+    rewards: torch.Tensor,
+    next_max_q: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    final_max_q: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> torch.Tensor:
+    """Q(lambda) targets of PQN (JaxMARL ``pqn_vdn``), backward over T steps.
+
+    Args:
+        rewards: ``float32 [T, B]`` group reward of each step.
+        next_max_q: ``float32 [T, B]``: ``M_{t+1}``, the summed greedy values of the next observation
+            (of the same episode when the step did not end it).
+        terminated: ``bool [T, B]`` the episode terminated at this step (no bootstrap).
+        truncated: ``bool [T, B]`` the episode hit its time limit at this step.
+        final_max_q: ``float32 [T, B]`` summed greedy values of the final (pre-reset) observation,
+            read where ``truncated``.
+        gamma: discount; lam: lambda.
+
+    Returns:
+        ``float32 [T, B]`` targets ``G_t``.
+    """
+    T = rewards.shape[0]
+    out = torch.empty_like(rewards)
+    nonterm = (~terminated).float()
+    g = next_max_q[T - 1]
+    for t in range(T - 1, -1, -1):
+        if t == T - 1:
+            boot = next_max_q[t]
+        else:
+            boot = lam * g + (1.0 - lam) * next_max_q[t]
+        boot = torch.where(truncated[t], final_max_q[t], boot)
+        g = rewards[t] + gamma * nonterm[t] * boot
+        out[t] = g
+    return out
+
+
+def epsilon_at(update: int, num_updates: int, start: float, finish: float, decay: float) -> float:
+    """Exploration of update ``update``: linear from ``start`` to ``finish`` over the first
+    ``decay * num_updates`` updates, then ``finish`` (JaxMARL PQN's ``EPS_DECAY``)."""
+    span = decay * num_updates
+    if span <= 0:
+        return finish
+    frac = min(update / span, 1.0)
+    return start + (finish - start) * frac
+
+
+class PQNCore:
+    """PQN-VDN learner group (see the module docstring).
+
+    Args:
+        learners: :class:`~zsceval.rl.qpolicy.QPolicy` networks by name (actor indices 0..L-1).
+        cfg: the run config (``pqn``, ``shaping``, ``run.total_steps``).
+        env: the training env.
+        device: the learners' device.
+        algorithm: the plug-in (``team_reward``).
+
+    Raises:
+        ConfigError: a learner that is not a Q-network.
+    """
+
+    name = "pqn"
+    policy_class = QPolicy
+    """The learners' class: the trainer's ``make_policy`` builds this."""
+
+    def __init__(self, learners: dict[str, QPolicy], cfg: TrainConfig, env, device, algorithm) -> None:
+        for name, p in learners.items():
+            if not isinstance(p, QPolicy):
+                raise ConfigError(
+                    f"learner '{name}' is a {type(p).__qualname__}; the pqn core trains QPolicy"
+                )
+        self.learners, self.cfg, self.algorithm = learners, cfg, algorithm
+        self.policies = list(learners.values())
+        self.device = torch.device(device)
+        q = cfg.pqn
+        self.rollout_length = q.rollout_length
+        T, B, n = q.rollout_length, env.num_envs, env.num_agents
+        self.T, self.B, self.n, self.N = T, B, n, B * n
+        space = getattr(env, "single_observation_space", None)
+        obs_dtype = getattr(torch, str(space.dtype)) if space is not None else torch.uint8
+        d = self.device
+        self.obs = torch.zeros(T, B, n, *env.obs_shape, dtype=obs_dtype, device=d)
+        self.actions = torch.zeros(T, B, n, dtype=torch.int64, device=d)
+        self.actor = torch.zeros(T, B, n, dtype=torch.int64, device=d)
+        self.rewards = torch.zeros(T, B, device=d)
+        self.terminated = torch.zeros(T, B, dtype=torch.bool, device=d)
+        self.truncated = torch.zeros(T, B, dtype=torch.bool, device=d)
+        self.next_max_q = torch.zeros(T, B, device=d)
+        self.final_max_q = torch.zeros(T, B, device=d)
+        self.buffer = self
+        """What :meth:`~zsceval.rl.algorithm.Algorithm.on_rollout` receives: this core, whose
+        ``obs [T, B, n, ...]``, ``actions [T, B, n]``, ``actor [T, B, n]`` and group ``rewards
+        [T, B]`` hold the last rollout (a bonus may change ``rewards`` in place)."""
+        self.num_updates = max(1, -(-cfg.run.total_steps // (T * B)))
+        self.total_grad_steps = self.num_updates * q.epochs * q.num_minibatches
+        self.grad_steps = 0
+        self.updates = 0
+        opt_cls = {"radam": torch.optim.RAdam, "adam": torch.optim.Adam}[q.optimizer]
+        self.optimizers = {name: opt_cls(p.actor.parameters(), lr=q.lr) for name, p in learners.items()}
+
+    # -- collection -----------------------------------------------------------------------------------
+    @property
+    def epsilon(self) -> float:
+        """Exploration of the next rollout."""
+        q = self.cfg.pqn
+        return epsilon_at(self.updates, self.num_updates, q.epsilon_start, q.epsilon_finish, q.epsilon_decay)
+
+    @torch.no_grad()
+    def _max_q(self, runner: EpisodeRunner, obs: torch.Tensor, avail: torch.Tensor) -> torch.Tensor:
+        """``float32 [B]``: sum over each game's learner seats of ``max_a Q(o, a)`` (available a)."""
+        out = torch.zeros(self.N, device=self.device)
+        flat_obs = obs.reshape(self.N, *obs.shape[2:])
+        flat_avail = avail.reshape(self.N, -1)
+        for k, p in enumerate(self.policies):
+            if not runner.active(k):
+                continue
+            q = p.q_values(runner.select(flat_obs, k))
+            q = q.masked_fill(~runner.select(flat_avail, k), float("-inf")).amax(-1)
+            runner.put(out, k, q)
+        learner = runner.seat_actor.reshape(-1) < len(self.policies)
+        return (out * learner).view(self.B, self.n).sum(-1)
+
+    @torch.no_grad()
+    def collect(self, runner: EpisodeRunner, env_steps: int) -> EpisodeTable:
+        """One rollout of T steps with epsilon-greedy learners; returns the finished episodes."""
+        cfg, B = self.cfg, self.B
+        episodes = _Episodes()
+        eps = self.epsilon
+        for p in self.policies:
+            p.epsilon = eps
+        try:
+            max_q = self._max_q(runner, runner.step_out.obs, runner.step_out.avail_actions)
+            for t in range(self.T):
+                s = runner.step_out
+                self.obs[t].copy_(s.obs)
+                self.actor[t].copy_(runner.seat_actor)
+                actions = runner.act()
+                self.actions[t].view(self.N).copy_(actions)
+                rsf = shaping_factor(env_steps + t * B, cfg.shaping.initial_factor, cfg.shaping.horizon)
+                s2, seating, done = runner.env_step(actions)
+                self.rewards[t].copy_(self.algorithm.team_reward(s2, rsf, seating))
+                self.terminated[t].copy_(s2.terminated)
+                self.truncated[t].copy_(s2.truncated)
+                if bool(s2.truncated.any()) and s2.final_obs is not None:  # seating of the ended episode
+                    self.final_max_q[t].copy_(self._max_q(runner, s2.final_obs, s2.avail_actions))
+                runner.finish_step(s2, done, episodes)
+                max_q = self._max_q(runner, runner.step_out.obs, runner.step_out.avail_actions)
+                self.next_max_q[t].copy_(max_q)
+        finally:
+            for p in self.policies:
+                p.epsilon = 0.0
+        return episodes.table(runner.arm_table.arms, tuple(runner.env.event_names), self.n, runner.E)
+
+    # -- update ---------------------------------------------------------------------------------------
+    def targets(self) -> torch.Tensor:
+        """``float32 [T, B]`` Q(lambda) targets of the last rollout (:func:`lambda_returns`)."""
+        q = self.cfg.pqn
+        return lambda_returns(
+            self.rewards,
+            self.next_max_q,
+            self.terminated,
+            self.truncated,
+            self.final_max_q,
+            q.gamma,
+            q.td_lambda,
+        )
+
+    def q_taken(self, obs: torch.Tensor, actions: torch.Tensor, actor: torch.Tensor) -> torch.Tensor:
+        """``Q_tot float32 [S]``: per sample, the sum over learner seats of ``Q(o_i, a_i)`` (with
+        gradients). ``obs [S, n, ...]``, ``actions int64 [S, n]``, ``actor int64 [S, n]``."""
+        S = obs.shape[0]
+        flat_actor = actor.reshape(-1)
+        flat_obs = obs.reshape(S * self.n, *obs.shape[2:])
+        flat_act = actions.reshape(-1)
+        q_rows = torch.zeros(S * self.n, device=self.device)
+        for k, p in enumerate(self.policies):
+            rows = (flat_actor == k).nonzero().squeeze(-1)
+            if rows.numel() == 0:
+                continue
+            q = p.q_values(flat_obs.index_select(0, rows))
+            q_rows = q_rows.index_add(
+                0, rows, q.gather(-1, flat_act.index_select(0, rows).unsqueeze(-1)).squeeze(-1)
+            )
+        return q_rows.view(S, self.n).sum(-1)
+
+    def _lr(self) -> float:
+        q = self.cfg.pqn
+        if not q.lr_linear_decay:
+            return q.lr
+        return q.lr * max(0.0, 1.0 - self.grad_steps / self.total_grad_steps)
+
+    def update(self, env_steps: int, generator: torch.Generator) -> dict[str, Any]:
+        """Epochs x minibatches of the VDN loss on the last rollout.
+
+        Returns:
+            ``loss``, ``q_taken`` (mean Q_tot of the samples), ``target`` (mean target),
+            ``epsilon`` (of the rollout) and ``lr``.
+        """
+        q = self.cfg.pqn
+        targets = self.targets().reshape(-1)
+        L = len(self.policies)
+        obs = self.obs.reshape(self.T * self.B, self.n, *self.obs.shape[3:])
+        actions = self.actions.reshape(self.T * self.B, self.n)
+        actor = self.actor.reshape(self.T * self.B, self.n)
+        valid = ((actor < L).any(-1)).nonzero().squeeze(-1)  # samples with at least one learner seat
+        eps = self.epsilon
+        stats = {"loss": 0.0, "q_taken": 0.0, "target": 0.0}
+        count = 0
+        for _ in range(q.epochs):
+            perm = valid[torch.randperm(valid.numel(), generator=generator, device=valid.device)]
+            for idx in perm.tensor_split(q.num_minibatches):
+                if idx.numel() == 0:
+                    continue
+                lr = self._lr()
+                qt = self.q_taken(
+                    obs.index_select(0, idx), actions.index_select(0, idx), actor.index_select(0, idx)
+                )
+                g = targets.index_select(0, idx)
+                loss = 0.5 * (qt - g).pow(2).mean()
+                for opt in self.optimizers.values():
+                    opt.zero_grad(set_to_none=True)
+                loss.backward()
+                for name, p in self.learners.items():
+                    opt = self.optimizers[name]
+                    params = [w for w in p.actor.parameters() if w.grad is not None]
+                    if not params:
+                        continue
+                    torch.nn.utils.clip_grad_norm_(params, q.max_grad_norm)
+                    for group in opt.param_groups:
+                        group["lr"] = lr
+                    opt.step()
+                self.grad_steps += 1
+                stats["loss"] += float(loss.detach())
+                stats["q_taken"] += float(qt.detach().mean())
+                stats["target"] += float(g.mean())
+                count += 1
+        self.updates += 1
+        row = {k: v / max(count, 1) for k, v in stats.items()}
+        row.update({"epsilon": eps, "lr": self._lr()})
+        return row
+
+    # -- resumable state ----------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Optimizer states and the update / gradient-step counters (schedules resume exactly)."""
+        return {
+            "optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
+            "grad_steps": self.grad_steps,
+            "updates": self.updates,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        for name, opt in self.optimizers.items():
+            opt.load_state_dict(state["optimizers"][name])
+        self.grad_steps = int(state["grad_steps"])
+        self.updates = int(state["updates"])
