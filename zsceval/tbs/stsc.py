@@ -38,7 +38,7 @@ a rotation turns into the identity, so ``k = n`` would always be perfectly align
 of ``n <= 2`` pairs is one cluster unless ``fixed_k`` says otherwise, and STSC cannot answer "one
 cluster" for a larger pool without structure: it returns the best ``k >= 2``.
 
-``fixed_k`` gives vanilla spectral clustering with a preset number of clusters (TBS Sec. 5 ablation,
+``fixed_k`` gives vanilla spectral clustering with a preset number of clusters (TBS Sec. 4.3.4 ablation,
 "TBS (fixed)"): either the STSC rotation for that ``k`` alone (``assign="rotation"``) or k-means on
 the unit-normalized rows of the top-``k`` eigenvectors (Ng, Jordan & Weiss 2002;
 ``assign="kmeans"``, :func:`scipy.cluster.vq.kmeans2` with ``k-means++`` seeding from a seeded
@@ -59,7 +59,7 @@ from typing import Literal
 import numpy as np
 import scipy.linalg
 import scipy.optimize
-from scipy.cluster.vq import kmeans2
+from scipy.cluster.vq import ClusterError, kmeans2
 
 __all__ = [
     "Clustering",
@@ -404,10 +404,15 @@ def _kmeans_labels(X: np.ndarray, k: int, seed: int, restarts: int) -> np.ndarra
     rng = np.random.default_rng(seed)
     best, best_distortion = None, np.inf
     for _ in range(max(1, restarts)):
-        centroids, labels = kmeans2(Y, k, minit="++", seed=rng)
+        try:
+            centroids, labels = kmeans2(Y, k, minit="++", seed=rng, missing="raise")
+        except ClusterError:  # a run that left a cluster empty does not count
+            continue
         distortion = float(((Y - centroids[labels]) ** 2).sum())
         if distortion < best_distortion - 1e-12:
             best, best_distortion = labels, distortion
+    if best is None:
+        raise ValueError(f"k-means left a cluster empty in all {max(1, restarts)} runs: k = {k} is too large")
     return relabel_by_first_member(best)
 
 
@@ -477,7 +482,8 @@ def self_tuning_spectral_clustering(
         only that ``k``). ``n <= 2`` without ``fixed_k`` is one cluster (``costs = {1: n}``).
 
     Raises:
-        ValueError: invalid ``S`` (see :func:`normalized_affinity`), ``k_range``, ``fixed_k`` or ``assign``.
+        ValueError: invalid ``S`` (see :func:`normalized_affinity`), ``k_range``, ``fixed_k`` or ``assign``;
+            with ``assign="kmeans"``, every k-means run left a cluster empty.
     """
     if assign not in ("rotation", "kmeans"):
         raise ValueError(f"assign must be 'rotation' or 'kmeans', got {assign!r}")
