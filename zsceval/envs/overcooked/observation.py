@@ -143,11 +143,17 @@ class Encoder:
         if self.window is None:
             return obs
         B, n = state.pos.shape
-        keep = self.window.index_select(0, state.pos.reshape(-1)).view(B, n, self.H, self.W, 1)
-        out = obs.clone()
+        keep = self.window.index_select(0, state.pos.reshape(-1)).view(B, n, 1, self.H, self.W)
+        # Work on channels-first views (contiguous for encoder output): planes are whole blocks.
+        src = obs.permute(0, 1, 4, 2, 3)
+        out = torch.empty_like(src)  # every byte is written once below
+        done = 0
         for lo, hi in self.local_channels:
-            out[..., lo:hi].mul_(keep)
-        return out
+            out[:, :, done:lo].copy_(src[:, :, done:lo])
+            torch.mul(src[:, :, lo:hi], keep, out=out[:, :, lo:hi])
+            done = hi
+        out[:, :, done:].copy_(src[:, :, done:])
+        return out.permute(0, 1, 3, 4, 2)
 
     def _player_index(self, state: State) -> torch.Tensor:
         """Flat indices ``int64 [B, 2 n^2]`` of the ones in channels 0-9 of ``[n, C, HW]``.
