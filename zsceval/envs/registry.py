@@ -206,6 +206,7 @@ def _make_overcooked(
     horizon: int | None = None,
     randomize_seats: bool = False,
     random_start_prob: float = 0.0,
+    view_radius: int = 0,
 ) -> BatchedEnv:
     from .overcooked import OvercookedEnv
 
@@ -217,6 +218,7 @@ def _make_overcooked(
         horizon=horizon,
         randomize_seats=randomize_seats,
         random_start_prob=random_start_prob,
+        view_radius=view_radius,
     )
 
 

@@ -68,6 +68,12 @@ class EnvConfig:
     """Probability that a training episode starts from a random kitchen (ready soups and items on
     counters, part-filled pots; ZSC-Eval ``random_start_prob``, overcooked-spec 5.9). Evaluation
     always uses the standard start."""
+    view_radius: int = 0
+    """Partial observability: each agent sees only the cells within Chebyshev distance r of itself
+    (the other players and objects outside are zeroed; its own position and the terrain stay);
+    0 = fully observable (ZSC-Eval). TBS evaluates fully and partially observable Overcooked
+    (paper Sec. 4.1). The joint critic is meant to see the full state (CTDE): see
+    docs/differences-partial-obs.md."""
 
 
 @dataclass(frozen=True)
@@ -553,6 +559,7 @@ def validate(cfg: TrainConfig) -> None:
         (cfg.env.num_envs >= 1, "env.num_envs must be >= 1"),
         (cfg.env.horizon >= 1, "env.horizon must be >= 1"),
         (0.0 <= cfg.env.random_start_prob <= 1.0, "env.random_start_prob must be in [0, 1]"),
+        (cfg.env.view_radius >= 0, "env.view_radius must be >= 0 (0 = fully observable)"),
         (cfg.ppo.rollout_length >= 1, "ppo.rollout_length must be >= 1"),
         (cfg.ppo.epochs >= 1, "ppo.epochs must be >= 1"),
         (cfg.ppo.num_minibatches >= 1, "ppo.num_minibatches must be >= 1"),

@@ -69,14 +69,24 @@ class OvercookedEnv:
         random_start_prob: probability that a reset game starts from a random kitchen (items on
             counters, part-filled and ready pots) instead of the standard start; ZSC-Eval's
             ``random_start_prob`` (overcooked-spec section 5.9), a training-time exploration aid.
+        view_radius: r; 0 (default) = fully observable. With r > 0 each agent observes only the
+            cells within Chebyshev distance r of itself (TBS's partially observable setting, paper
+            Sec. 4.1): the planes of the other players and of objects are zeroed outside that
+            window; its own location/facing and the terrain stay whole (``observation`` module).
+            ``obs`` and ``final_obs`` are partial, shapes and spaces are unchanged. The unmasked
+            observations go to ``Step.infos["full_obs"]`` (and ``"final_full_obs"`` when
+            ``final_obs`` is set) for a centralized critic (CTDE).
 
     Implements :class:`zsceval.envs.base.BatchedEnv`. ``Step.infos`` holds ``seats`` (``int64
     [B, n]``, the seat (player) each agent slot drives in the state that ``obs`` shows, i.e. after
-    auto-reset) and ``timestep`` (``int64 [B]``, env steps since that state's episode started).
+    auto-reset) and ``timestep`` (``int64 [B]``, env steps since that state's episode started);
+    with ``view_radius`` > 0 also ``full_obs`` and ``final_full_obs`` (``uint8 [B, n, H, W, C]``,
+    like ``obs`` and ``final_obs`` but fully observable).
 
     Raises:
         ValueError: unknown layout (lists the valid names), malformed layout file, bad
-            ``num_envs``/``horizon``, ``random_start_prob`` outside [0, 1], or ``device="cuda"`` without CUDA.
+            ``num_envs``/``horizon``, ``random_start_prob`` outside [0, 1], ``view_radius`` not an
+            integer >= 0, or ``device="cuda"`` without CUDA.
 
     Example:
         >>> env = OvercookedEnv("counter_circuit", num_envs=4)
@@ -95,6 +105,7 @@ class OvercookedEnv:
         horizon: int | None = None,
         randomize_seats: bool = False,
         random_start_prob: float = 0.0,
+        view_radius: int = 0,
     ):
         self.layout = load_layout(layout)
         if int(num_envs) < 1:
@@ -112,8 +123,14 @@ class OvercookedEnv:
         self.multi_recipe = self.layout.dynamics == "multi_recipe"
         self.tables = build_tables(self.layout, self.device)
         self.encoder = Encoder(
-            self.tables, self.layout.height, self.layout.width, self.multi_recipe, self.horizon
+            self.tables,
+            self.layout.height,
+            self.layout.width,
+            self.multi_recipe,
+            self.horizon,
+            view_radius,
         )
+        self.view_radius = self.encoder.view_radius
         W = self.layout.width
         self._start_cells = [y * W + x for x, y in self.layout.start_positions]
         self.generator = torch.Generator(device=self.device)
@@ -199,6 +216,8 @@ class OvercookedEnv:
             "num_actions": self.num_actions,
             "event_names": list(self.event_names),
             "horizon": self.horizon,
+            # Only when partial, so that fully observable specs are unchanged.
+            **({"view_radius": self.view_radius} if self.view_radius else {}),
         }
 
     # ------------------------------------------------------------------ stepping
@@ -303,12 +322,21 @@ class OvercookedEnv:
         dynamics.move(state, actions, T, out)
         dynamics.cook(state, T, auto_start=not self.multi_recipe)
         truncated = state.timestep >= self.horizon
-        final_obs = None
+        final = None
         if bool(truncated.any()):
             if observe:
-                final_obs = self._to_slots(self.encoder(state), seats)
+                final = self._observe(state, seats)
             state.assign_where(truncated, self._start_state(B))
-        return self._output(out, truncated, final_obs, seats, observe)
+        return self._output(out, truncated, final, seats, observe)
+
+    def _observe(self, state: State, seats: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(obs, full_obs)`` of ``state`` in agent-slot order; the same tensor twice when fully
+        observable."""
+        full = self.encoder(state)
+        if not self.view_radius:
+            obs = self._to_slots(full, seats)
+            return obs, obs
+        return self._to_slots(self.encoder.restrict(full, state), seats), self._to_slots(full, seats)
 
     def _to_slots(self, x: torch.Tensor, seats: torch.Tensor) -> torch.Tensor:
         """Reorder dim 1 of a player-order tensor ``x [B, n, ...]`` into agent-slot order."""
@@ -317,11 +345,17 @@ class OvercookedEnv:
         index = seats.view(*seats.shape, *([1] * (x.dim() - 2))).expand(-1, -1, *x.shape[2:])
         return x.gather(1, index)
 
-    def _output(self, out, truncated, final_obs, seats, observe: bool = True) -> Step:
+    def _output(self, out, truncated, final, seats, observe: bool = True) -> Step:
         state = self.state
         sparse = out["sparse"]
+        obs, full = self._observe(state, state.seats) if observe else (None, None)
+        infos = {"seats": state.seats.clone(), "timestep": state.timestep.clone()}
+        if self.view_radius and observe:
+            infos["full_obs"] = full
+            if final is not None:
+                infos["final_full_obs"] = final[1]
         return Step(
-            obs=self._to_slots(self.encoder(state), state.seats) if observe else None,
+            obs=obs,
             avail_actions=self._to_slots(dynamics.available_actions(state, self.tables), state.seats),
             reward=sparse.sum(1),
             sparse_by_agent=self._to_slots(sparse, seats),
@@ -331,8 +365,8 @@ class OvercookedEnv:
             interaction_cell=self._to_slots(out["cell"], seats),
             terminated=torch.zeros_like(truncated),
             truncated=truncated,
-            final_obs=final_obs,
-            infos={"seats": state.seats.clone(), "timestep": state.timestep.clone()},
+            final_obs=None if final is None else final[0],
+            infos=infos,
         )
 
     # ------------------------------------------------------------------ save / restore
@@ -345,6 +379,7 @@ class OvercookedEnv:
             "horizon": self.horizon,
             "randomize_seats": bool(self.randomize_seats),
             "random_start_prob": self.random_start_prob,
+            **({"view_radius": self.view_radius} if self.view_radius else {}),
         }
 
     def state_dict(self) -> dict[str, Any]:
@@ -352,11 +387,11 @@ class OvercookedEnv:
 
         Returns:
             ``{"env": "overcooked", "config": {layout, grid, num_envs, num_agents, horizon,
-            randomize_seats, random_start_prob}, "seed": int, "generator": uint8 CPU tensor (the
-            generator's ``get_state()``), "state": {field: tensor}}``. ``state`` holds copies of
-            every :class:`State` tensor on ``device`` (positions, orientations, held and cell
-            objects with their soups' ingredients, ticks and stamps, ``timestep``, ``seats``); it
-            is absent before the first ``reset``.
+            randomize_seats, random_start_prob[, view_radius if > 0]}, "seed": int, "generator":
+            uint8 CPU tensor (the generator's ``get_state()``), "state": {field: tensor}}``.
+            ``state`` holds copies of every :class:`State` tensor on ``device`` (positions,
+            orientations, held and cell objects with their soups' ingredients, ticks and stamps,
+            ``timestep``, ``seats``); it is absent before the first ``reset``.
         """
         out: dict[str, Any] = {
             "env": "overcooked",
@@ -382,6 +417,12 @@ class OvercookedEnv:
             got = state.get("env") if isinstance(state, dict) else type(state).__name__
             raise ValueError(f"not an overcooked env state (env={got!r})")
         check_state_config(state, self._config(), "overcooked")
+        saved_radius = state["config"].get("view_radius", 0)
+        if saved_radius != self.view_radius:  # _config names view_radius only when > 0
+            raise ValueError(
+                f"overcooked env state was saved with another config: view_radius: saved "
+                f"{saved_radius!r} != this env {self.view_radius!r}"
+            )
         game = None
         if "state" in state:
             saved = state["state"]

@@ -21,6 +21,19 @@ Multi-recipe layouts (``MULTI_RECIPE_CHANNELS``, 25 planes; overcooked-spec sect
     18 onions in a cooking/ready/off-pot soup   19 tomatoes in such a soup
     20 cook ticks remaining of such a soup (0 when ready)
     21 dishes  22 onions  23 tomatoes  24 urgency (all ones iff horizon - timestep < 40)
+
+Partial observability (``view_radius`` r > 0; the partially observable setting of TBS, paper
+Sec. 4.1 "fully and partially observable conditions"): agent k sees only the cells within
+Chebyshev distance r of its own cell, the (2r+1) x (2r+1) square centred on it. The observation
+keeps its ``[H, W, C]`` shape and allocentric frame; in every *local* plane the cells outside the
+window are zero. Local planes are those that describe what moves: the other players' locations
+and facings (1, 6-9) and every object plane (classic 15-19, multi-recipe 16-23). Kept whole:
+the ego's own location and facing (0, 2-5: it always knows where it is), the layout-constant
+terrain planes (classic 10-14, multi-recipe 10-15: the map, which a policy trained on one layout
+knows anyway) and the multi-recipe urgency plane 24 (a clock, not a cell property). Held objects
+are drawn on the holder's cell, so the partner's held item disappears with the partner. r = 0 means
+fully observable (the default); r >= max(H, W) - 1 masks nothing. JaxMARL's OvercookedV2
+``agent_view_size`` crops an egocentric window instead; see docs/differences-partial-obs.md.
 """
 
 from __future__ import annotations
@@ -53,10 +66,27 @@ URGENCY_STEPS = 40
 
 
 class Encoder:
-    """Builds observations for one layout; holds the static (terrain) planes on the device."""
+    """Builds observations for one layout; holds the static (terrain) planes on the device.
 
-    def __init__(self, T: Tables, height: int, width: int, multi: bool, horizon: int):
+    Args:
+        T: the layout's device tables.
+        height, width: H, W of the grid.
+        multi: multi-recipe encoding (25 planes) instead of classic (20).
+        horizon: episode length (for the multi-recipe urgency plane).
+        view_radius: r, the Chebyshev radius of each agent's view (module docstring); 0 = fully
+            observable.
+
+    Raises:
+        ValueError: ``view_radius`` is not an integer >= 0.
+    """
+
+    def __init__(self, T: Tables, height: int, width: int, multi: bool, horizon: int, view_radius: int = 0):
         self.T, self.H, self.W, self.multi, self.horizon = T, height, width, multi, horizon
+        if isinstance(view_radius, bool) or int(view_radius) != view_radius or view_radius < 0:
+            raise ValueError(
+                f"view_radius must be an integer >= 0 (0 = fully observable), got {view_radius!r}"
+            )
+        self.view_radius = int(view_radius)
         self.channels = MULTI_RECIPE_CHANNELS if multi else CLASSIC_CHANNELS
         kinds = (
             (Terrain.POT, Terrain.COUNTER, Terrain.ONION_DISPENSER, Terrain.TOMATO_DISPENSER,
@@ -68,6 +98,11 @@ class Encoder:
         self.static = torch.stack([(T.terrain == k) for k in kinds]).to(torch.uint8)  # [S, HW]
         self.num_static = len(kinds)
         self._index_cache: dict = {}
+        # Planes zeroed outside the view window, as [lo, hi) channel ranges (module docstring).
+        first_object = NUM_PLAYER_CHANNELS + self.num_static
+        last_object = len(self.channels) - (1 if multi else 0)  # urgency is global
+        self.local_channels = ((1, 2), (6, NUM_PLAYER_CHANNELS), (first_object, last_object))
+        self.window = view_window(height, width, self.view_radius, T.terrain.device)
 
     @property
     def num_channels(self) -> int:
@@ -92,6 +127,33 @@ class Encoder:
         self._objects(state, objects)
         buf[:, 1:, s0 + self.num_static :] = objects[:, None]
         return buf.view(B, n, C, self.H, self.W).permute(0, 1, 3, 4, 2)
+
+    def restrict(self, obs: torch.Tensor, state: State) -> torch.Tensor:
+        """Each agent's partial view of full observations (module docstring, "Partial observability").
+
+        Args:
+            obs: ``uint8 [B, n, H, W, C]`` full observations of ``state`` in *player* order, as
+                returned by ``__call__``.
+            state: the state they encode (its ``pos`` centres each player's window).
+
+        Returns:
+            ``obs`` itself when ``view_radius`` is 0; otherwise a new tensor of the same shape,
+            dtype and strides whose local planes are zero outside each player's window.
+        """
+        if self.window is None:
+            return obs
+        B, n = state.pos.shape
+        keep = self.window.index_select(0, state.pos.reshape(-1)).view(B, n, 1, self.H, self.W)
+        # Work on channels-first views (contiguous for encoder output): planes are whole blocks.
+        src = obs.permute(0, 1, 4, 2, 3)
+        out = torch.empty_like(src)  # every byte is written once below
+        done = 0
+        for lo, hi in self.local_channels:
+            out[:, :, done:lo].copy_(src[:, :, done:lo])
+            torch.mul(src[:, :, lo:hi], keep, out=out[:, :, lo:hi])
+            done = hi
+        out[:, :, done:].copy_(src[:, :, done:])
+        return out.permute(0, 1, 3, 4, 2)
 
     def _player_index(self, state: State) -> torch.Tensor:
         """Flat indices ``int64 [B, 2 n^2]`` of the ones in channels 0-9 of ``[n, C, HW]``.
@@ -162,3 +224,17 @@ class Encoder:
             out[:, ch].scatter_(1, pos, (held == kind).to(u8))
         urgent = (self.horizon - state.timestep) < URGENCY_STEPS
         out[:, 8].masked_fill_(urgent[:, None], 1)
+
+
+def view_window(
+    height: int, width: int, radius: int, device: torch.device | str = "cpu"
+) -> torch.Tensor | None:
+    """Which cells each cell sees: ``uint8 [HW, HW]``, entry ``[p, c]`` is 1 iff cell ``c`` lies
+    within Chebyshev distance ``radius`` of cell ``p`` (flat indices ``y * W + x``), i.e. in the
+    (2r+1) x (2r+1) square centred on ``p``. ``None`` for ``radius`` 0 (fully observable)."""
+    if radius == 0:
+        return None
+    y, x = torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")
+    y, x = y.reshape(-1), x.reshape(-1)
+    dist = torch.maximum((y[:, None] - y[None]).abs(), (x[:, None] - x[None]).abs())
+    return (dist <= radius).to(torch.uint8).to(device)

@@ -1,0 +1,236 @@
+"""Self-tuning spectral clustering (TBS Sec. 3.2, Eq. 6) and the clustering figures."""
+
+import numpy as np
+import pytest
+
+from zsceval.tbs import stsc
+from zsceval.tbs.figures import cluster_blocks, cluster_order, plot_costs, plot_similarity
+from zsceval.tbs.similarity import clustering_affinity
+from zsceval.tbs.stsc import (
+    alignment_cost,
+    alignment_cost_grad,
+    givens_rotation,
+    minimize_alignment,
+    normalized_affinity,
+    relabel_by_first_member,
+    select_k,
+    self_tuning_spectral_clustering,
+)
+
+
+def block_similarity(sizes, seed, within=(0.8, 1.0), between=(0.05, 0.2)):
+    """Symmetric block similarity with uniform noise, diagonal 1, plus TBS's 1e-4 offset."""
+    rng = np.random.default_rng(seed)
+    truth = np.repeat(np.arange(len(sizes)), sizes)
+    n = truth.size
+    same = truth[:, None] == truth[None, :]
+    S = np.where(same, rng.uniform(*within, (n, n)), rng.uniform(*between, (n, n)))
+    S = (S + S.T) / 2
+    np.fill_diagonal(S, 1.0)
+    return S + 1e-4, truth
+
+
+# --------------------------------------------------------------------------- building blocks
+
+
+def test_normalized_affinity_hand_computed():
+    S = np.array([[1.0, 1.0, 0.5], [1.0, 1.0, 0.5], [0.5, 0.5, 1.0]])
+    # A = S with zero diagonal; degrees 1.5, 1.5, 1.0
+    L = normalized_affinity(S)
+    expected = np.array(
+        [
+            [0.0, 1 / 1.5, 0.5 / np.sqrt(1.5)],
+            [1 / 1.5, 0.0, 0.5 / np.sqrt(1.5)],
+            [0.5 / np.sqrt(1.5), 0.5 / np.sqrt(1.5), 0.0],
+        ]
+    )
+    np.testing.assert_allclose(L, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("S", "match"),
+    [
+        (np.array([[1.0, 0.2], [0.3, 1.0]]), "symmetric"),
+        (np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.0], [0.5, 0.0, 1.0]]), "isolated"),
+        (np.array([[1.0, -0.1], [-0.1, 1.0]]), ">= 0"),
+        (np.array([[1.0, np.nan], [np.nan, 1.0]]), "NaN"),
+        (np.ones((2, 3)), "square"),
+    ],
+)
+def test_invalid_similarity_raises(S, match):
+    with pytest.raises(ValueError, match=match):
+        self_tuning_spectral_clustering(S)
+
+
+def test_givens_rotation_hand_computed():
+    t = 0.3
+    c, s = np.cos(t), np.sin(t)
+    np.testing.assert_allclose(givens_rotation([t], 2), [[c, -s], [s, c]])
+    # k = 3: angles for axis pairs (0, 1), (0, 2), (1, 2); only the (0, 2) angle set
+    R = givens_rotation([0.0, t, 0.0], 3)
+    np.testing.assert_allclose(R, [[c, 0, -s], [0, 1, 0], [s, 0, c]])
+    R = givens_rotation([0.1, 0.7, -1.3], 3)
+    np.testing.assert_allclose(R @ R.T, np.eye(3), atol=1e-12)
+    assert np.linalg.det(R) == pytest.approx(1.0)
+
+
+def test_alignment_cost_hand_computed_at_identity():
+    X = np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 0.5]])
+    # rows: 1/4 + 4/4 = 1.25; 9/9 + 1/9 = 10/9; 1 + 1 = 2  -> 157/36
+    assert alignment_cost(X) == pytest.approx(157 / 36)
+    cost, _ = alignment_cost_grad(X, np.zeros(1))
+    assert cost == pytest.approx(157 / 36)
+    # (a, b) R(t) = (a cos t + b sin t, -a sin t + b cos t): t = pi/4 maps (0.5, 0.5) to (sqrt(0.5), 0)
+    Z = X @ givens_rotation([np.pi / 4], 2)
+    np.testing.assert_allclose(Z[2], [np.sqrt(0.5), 0.0], atol=1e-12)
+    assert alignment_cost(Z[2:]) == pytest.approx(1.0)
+
+
+def test_alignment_gradient_matches_finite_differences():
+    rng = np.random.default_rng(3)
+    for k in (2, 3, 5):
+        X = rng.normal(size=(11, k))
+        theta = rng.uniform(-np.pi, np.pi, k * (k - 1) // 2)
+        _, grad = alignment_cost_grad(X, theta)
+        h = 1e-6
+        numeric = [
+            (
+                alignment_cost(X @ givens_rotation(theta + h * e, k))
+                - alignment_cost(X @ givens_rotation(theta - h * e, k))
+            )
+            / (2 * h)
+            for e in np.eye(theta.size)
+        ]
+        np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("k", "seed"), [(2, 0), (3, 1), (4, 2), (5, 3)])
+def test_rotated_indicator_reaches_cost_n(k, seed):
+    from scipy.stats import special_ortho_group
+
+    rng = np.random.default_rng(seed)
+    n = 12
+    truth = np.concatenate([np.arange(k), rng.integers(0, k, n - k)])
+    E = np.zeros((n, k))
+    E[np.arange(n), truth] = rng.uniform(0.5, 2.0, n) * rng.choice([-1.0, 1.0], n)
+    X = E @ special_ortho_group.rvs(k, random_state=seed).T
+    assert alignment_cost(X) > n + 0.5  # not aligned before the search
+    cost, R = minimize_alignment(X)
+    assert cost == pytest.approx(n, abs=1e-6)
+    np.testing.assert_allclose(R @ R.T, np.eye(k), atol=1e-10)
+    labels = relabel_by_first_member(np.argmax((X @ R) ** 2, axis=1))
+    np.testing.assert_array_equal(labels, relabel_by_first_member(truth))
+
+
+def test_relabel_by_first_member():
+    np.testing.assert_array_equal(relabel_by_first_member([2, 2, 0, 1, 0]), [0, 0, 1, 2, 1])
+    assert relabel_by_first_member(np.array([5, 3])).dtype == np.int64
+
+
+def test_select_k_largest_within_tolerance():
+    n = 10
+    # normalized (J/n - 1)/k: k=2 -> 0, k=3 -> 0.002/3 = 0.000667, k=4 -> 0.1/4 = 0.025
+    costs = {2: 10.0, 3: 10.02, 4: 11.0}
+    assert stsc.normalized_cost(costs[3], n, 3) == pytest.approx(0.002 / 3)
+    assert stsc.normalized_cost(costs[4], n, 4) == pytest.approx(0.025)
+    assert select_k(costs, n, tol=1e-3) == 3
+    assert select_k(costs, n, tol=1e-4) == 2
+    assert select_k({2: 12.0, 3: 10.0}, n, tol=1e-3) == 3
+
+
+# --------------------------------------------------------------------------- clustering
+
+
+@pytest.mark.parametrize(
+    ("sizes", "seed"),
+    [((3, 4, 3), 0), ((3, 4, 3), 1), ((5, 5), 0), ((2, 3, 3, 2), 0)],
+)
+def test_chooses_k_and_recovers_blocks(sizes, seed):
+    S, truth = block_similarity(sizes, seed)
+    result = self_tuning_spectral_clustering(S)
+    assert result.k == len(sizes)
+    np.testing.assert_array_equal(
+        result.labels, truth
+    )  # blocks are contiguous: already in first-member order
+    assert result.labels.dtype == np.int64
+    assert sorted(result.costs) == list(range(2, min(S.shape[0] - 1, 10) + 1))
+    assert min(result.costs.values()) >= S.shape[0] - 1e-9  # J >= n
+    assert result.costs[len(sizes)] < S.shape[0] * 1.01  # nearly perfect at the true k
+
+
+def test_recovers_shuffled_large_room_example_from_cross_play():
+    """TBS Appendix B Large Room: 3 clusters of 3, 4, 3 pairs, agents in shuffled order, from returns."""
+    rng = np.random.default_rng(7)
+    truth = np.repeat([0, 1, 2], [3, 4, 3])
+    perm = rng.permutation(10)
+    truth = truth[perm]
+    same = truth[:, None] == truth[None, :]
+    J = np.where(same, rng.uniform(160, 200, (10, 10)), rng.uniform(5, 40, (10, 10)))
+    result = self_tuning_spectral_clustering(clustering_affinity(J))
+    assert result.k == 3
+    np.testing.assert_array_equal(result.labels, relabel_by_first_member(truth))
+    assert np.bincount(result.labels).tolist() == np.bincount(relabel_by_first_member(truth)).tolist()
+
+
+def test_deterministic():
+    S, _ = block_similarity((3, 4, 3), 2)
+    a = self_tuning_spectral_clustering(S)
+    b = self_tuning_spectral_clustering(S.copy())
+    np.testing.assert_array_equal(a.labels, b.labels)
+    assert a.costs == b.costs
+
+
+@pytest.mark.parametrize("assign", ["rotation", "kmeans"])
+def test_fixed_k(assign):
+    S, truth = block_similarity((3, 4, 3), 0)
+    exact = self_tuning_spectral_clustering(S, fixed_k=3, assign=assign)
+    assert exact.k == 3
+    np.testing.assert_array_equal(exact.labels, truth)
+    assert list(exact.costs) == [3]
+    for k in (2, 4):
+        result = self_tuning_spectral_clustering(S, fixed_k=k, assign=assign)
+        assert result.k == k
+        assert set(result.labels.tolist()) == set(range(k))
+    one = self_tuning_spectral_clustering(S, fixed_k=1)
+    assert one.k == 1 and not one.labels.any()
+
+
+def test_small_pools_and_k_range():
+    S, _ = block_similarity((3, 4, 3), 0)
+    result = self_tuning_spectral_clustering(S, k_range=(2, 4))
+    assert sorted(result.costs) == [2, 3, 4] and result.k == 3
+    with pytest.raises(ValueError, match="k_range"):
+        self_tuning_spectral_clustering(S, k_range=(1, 4))  # k = 1 always perfectly aligned
+    with pytest.raises(ValueError, match="k_range"):
+        self_tuning_spectral_clustering(S, k_range=(2, 10))  # k = n always perfectly aligned
+    with pytest.raises(ValueError, match="fixed_k"):
+        self_tuning_spectral_clustering(S, fixed_k=11)
+    two = self_tuning_spectral_clustering(np.array([[1.0, 0.1], [0.1, 1.0]]))
+    assert two.k == 1 and two.labels.tolist() == [0, 0]
+    single = self_tuning_spectral_clustering(np.ones((1, 1)))
+    assert single.k == 1 and single.labels.tolist() == [0]
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def test_cluster_order_groups_members():
+    labels = np.array([1, 0, 1, 2, 0])
+    order = cluster_order(labels)
+    np.testing.assert_array_equal(order, [0, 2, 1, 4, 3])
+    assert cluster_blocks(labels) == [(0, 2), (2, 4), (4, 5)]
+    shuffled = np.array([2, 0, 1, 0, 2, 1, 1])
+    grouped = shuffled[cluster_order(shuffled)]
+    assert grouped.tolist() == [2, 2, 0, 0, 1, 1, 1]
+
+
+def test_plots_write_png(tmp_path):
+    S, truth = block_similarity((2, 3), 0)
+    path = plot_similarity(S, truth[::-1].copy(), tmp_path / "figs" / "similarity.png", title="Large Room")
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
+    costs_path = plot_costs({2: 5.0, 3: 5.8}, tmp_path / "costs.png", chosen=2)
+    assert costs_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["costs.png", "similarity.png"]
+    with pytest.raises(ValueError, match="labels"):
+        plot_similarity(S, truth[:3], tmp_path / "bad.png")
