@@ -31,7 +31,9 @@ def test_builtin_envs_are_listed_with_descriptions():
     assert {"overcooked", "toy"} <= set(env_names()) and env_names() == sorted(env_names())
     rows = dict(describe())
     assert "Overcooked" in rows["overcooked"] and "cue" in rows["toy"]
-    assert set(env_options("overcooked")) == {"layout", "horizon", "randomize_seats", "random_start_prob"}
+    assert set(env_options("overcooked")) == {
+        "layout", "horizon", "randomize_seats", "random_start_prob", "view_radius",
+    }  # fmt: skip
     assert env_options("toy") == {"num_agents": 2, "horizon": 8, "obs_dtype": "uint8"}
 
 

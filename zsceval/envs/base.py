@@ -152,13 +152,17 @@ class Step:
 
     @property
     def critic_obs(self) -> torch.Tensor:
-        """``uint8 [B, n, H, W, n*C]`` centralized-critic observation (see :func:`critic_view`)."""
-        return critic_view(self.obs)
+        """``uint8 [B, n, H, W, n*C]`` centralized-critic observation (see :func:`critic_view`): of
+        the full state when the env's views are partial (``infos["full_obs"]``; centralized
+        training, decentralized execution)."""
+        return critic_view(self.infos.get("full_obs", self.obs))
 
     @property
     def final_critic_obs(self) -> torch.Tensor | None:
         """Critic observation of the pre-reset state, or ``None`` (see ``final_obs``)."""
-        return None if self.final_obs is None else critic_view(self.final_obs)
+        if self.final_obs is None:
+            return None
+        return critic_view(self.infos.get("final_full_obs", self.final_obs))
 
 
 @runtime_checkable

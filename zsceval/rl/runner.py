@@ -211,6 +211,7 @@ class EpisodeRunner:
             for f in fields(s)
             for v in [getattr(s, f.name)]
         }
+        moved["infos"] = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in s.infos.items()}
         return Step(**moved)
 
     # -- acting -------------------------------------------------------------------------------------
