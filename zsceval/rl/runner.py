@@ -211,7 +211,8 @@ class EpisodeRunner:
             for f in fields(s)
             for v in [getattr(s, f.name)]
         }
-        moved["infos"] = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in s.infos.items()}
+        infos = s.infos.items()
+        moved["infos"] = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in infos}
         return Step(**moved)
 
     # -- acting -------------------------------------------------------------------------------------
