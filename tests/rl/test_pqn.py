@@ -163,3 +163,26 @@ def test_pqn_resume_after_interruption_reproduces_uninterrupted_run(tmp_path):
         assert torch.equal(resumed.learners["ego"].state_dict()[k], v), k
     assert full.core.grad_steps == resumed.core.grad_steps
     assert [r["loss"] for r in full.metrics][-3:] == [r["loss"] for r in resumed.metrics][-3:]
+
+
+def test_batched_q_of_many_learners_equals_each_learner_alone_with_gradients():
+    torch.manual_seed(1)
+    spec = _spec()
+    spec["model"]["bf16"] = False  # exact float32 comparison
+    learners = {f"q{i}": QPolicy(spec) for i in range(4)}
+    core = _core(learners)
+    obs = torch.randint(0, 3, (23, 3, 3, 6), dtype=torch.uint8)
+    actor = torch.tensor([0, 1, 2, 3, 1, 1, 0, 2, 3, 3, 0, 1, 2, 2, 1, 0, 3, 3, 1, 2, 0, 0, 1])
+    q = core.q_rows(obs, actor)
+    (q * torch.arange(6.0)).sum().backward()
+    grads = [[w.grad.clone() for w in p.actor.parameters()] for p in learners.values()]
+    for p in learners.values():
+        p.zero_grad()
+    expect = torch.stack(
+        [list(learners.values())[int(a)].q_values(obs[i : i + 1])[0] for i, a in enumerate(actor)]
+    )
+    assert torch.allclose(q, expect, atol=1e-5)
+    (expect * torch.arange(6.0)).sum().backward()
+    for g, p in zip(grads, learners.values(), strict=True):
+        for a, w in zip(g, p.actor.parameters(), strict=True):
+            assert torch.allclose(a, w.grad, atol=1e-5)

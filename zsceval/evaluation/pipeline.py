@@ -344,3 +344,4 @@ def ego_evaluate(params: dict, out: Path, needs: dict) -> dict:
 
 
 from zsceval.evaluation import human_proxy  # noqa: E402, F401  (registers the human-proxy job kinds)
+from zsceval.tbs import jobs as _tbs_jobs  # noqa: E402, F401  (registers the TBS job kinds)

@@ -34,9 +34,11 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch.func import functional_call, vmap
 
+from zsceval.population.functional import Layout, StepForward
 from zsceval.rl.config import ConfigError, TrainConfig
-from zsceval.rl.qpolicy import QPolicy
+from zsceval.rl.qpolicy import QPolicy, epsilon_greedy
 from zsceval.rl.runner import EpisodeRunner, EpisodeTable, _Episodes
 from zsceval.rl.schedules import shaping_factor
 
@@ -143,7 +145,16 @@ class PQNCore:
         self.grad_steps = 0
         self.updates = 0
         opt_cls = {"radam": torch.optim.RAdam, "adam": torch.optim.Adam}[q.optimizer]
-        self.optimizers = {name: opt_cls(p.actor.parameters(), lr=q.lr) for name, p in learners.items()}
+        # One optimizer over every learner's parameters: RAdam / Adam are elementwise with a step
+        # count per parameter, so this equals one optimizer per learner (a learner without samples
+        # in a minibatch has no gradient and is skipped); gradient clipping stays per learner.
+        self.optimizer = opt_cls(
+            [w for p in self.policies for w in p.actor.parameters()], lr=q.lr, foreach=True
+        )
+        self._forward = StepForward(QPolicy(self.policies[0].spec).to("meta"))
+        """Weightless template of the vmapped forward over several learners (:meth:`q_rows`)."""
+        self._keys = [k for k, _ in self.policies[0].named_parameters() if k.startswith("actor.")]
+        self._params = [dict(p.named_parameters()) for p in self.policies]
 
     # -- collection -----------------------------------------------------------------------------------
     @property
@@ -152,50 +163,87 @@ class PQNCore:
         q = self.cfg.pqn
         return epsilon_at(self.updates, self.num_updates, q.epsilon_start, q.epsilon_finish, q.epsilon_decay)
 
+    def q_rows(self, obs: torch.Tensor, actor: torch.Tensor) -> torch.Tensor:
+        """``Q(o, .) float32 [R, A]`` of rows ``obs [R, ...]`` each with its learner ``actor int64
+        [R]`` (< number of learners), with gradients: one vmapped forward over the learners' stacked
+        weights (:class:`~zsceval.population.functional.Layout`), or a loop over learners where
+        padding or the device makes that faster."""
+        L = len(self.policies)
+        if L == 1:
+            return self.policies[0].q_values(obs)
+        layout = Layout.of(actor, L)
+        out = None
+        if layout.strategy(self.policies[0].spec["model"]["kind"], obs.device) == "loop":
+            for m, rows in layout.rows_of():
+                q = self.policies[m].q_values(obs.index_select(0, rows))
+                out = q.new_zeros(obs.shape[0], q.shape[-1]) if out is None else out
+                out = out.index_copy(0, rows, q)
+            return out
+        present = layout.present
+        params = {k: torch.stack([self._params[m][k] for m in present]) for k in self._keys}
+        idx, pos = layout.padded()
+        P, G = len(present), layout.largest
+        x = obs.index_select(0, idx).view(P, G, *obs.shape[1:])
+        h = obs.new_zeros((P, G, 0), dtype=torch.float32)
+        starts = torch.zeros(P, G, dtype=torch.bool, device=obs.device)
+
+        def one(prm, xi, hi, si):
+            return functional_call(self._forward, prm, ("actor", xi, hi, si))[0]
+
+        with self.policies[0]._autocast():
+            q = vmap(one)(params, x, h, starts)
+        return q.float().reshape(P * G, -1).index_select(0, pos)
+
     @torch.no_grad()
-    def _max_q(self, runner: EpisodeRunner, obs: torch.Tensor, avail: torch.Tensor) -> torch.Tensor:
-        """``float32 [B]``: sum over each game's learner seats of ``max_a Q(o, a)`` (available a)."""
-        out = torch.zeros(self.N, device=self.device)
+    def _learner_q(self, runner: EpisodeRunner, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(rows int64 [R], q float32 [R, A])``: Q-values of the rows learners drive now."""
         flat_obs = obs.reshape(self.N, *obs.shape[2:])
-        flat_avail = avail.reshape(self.N, -1)
-        for k, p in enumerate(self.policies):
-            if not runner.active(k):
-                continue
-            q = p.q_values(runner.select(flat_obs, k))
-            q = q.masked_fill(~runner.select(flat_avail, k), float("-inf")).amax(-1)
-            runner.put(out, k, q)
-        learner = runner.seat_actor.reshape(-1) < len(self.policies)
-        return (out * learner).view(self.B, self.n).sum(-1)
+        actor = runner.seat_actor.reshape(-1)
+        rows = (actor < len(self.policies)).nonzero().squeeze(-1)
+        if rows.numel() == self.N:
+            return rows, self.q_rows(flat_obs, actor)
+        return rows, self.q_rows(flat_obs.index_select(0, rows), actor.index_select(0, rows))
+
+    def _sum_max(self, rows: torch.Tensor, q: torch.Tensor, avail: torch.Tensor) -> torch.Tensor:
+        """``float32 [B]``: per game, the sum over its learner rows of ``max_a Q`` (available a)."""
+        flat_avail = avail.reshape(self.N, -1).index_select(0, rows)
+        best = q.masked_fill(~flat_avail, float("-inf")).amax(-1)
+        return torch.zeros(self.N, device=self.device).index_copy(0, rows, best).view(self.B, self.n).sum(-1)
 
     @torch.no_grad()
     def collect(self, runner: EpisodeRunner, env_steps: int) -> EpisodeTable:
-        """One rollout of T steps with epsilon-greedy learners; returns the finished episodes."""
-        cfg, B = self.cfg, self.B
+        """One rollout of T steps with epsilon-greedy learners; returns the finished episodes.
+
+        Each step runs one forward over all learner rows (acting, and ``M`` of the previous step)
+        and the partners' own forwards (``runner.act`` with the learners skipped).
+        """
+        cfg, B, N = self.cfg, self.B, self.N
+        L = len(self.policies)
         episodes = _Episodes()
         eps = self.epsilon
-        for p in self.policies:
-            p.epsilon = eps
-        try:
-            max_q = self._max_q(runner, runner.step_out.obs, runner.step_out.avail_actions)
-            for t in range(self.T):
-                s = runner.step_out
-                self.obs[t].copy_(s.obs)
-                self.actor[t].copy_(runner.seat_actor)
-                actions = runner.act()
-                self.actions[t].view(self.N).copy_(actions)
-                rsf = shaping_factor(env_steps + t * B, cfg.shaping.initial_factor, cfg.shaping.horizon)
-                s2, seating, done = runner.env_step(actions)
-                self.rewards[t].copy_(self.algorithm.team_reward(s2, rsf, seating))
-                self.terminated[t].copy_(s2.terminated)
-                self.truncated[t].copy_(s2.truncated)
-                if bool(s2.truncated.any()) and s2.final_obs is not None:  # seating of the ended episode
-                    self.final_max_q[t].copy_(self._max_q(runner, s2.final_obs, s2.avail_actions))
-                runner.finish_step(s2, done, episodes)
-                max_q = self._max_q(runner, runner.step_out.obs, runner.step_out.avail_actions)
-                self.next_max_q[t].copy_(max_q)
-        finally:
-            for p in self.policies:
-                p.epsilon = 0.0
+        learners = frozenset(range(L))
+        s = runner.step_out
+        rows, q = self._learner_q(runner, s.obs)
+        for t in range(self.T):
+            s = runner.step_out
+            self.obs[t].copy_(s.obs)
+            self.actor[t].copy_(runner.seat_actor)
+            actions = runner.act(skip=learners)
+            avail = s.avail_actions.reshape(N, -1).index_select(0, rows)
+            learner_actions, _ = epsilon_greedy(q, avail, eps, runner.generator)
+            actions.index_copy_(0, rows, learner_actions)
+            self.actions[t].view(N).copy_(actions)
+            rsf = shaping_factor(env_steps + t * B, cfg.shaping.initial_factor, cfg.shaping.horizon)
+            s2, seating, done = runner.env_step(actions)
+            self.rewards[t].copy_(self.algorithm.team_reward(s2, rsf, seating))
+            self.terminated[t].copy_(s2.terminated)
+            self.truncated[t].copy_(s2.truncated)
+            if bool(s2.truncated.any()) and s2.final_obs is not None:  # seating of the ended episode
+                r_final, q_final = self._learner_q(runner, s2.final_obs)
+                self.final_max_q[t].copy_(self._sum_max(r_final, q_final, s2.avail_actions))
+            runner.finish_step(s2, done, episodes)
+            rows, q = self._learner_q(runner, runner.step_out.obs)
+            self.next_max_q[t].copy_(self._sum_max(rows, q, runner.step_out.avail_actions))
         return episodes.table(runner.arm_table.arms, tuple(runner.env.event_names), self.n, runner.E)
 
     # -- update ---------------------------------------------------------------------------------------
@@ -203,32 +251,19 @@ class PQNCore:
         """``float32 [T, B]`` Q(lambda) targets of the last rollout (:func:`lambda_returns`)."""
         q = self.cfg.pqn
         return lambda_returns(
-            self.rewards,
-            self.next_max_q,
-            self.terminated,
-            self.truncated,
-            self.final_max_q,
-            q.gamma,
-            q.td_lambda,
-        )
+            self.rewards, self.next_max_q, self.terminated, self.truncated, self.final_max_q,
+            q.gamma, q.td_lambda,
+        )  # fmt: skip
 
     def q_taken(self, obs: torch.Tensor, actions: torch.Tensor, actor: torch.Tensor) -> torch.Tensor:
         """``Q_tot float32 [S]``: per sample, the sum over learner seats of ``Q(o_i, a_i)`` (with
         gradients). ``obs [S, n, ...]``, ``actions int64 [S, n]``, ``actor int64 [S, n]``."""
         S = obs.shape[0]
         flat_actor = actor.reshape(-1)
-        flat_obs = obs.reshape(S * self.n, *obs.shape[2:])
-        flat_act = actions.reshape(-1)
-        q_rows = torch.zeros(S * self.n, device=self.device)
-        for k, p in enumerate(self.policies):
-            rows = (flat_actor == k).nonzero().squeeze(-1)
-            if rows.numel() == 0:
-                continue
-            q = p.q_values(flat_obs.index_select(0, rows))
-            q_rows = q_rows.index_add(
-                0, rows, q.gather(-1, flat_act.index_select(0, rows).unsqueeze(-1)).squeeze(-1)
-            )
-        return q_rows.view(S, self.n).sum(-1)
+        rows = (flat_actor < len(self.policies)).nonzero().squeeze(-1)
+        q = self.q_rows(obs.reshape(S * self.n, *obs.shape[2:]).index_select(0, rows), flat_actor[rows])
+        taken = q.gather(-1, actions.reshape(-1)[rows].unsqueeze(-1)).squeeze(-1)
+        return torch.zeros(S * self.n, device=self.device).index_add(0, rows, taken).view(S, self.n).sum(-1)
 
     def _lr(self) -> float:
         q = self.cfg.pqn
@@ -258,24 +293,20 @@ class PQNCore:
             for idx in perm.tensor_split(q.num_minibatches):
                 if idx.numel() == 0:
                     continue
-                lr = self._lr()
                 qt = self.q_taken(
                     obs.index_select(0, idx), actions.index_select(0, idx), actor.index_select(0, idx)
                 )
                 g = targets.index_select(0, idx)
                 loss = 0.5 * (qt - g).pow(2).mean()
-                for opt in self.optimizers.values():
-                    opt.zero_grad(set_to_none=True)
+                self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                for name, p in self.learners.items():
-                    opt = self.optimizers[name]
-                    params = [w for w in p.actor.parameters() if w.grad is not None]
-                    if not params:
-                        continue
-                    torch.nn.utils.clip_grad_norm_(params, q.max_grad_norm)
-                    for group in opt.param_groups:
-                        group["lr"] = lr
-                    opt.step()
+                for p in self.policies:
+                    grads = [w for w in p.actor.parameters() if w.grad is not None]
+                    if grads:
+                        torch.nn.utils.clip_grad_norm_(grads, q.max_grad_norm)
+                for group in self.optimizer.param_groups:
+                    group["lr"] = self._lr()
+                self.optimizer.step()
                 self.grad_steps += 1
                 stats["loss"] += float(loss.detach())
                 stats["q_taken"] += float(qt.detach().mean())
@@ -288,16 +319,15 @@ class PQNCore:
 
     # -- resumable state ----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """Optimizer states and the update / gradient-step counters (schedules resume exactly)."""
+        """Optimizer state and the update / gradient-step counters (schedules resume exactly)."""
         return {
-            "optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
+            "optimizer": self.optimizer.state_dict(),
             "grad_steps": self.grad_steps,
             "updates": self.updates,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
-        for name, opt in self.optimizers.items():
-            opt.load_state_dict(state["optimizers"][name])
+        self.optimizer.load_state_dict(state["optimizer"])
         self.grad_steps = int(state["grad_steps"])
         self.updates = int(state["updates"])

@@ -235,11 +235,15 @@ class EpisodeRunner:
         return rows is None or rows.numel() > 0
 
     @torch.no_grad()
-    def act(self, deterministic: bool = False, on_actor=None) -> torch.Tensor:
+    def act(
+        self, deterministic: bool = False, on_actor=None, skip: frozenset[int] = frozenset()
+    ) -> torch.Tensor:
         """Every actor acts on its rows of the current observation: ``int64 [N]`` actions.
 
         ``on_actor(k, state_before [R, ...], log_probs [R])`` is called for each active actor (the
-        trainer stores what learners need for their update).
+        trainer stores what learners need for their update). Actors in ``skip`` do not act; their
+        rows' actions are left for the caller to fill (the value-based core acts for its learners
+        in one batched forward).
         """
         s = self.step_out
         obs = s.obs.reshape(self.N, *s.obs.shape[2:])
@@ -247,7 +251,7 @@ class EpisodeRunner:
         actions = torch.empty(self.N, dtype=torch.int64, device=self.device)
         member = self.seat_member.reshape(-1)
         for k, actor in enumerate(self.actors):
-            if not self.active(k):
+            if k in skip or not self.active(k):
                 continue
             h = self.select(self.state[k], k)
             kw = {"member": self.select(member, k)} if self.takes_member[k] else {}

@@ -1,0 +1,295 @@
+"""The TBS jobs after the training runs: cross-play clustering, the ToM models with the composite
+agents, and the TBS evaluation protocol (paper 000 Sec. 3.2-3.3 and Sec. 4).
+
+* ``tbs.cluster``: cross-play of every (agent 1 of pair a, agent 2 of pair b) of the training pool,
+  greedy, ``episodes`` each; Eq. 5 similarity (+1e-4); self-tuning spectral clustering (Eq. 6) or a
+  fixed k; writes ``xp.json``, ``clustering.json`` and the figures ``similarity.png``, ``costs.png``.
+* ``tbs.ego``: trains the k cluster ToM models (each on episodes of BR_i with cluster-i partners, both
+  seats) and the global ToM model (all those episodes, Eq. 11), then saves one checkpoint in
+  ``run/`` holding the TBS agent (the ego, ``tbs``) and the baselines' agents: the single best
+  response (``br``), Random Selection, CEM and CBPR for each ego seat (``random_0``, ``cem_1``, ...).
+* ``tbs.evaluate``: every agent with every held-out pair in both seats (``episodes`` each), the
+  held-out pair's own partner as the Oracle; the scaled reward (return / the held-out pair's
+  self-play return) with bootstrap 95% CIs; ``results.parquet``, ``summary.json``, ``tbs.png``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from zsceval.execution.jobs import job_kind
+from zsceval.io import atomic_write_text
+
+__all__ = ["AGENTS", "cross_play_returns", "scaled_rewards", "summarize"]
+
+AGENTS = ("TBS", "BR", "Random", "CEM", "CBPR", "Oracle")
+"""Rows of the TBS table, in the paper's order of discussion."""
+
+
+def _run(needs: dict, job_id: str) -> Path:
+    return Path(needs[job_id]) / "run"
+
+
+def _pool(run: Path, device: Any):
+    from zsceval.algorithms.tbs import load_pool_agents
+
+    return load_pool_agents(run, device)
+
+
+@torch.no_grad()
+def cross_play_returns(
+    layout: str, firsts: list, seconds: list, episodes: int, seed: int, device: Any = "cpu"
+):
+    """Mean sparse return ``J[a, b]`` of agent 1 of pair a (seat 0) with agent 2 of pair b (seat 1).
+
+    Args:
+        layout: layout name.
+        firsts, seconds: N agent-1 and N agent-2 agents (greedy Q-networks).
+        episodes: episodes per pairing.
+        seed: generator seed.
+
+    Returns:
+        ``float64 [N, N]``.
+    """
+    from zsceval.evaluation.matches import play_games
+
+    N = len(firsts)
+    a = torch.arange(N).repeat_interleave(N * episodes)
+    b = torch.arange(N).repeat_interleave(episodes).repeat(N)
+    assignment = torch.stack([a, N + b], 1)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    res = play_games(
+        layout, [*firsts, *seconds], assignment, generator=gen, device=device, deterministic=True
+    )
+    return res.sparse.double().view(N, N, episodes).mean(-1).numpy()
+
+
+@job_kind("tbs.cluster")
+def cluster_job(params: dict, out: Path, needs: dict) -> dict:
+    """Cross-play matrix, similarity and clustering of the training pool (params: ``layout, pool``
+    (train-job id), ``episodes, seed, device, fixed_k``)."""
+    from zsceval.tbs.figures import plot_costs, plot_similarity
+    from zsceval.tbs.similarity import clustering_affinity, cross_play_similarity
+    from zsceval.tbs.stsc import self_tuning_spectral_clustering
+
+    device = params.get("device", "cpu")
+    firsts, seconds = _pool(_run(needs, params["pool"]), device)
+    J = cross_play_returns(
+        params["layout"], firsts, seconds, int(params["episodes"]), int(params["seed"]), device
+    )
+    S = cross_play_similarity(J)
+    fixed = int(params.get("fixed_k", 0)) or None
+    if len(firsts) < 3:
+        labels, k, costs = [0] * len(firsts), 1, {}
+    else:
+        c = self_tuning_spectral_clustering(clustering_affinity(J), fixed_k=fixed)
+        labels, k, costs = (
+            [int(x) for x in c.labels],
+            int(c.k),
+            {int(a): float(b) for a, b in c.costs.items()},
+        )
+    atomic_write_text(out / "xp.json", json.dumps({"J": J.tolist(), "similarity": S.tolist()}, indent=1))
+    result = {"labels": labels, "k": k, "costs": {str(a): b for a, b in costs.items()}, "fixed_k": fixed}
+    atomic_write_text(out / "clustering.json", json.dumps(result, indent=2))
+    title = f"{params['layout']}: cross-play similarity (Eq. 5), k = {k}"
+    plot_similarity(S, np.asarray(labels), out / "similarity.png", title=title)
+    if costs:
+        plot_costs(costs, out / "costs.png", chosen=k)
+    return {"k": k, "labels": labels, "self_play": np.diag(J).tolist()}
+
+
+def _tom_episodes(
+    layout: str, br, firsts, seconds, members: list[int], games: int, seed: int, device, concepts
+):
+    """Episodes of ``br`` with the pairs ``members`` (the ego in seat g % 2 of game g)."""
+    from zsceval.algorithms.tbs import GreedyPool
+    from zsceval.envs.overcooked import OvercookedEnv
+    from zsceval.population.pool import PolicyPool
+    from zsceval.tbs.tom import collect_tom_data
+
+    N = len(firsts)
+    pool = GreedyPool(PolicyPool.from_policies([*firsts, *seconds]))
+    env = OvercookedEnv(layout, num_envs=games, device=device, seed=seed)
+    # the ego sits in seat g % 2: its partner is agent 2 (member N + i) or agent 1 (member i)
+    pick = [members[g // 2 % len(members)] for g in range(games)]
+    partner_members = [N + i if g % 2 == 0 else i for g, i in enumerate(pick)]
+    gen = torch.Generator(device=device).manual_seed(seed)
+    return collect_tom_data(env, br, pool, concepts, 1, partner_members, gen, deterministic=True)
+
+
+@job_kind("tbs.ego")
+def ego_job(params: dict, out: Path, needs: dict) -> dict:
+    """ToM models and the composite agents (params: ``layout, pool, cluster, brs`` (job ids),
+    ``granularity, window, seed, device``, optional ``tom_games`` (games per cluster, default 32),
+    ``tom_epochs`` (default 12), ``tom_hidden`` (64))."""
+    from zsceval.rl.checkpoint import load_agent, save_checkpoint
+    from zsceval.tbs.agents import CBPRAgent, CEMAgent, RandomSelectionAgent, TBSAgent
+    from zsceval.tbs.concepts import build_concept_set
+    from zsceval.tbs.tom import ToMModel, train_tom
+
+    device = params.get("device", "cpu")
+    layout, seed = params["layout"], int(params["seed"])
+    firsts, seconds = _pool(_run(needs, params["pool"]), device)
+    clustering = json.loads((Path(needs[params["cluster"]]) / "clustering.json").read_text())
+    labels = clustering["labels"]
+    k = int(clustering["k"])
+    clusters = [[i for i, c in enumerate(labels) if c == j] for j in range(k)]
+    br_run = _run(needs, params["brs"])
+    brs = [load_agent(br_run, f"br_{j}", device)[0].eval() for j in range(k)]
+    single = load_agent(br_run, "br_all", device)[0].eval()
+    concepts = build_concept_set(layout, params.get("granularity", "fine"))
+    games, epochs = int(params.get("tom_games", 32)), int(params.get("tom_epochs", 12))
+    hidden = int(params.get("tom_hidden", 64))
+    data = [
+        _tom_episodes(layout, brs[j], firsts, seconds, clusters[j], games, seed + j, device, concepts)
+        for j in range(k)
+    ]
+    curves = {}
+
+    def fit(name: str, parts: list) -> ToMModel:
+        obs = torch.cat([d.obs for d in parts], 1)
+        starts = torch.cat([d.starts for d in parts], 1)
+        lab = torch.cat([d.labels for d in parts], 1)
+        mask = torch.cat([d.known & d.mask for d in parts], 1)
+        spec = {"obs_shape": list(obs.shape[2:]), "num_concepts": concepts.num_concepts,
+                "hidden_size": hidden,
+                "granularity": concepts.granularity, "layout": layout}  # fmt: skip
+        model = ToMModel(spec).to(device)
+        gen = torch.Generator().manual_seed(seed)
+        curves[name] = train_tom(model, obs, starts, lab, epochs, generator=gen, mask=mask)
+        return model.eval()
+
+    toms = [fit(f"cluster_{j}", [data[j]]) for j in range(k)]
+    global_tom = fit("global", data)
+    window = int(params.get("window", 0)) or None
+    agents = {"tbs": TBSAgent(brs, toms, global_tom, window=window), "br": single}
+    # seat s: the ego's candidates are the seat-s agents of the pool, the partner models the others'
+    for s, (own, other) in enumerate(((firsts, seconds), (seconds, firsts))):
+        agents[f"random_{s}"] = RandomSelectionAgent(own)
+        agents[f"cem_{s}"] = CEMAgent(own, other, action_model="epsilon_greedy")
+        agents[f"cbpr_{s}"] = CBPRAgent(
+            brs, [[other[i] for i in c] for c in clusters], action_model="epsilon_greedy"
+        )
+    run = out / "run"
+    meta = {"algo": "tbs", "layout": layout, "ego": "tbs", "env_spec": _env_spec(layout),
+            "clusters": clusters, "tom": {n: {"final_loss": c["loss"][-1], "baseline": c["baseline"][0]}
+                                          for n, c in curves.items()}}  # fmt: skip
+    save_checkpoint(run / "checkpoints", 0, agents, meta)
+    atomic_write_text(run / "tom_curves.json", json.dumps(curves))
+    summary = {"k": k, "clusters": clusters, "tom": meta["tom"]}
+    atomic_write_text(run / "eval.json", json.dumps(summary, indent=2))
+    return {"run": "run", **summary}
+
+
+def _env_spec(layout: str) -> dict:
+    from zsceval.envs.overcooked import OvercookedEnv
+
+    return json.loads(json.dumps(OvercookedEnv(layout, num_envs=1).spec_dict()))
+
+
+def scaled_rewards(frame: pd.DataFrame) -> pd.DataFrame:
+    """Adds ``scaled``: each return divided by the Oracle's mean return with the same held-out pair
+    (both seats; TBS's "scaled reward", inferred: the Oracle scores 1 on average). A held-out pair
+    whose self-play return is 0 gets NaN (no scale)."""
+    oracle = frame[frame["agent"] == "Oracle"].groupby("heldout")["sparse_return"].mean()
+    scale = frame["heldout"].map(oracle)
+    out = frame.copy()
+    out["scaled"] = np.where(scale > 0, out["sparse_return"] / scale.where(scale > 0, 1.0), np.nan)
+    return out
+
+
+def summarize(frame: pd.DataFrame, reps: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Per agent: mean return and mean scaled reward with bootstrap 95% CIs (episodes as seeds,
+    held-out pairs as partners, seats travel with their pair;
+    :func:`zsceval.evaluation.metrics.bootstrap_ci`)."""
+    from zsceval.evaluation.metrics import bootstrap_ci
+
+    rows = []
+    for agent in [a for a in AGENTS if a in set(frame["agent"])]:
+        sub = frame[frame["agent"] == agent]
+        row: dict[str, Any] = {"agent": agent}
+        for col in ("scaled", "sparse_return"):
+            cube = sub.pivot_table(index="episode", columns=["heldout", "seat"], values=col, aggfunc="mean")
+            H = sub["heldout"].nunique()
+            x = cube.to_numpy().reshape(cube.shape[0], H, -1)
+            keep = ~np.isnan(x).all(axis=(0, 2))
+            ci = bootstrap_ci(x[:, keep], np.nanmean, reps=reps, rng=np.random.default_rng(seed))
+            row.update({col: ci.estimate, f"{col}_low": ci.low, f"{col}_high": ci.high})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+@job_kind("tbs.evaluate")
+def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
+    """The TBS protocol against the held-out pool (params: ``layout, heldout, ego`` (job ids),
+    ``episodes, seed, device``)."""
+    from zsceval.evaluation.matches import play_games
+    from zsceval.rl.checkpoint import load_agent
+
+    device = params.get("device", "cpu")
+    layout, E = params["layout"], int(params["episodes"])
+    h1, h2 = _pool(_run(needs, params["heldout"]), device)
+    H = len(h1)
+    run = _run(needs, params["ego"])
+    get = {name: load_agent(run, name, device)[0].eval() for name in
+           ("tbs", "br", "random_0", "random_1", "cem_0", "cem_1", "cbpr_0", "cbpr_1")}  # fmt: skip
+    variants = {
+        "TBS": (get["tbs"], get["tbs"]), "BR": (get["br"], get["br"]),
+        "Random": (get["random_0"], get["random_1"]), "CEM": (get["cem_0"], get["cem_1"]),
+        "CBPR": (get["cbpr_0"], get["cbpr_1"]),
+    }  # fmt: skip
+    frames = []
+    gen = torch.Generator(device=device).manual_seed(int(params["seed"]))
+    h = torch.arange(H).repeat_interleave(E)
+    ep = torch.arange(E).repeat(H)
+    for name, (ego0, ego1) in variants.items():
+        # policies: ego0, ego1, held-out agent 1s, held-out agent 2s
+        pol = [ego0, ego1, *h1, *h2]
+        seat0 = torch.stack([torch.zeros_like(h), 2 + H + h], 1)  # ego in seat 0 with agent 2 of pair h
+        seat1 = torch.stack([2 + h, torch.ones_like(h)], 1)  # ego in seat 1 with agent 1 of pair h
+        res = play_games(
+            layout, pol, torch.cat([seat0, seat1]), generator=gen, device=device, deterministic=True
+        )
+        frames.append(pd.DataFrame({"agent": name, "heldout": torch.cat([h, h]).numpy(),
+                                    "seat": np.repeat([0, 1], H * E), "episode": torch.cat([ep, ep]).numpy(),
+                                    "sparse_return": res.sparse.numpy().astype(float)}))  # fmt: skip
+    oracle = torch.stack([h, H + h], 1)
+    res = play_games(layout, [*h1, *h2], oracle, generator=gen, device=device, deterministic=True)
+    sp = res.sparse.numpy().astype(float)
+    frames.append(pd.DataFrame({"agent": "Oracle", "heldout": np.concatenate([h.numpy()] * 2),
+                                "seat": np.repeat([0, 1], H * E), "episode": np.concatenate([ep.numpy()] * 2),
+                                "sparse_return": np.concatenate([sp, sp])}))  # fmt: skip
+    frame = scaled_rewards(pd.concat(frames, ignore_index=True))
+    frame["layout"] = layout
+    tmp = out / "results.parquet.tmp"
+    frame.to_parquet(tmp)
+    tmp.replace(out / "results.parquet")
+    table = summarize(frame, seed=int(params["seed"]))
+    atomic_write_text(out / "summary.json", table.to_json(orient="records", indent=1))
+    plot_tbs(table, out / "tbs.png", title=f"{layout}: held-out pool ({H} pairs, both seats)")
+    return {"rows": len(frame), "summary": json.loads(table.to_json(orient="records"))}
+
+
+def plot_tbs(table: pd.DataFrame, path: str | Path, title: str = "") -> Path:
+    """Bar chart of the scaled reward per agent with its 95% CI, saved atomically as PNG."""
+    from matplotlib.figure import Figure
+
+    from zsceval.io import atomic_path
+
+    fig = Figure(figsize=(6, 3.2))
+    ax = fig.add_subplot()
+    y = table["scaled"].to_numpy()
+    err = np.stack([y - table["scaled_low"].to_numpy(), table["scaled_high"].to_numpy() - y])
+    ax.bar(table["agent"], y, yerr=err, capsize=4, color="#4c72b0")
+    ax.set_ylabel("scaled reward")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    return Path(path)
