@@ -198,7 +198,7 @@ class GreedyPool(torch.nn.Module):
 
     def act(self, obs, avail, state, starts, generator=None, deterministic=False, member=None):
         """Greedy actions of each row's member."""
-        return self.pool.act(obs, avail, state, starts, generator, True, member=member)
+        return self.pool.act(obs, avail, state, starts, member, generator, True)
 
 
 @register("tbs-br", "TBS stage 2: one DQN best response per strategy cluster plus one to the whole pool.")
@@ -303,6 +303,13 @@ class TBSOptions:
     """Rolling window of Eq. 9 in steps (0: the whole episode, Eq. 8)."""
     episodes: int = 8
     """Evaluation episodes per (held-out pair, seat) and per cross-play pairing."""
+    pool_steps: int = 0
+    """Env steps per pool pair (0: the preset's, 6e5 quick / 5e6 paper); ``--steps`` sets the
+    per-best-response budget (default 6e5 quick / 4e7 paper)."""
+    tom_games: int = 32
+    """Episodes of ToM training data per cluster (half with the best response in each seat)."""
+    tom_epochs: int = 12
+    """Epochs of ToM training."""
 
 
 @register("tbs", "TBS: ToM-guided selection among per-cluster best responses (Ni et al., AAMAS 2026).")
@@ -345,7 +352,7 @@ class TBS(Algorithm):
         episodes = int(opts.get("episodes", 8))
         base = f"{ctx.layout}/tbs"
         tag = f"n{size}"
-        per_pair = _sizes(preset)["pool_steps"]
+        per_pair = int(opts.get("pool_steps", 0)) or _sizes(preset)["pool_steps"]
         pool = ctx.train_job(
             f"{base}/pool_{tag}_s{ctx.seed}", algo="tbs-pool", seed=ctx.seed, steps=size * per_pair,
             algo_options={"pool_size": size},
@@ -366,6 +373,7 @@ class TBS(Algorithm):
         ego_params = {
             **common, "pool": pool.id, "cluster": cluster.id, "brs": brs.id,
             "granularity": opts.get("granularity", "fine"), "window": int(opts.get("window", 0)),
+            "tom_games": int(opts.get("tom_games", 32)), "tom_epochs": int(opts.get("tom_epochs", 12)),
             "algo_inputs": {"pool": pool.id},
         }  # fmt: skip
         ego = Job(ctx.ego_id, "tbs.ego", ego_params, needs=(pool.id, cluster.id, brs.id), out=ctx.ego_id)

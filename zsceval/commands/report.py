@@ -81,7 +81,9 @@ def report(
     DIR holds results.parquet (one row per episode) and br_returns.parquet; features.parquet is optional
     (behavior features of partner candidates, for the PCA and heatmap figures); human_proxy.parquet,
     when present (suites with evaluation.human_proxy), adds each algorithm's mean return with the
-    behavior-cloned human model beside its BR-Prox. See zsceval.evaluation.metrics for the schemas.
+    behavior-cloned human model beside its BR-Prox. TBS evaluations (tbs_eval/results.parquet of a
+    bench or of `zsceval train --algo tbs`) add the TBS table: scaled reward against the held-out pool
+    per agent (DIR may hold only those). See zsceval.evaluation.metrics for the schemas.
 
     Comparisons (--stats) use every partner: P(X > Y) per (partner, seat) averaged over partners
     and seats, the fraction of units above each BR-Prox threshold, and each algorithm's rank over
@@ -102,6 +104,13 @@ def report(
     from zsceval.evaluation.manifest import ManifestError, load_manifest
 
     options = {"seed": seed, "reps": reps, "level": ci_level, "nonpositive_br": nonpositive_br}
+    from zsceval.tbs.report import find_tbs_results, format_tbs, tbs_summary
+
+    tbs_paths = find_tbs_results(directory)
+    tbs = tbs_summary(tbs_paths, reps=reps, seed=seed) if tbs_paths else None
+    if tbs is not None and not (Path(directory) / "results.parquet").is_file():  # a TBS run, no bench
+        click.echo(json.dumps({"tbs": rep.records(tbs)}, indent=2) if as_json else format_tbs(tbs, ci_level))
+        return
     try:
         results, br_returns, features = rep.read_tables(directory)
         summary = rep.summarize(results, br_returns, levels=levels, **options)
@@ -138,6 +147,8 @@ def report(
             payload["human_proxy"] = rep.records(human)
         if inter is not None:
             payload["interdependence"] = rep.records(inter)
+        if tbs is not None:
+            payload["tbs"] = rep.records(tbs)
         if reference is not None:
             payload["comparison"] = {
                 "reference": reference[0],
@@ -157,6 +168,8 @@ def report(
             blocks.append(format_human_proxy(human, summary, level=ci_level))
         if inter is not None:
             blocks.append(format_interdependence(inter))
+        if tbs is not None:
+            blocks.append(format_tbs(tbs, ci_level))
         notes = rep.bench_notes(directory, rep.mark_selected(features, loaded))
         if notes:
             blocks.insert(0, "\n".join(notes))

@@ -32,10 +32,15 @@ def _finish_chain(params: dict, out, progress: bool) -> None:
     except JobError as exc:
         raise click.ClickException(f"{exc}; rerun `zsceval train --resume --out {out}` to resume") from None
     _report(summary, Path(out) / "ego" / "run")
+    for extra in sorted((Path(out) / "ego").glob("*/report.txt")):  # a chain's own evaluation (TBS)
+        click.echo(extra.read_text().rstrip())
 
 
 def _report(summary: dict, out) -> None:
     sp = summary.get("self_play")
+    if "env_steps" not in summary:  # an ego that is not one training run (a composite agent)
+        click.echo(f"done; run directory: {out}")
+        return
     line = f"done: {summary['env_steps']:,} env steps in {summary['train_wall_time_s']:.0f} s"
     if sp:
         lo, hi = sp["sparse_return_ci95"]

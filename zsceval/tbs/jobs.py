@@ -204,6 +204,16 @@ def scaled_rewards(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _cube(frame: pd.DataFrame, col: str) -> np.ndarray:
+    """``float64 [episodes, held-out pairs, seats]`` of ``col`` (NaN where missing)."""
+    E, H = int(frame["episode"].max()) + 1, int(frame["heldout"].max()) + 1
+    x = np.full((E, H, 2), np.nan)
+    x[frame["episode"].to_numpy(), frame["heldout"].to_numpy(), frame["seat"].to_numpy()] = frame[
+        col
+    ].to_numpy()
+    return x
+
+
 def summarize(frame: pd.DataFrame, reps: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Per agent: mean return and mean scaled reward with bootstrap 95% CIs (episodes as seeds,
     held-out pairs as partners, seats travel with their pair;
@@ -215,10 +225,11 @@ def summarize(frame: pd.DataFrame, reps: int = 2000, seed: int = 0) -> pd.DataFr
         sub = frame[frame["agent"] == agent]
         row: dict[str, Any] = {"agent": agent}
         for col in ("scaled", "sparse_return"):
-            cube = sub.pivot_table(index="episode", columns=["heldout", "seat"], values=col, aggfunc="mean")
-            H = sub["heldout"].nunique()
-            x = cube.to_numpy().reshape(cube.shape[0], H, -1)
-            keep = ~np.isnan(x).all(axis=(0, 2))
+            x = _cube(sub, col)
+            keep = ~np.isnan(x).all(axis=(0, 2))  # held-out pairs with a scale
+            if not keep.any():
+                row.update({col: np.nan, f"{col}_low": np.nan, f"{col}_high": np.nan})
+                continue
             ci = bootstrap_ci(x[:, keep], np.nanmean, reps=reps, rng=np.random.default_rng(seed))
             row.update({col: ci.estimate, f"{col}_low": ci.low, f"{col}_high": ci.high})
         rows.append(row)
@@ -272,6 +283,12 @@ def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
     tmp.replace(out / "results.parquet")
     table = summarize(frame, seed=int(params["seed"]))
     atomic_write_text(out / "summary.json", table.to_json(orient="records", indent=1))
+    from zsceval.tbs.report import format_tbs
+
+    table.insert(0, "run", ".")
+    table.insert(0, "layout", layout)
+    table["heldout_pairs"] = H
+    atomic_write_text(out / "report.txt", format_tbs(table))
     plot_tbs(table, out / "tbs.png", title=f"{layout}: held-out pool ({H} pairs, both seats)")
     return {"rows": len(frame), "summary": json.loads(table.to_json(orient="records"))}
 
