@@ -1,0 +1,161 @@
+"""TBS pipeline: random reward shaping, best-response seating, scaled reward, and the whole chain
+through the CLI with a tiny budget, resuming after a failed stage."""
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from click.testing import CliRunner
+
+from zsceval import registry
+from zsceval.cli import main
+from zsceval.envs.overcooked.constants import CLASSIC_EVENTS
+from zsceval.execution import jobs as job_mod
+from zsceval.rl.checkpoint import load_agent
+from zsceval.rl.config import resolve_config
+from zsceval.rl.seating import Seating
+from zsceval.tbs.jobs import scaled_rewards, summarize
+from zsceval.tbs.shaping import SHAPING_EVENTS, event_matrix, sample_coefficients
+
+
+def test_shaping_events_map_onto_engine_events_and_coefficients_scale_with_magnitude():
+    m = event_matrix(CLASSIC_EVENTS)
+    assert m.shape == (6, len(CLASSIC_EVENTS)) and m.sum() == 10  # 1 + 1 + 1 + 3 + 3 + 1 engine events
+    i = CLASSIC_EVENTS.index
+    assert m[0, i("PLACEMENT_IN_POT")] == 1 and m[5, i("delivery")] == 1
+    assert m[3, i("pickup_soup_from_X")] == 1 and m[4, i("put_dish_on_X")] == 1
+    c = sample_coefficients(4000, seed=3)
+    z = np.random.default_rng(3).standard_normal((4000, 6))
+    mags = np.array([v[0] for v in SHAPING_EVENTS.values()])
+    assert np.allclose(c, mags * z)  # N(0, magnitude^2) per event, agent-major
+    assert np.allclose(c.std(0) / mags, 1.0, atol=0.05)
+    with pytest.raises(ValueError, match="needs the engine event 'PLACEMENT_IN_POT'"):
+        event_matrix(("delivery",))
+
+
+def _pool(pool_size=2):
+    cfg = resolve_config(preset="quick", overrides=["run.algo=tbs-pool", f"algo.pool_size={pool_size}"])
+    algo = registry.get("tbs-pool")(cfg, num_envs=3, num_agents=2, device="cpu")
+    algo.learners = algo.build_learners(lambda: torch.nn.Linear(1, 1))
+    return algo
+
+
+def test_pool_team_reward_adds_each_agents_own_random_shaping_of_its_events():
+    algo = _pool(2)
+    coef = algo.coefficients  # [4, 6]: p00_1, p00_2, p01_1, p01_2
+    E = len(CLASSIC_EVENTS)
+    events = torch.zeros(3, 2, E, dtype=torch.int16)
+    events[0, 0, CLASSIC_EVENTS.index("PLACEMENT_IN_POT")] = 1  # pair 0 agent 1 puts an onion in a pot
+    events[0, 1, CLASSIC_EVENTS.index("put_onion_on_X")] = 1  # pair 0 agent 2 drops an onion on a counter
+    events[1, 1, CLASSIC_EVENTS.index("delivery")] = 1  # pair 1 agent 2 delivers
+    shaped = torch.tensor([[3.0, 0], [0, 0], [0, 5]])
+    step = SimpleNamespace(reward=torch.tensor([0.0, 20.0, 0.0]), shaped_by_agent=shaped, events=events)
+    seating = Seating(
+        torch.tensor([[0, 1], [2, 3], [0, 1]]), torch.zeros(3, 2, dtype=torch.int64), torch.tensor([0, 1, 0])
+    )
+    r = algo.team_reward(step, 0.5, seating)
+    expect = torch.tensor([0.5 * 3 + coef[0, 0] + coef[1, 4], 20 + coef[3, 5], 0.5 * 5])
+    assert torch.allclose(r, expect)
+    algo.num_arms = len(algo.arms())
+    assert algo.num_arms == 2 and algo.assign(torch.arange(5), None).tolist() == [0, 1, 0, 1, 0]
+
+
+def test_pool_seeds_give_different_shaping_and_the_coefficients_resume():
+    a, b = _pool(2), _pool(2)
+    assert torch.equal(a.coefficients, b.coefficients)
+    cfg = resolve_config(preset="quick", overrides=["run.algo=tbs-pool", "algo.pool_size=2", "run.seed=1000"])
+    c = registry.get("tbs-pool")(cfg, num_envs=3, num_agents=2, device="cpu")
+    c.build_learners(lambda: torch.nn.Linear(1, 1))
+    assert not torch.allclose(a.coefficients, c.coefficients)
+    c.load_state_dict(a.state_dict())
+    assert torch.equal(c.coefficients, a.coefficients)
+
+
+def test_best_responses_draw_partners_only_from_their_cluster(tmp_path):
+    (tmp_path / "clustering.json").write_text(json.dumps({"labels": [0, 1, 1, 0, 1], "k": 2}))
+    cfg = resolve_config(
+        preset="quick", overrides=["run.algo=tbs-br", "algo.pool=x", f"algo.clustering={tmp_path}"]
+    )
+    algo = registry.get("tbs-br")(cfg, num_envs=8, num_agents=2, device="cpu")
+    algo.learners = algo.build_learners(lambda: torch.nn.Linear(1, 1))
+    assert list(algo.learners) == ["br_0", "br_1", "br_all"]
+    algo.partner_sets = [*algo.clusters, list(range(5))]
+    arms = algo.arms()
+    assert len(arms) == 2 * (2 + 3 + 5)
+    g = torch.Generator().manual_seed(0)
+    picks = algo.assign(torch.arange(30000), g)
+    counts = torch.bincount(picks, minlength=len(arms)).float()
+    for name, members in zip(algo.learners, algo.partner_sets, strict=True):
+        own = [a for a, arm in enumerate(arms) if any(s[0] == name for s in arm.seats)]
+        assert len(own) == 2 * len(members)
+        pairs = {int(arm.partner[4:]) for arm in (arms[a] for a in own)}
+        assert pairs == set(members)  # cluster j's BR meets only cluster j's pairs
+        share = counts[own] / counts.sum()  # a learner is drawn uniformly, then its arm uniformly
+        assert abs(float(share.sum()) - 1 / 3) < 0.02
+        assert torch.allclose(share, torch.full_like(share, 1 / 3 / len(own)), atol=0.012)
+    seat = {a.ego_seat for a in arms}
+    assert seat == {0, 1}
+
+
+def test_scaled_reward_divides_by_the_heldout_pairs_self_play_and_summarizes_with_cis():
+    rows = []
+    for h, sp in ((0, 100.0), (1, 40.0), (2, 0.0)):
+        for seat in (0, 1):
+            for ep in range(2):
+                rows.append(
+                    {"agent": "Oracle", "heldout": h, "seat": seat, "episode": ep, "sparse_return": sp}
+                )
+                rows.append({"agent": "TBS", "heldout": h, "seat": seat, "episode": ep,
+                             "sparse_return": sp / 2 + 10 * seat})  # fmt: skip
+    frame = scaled_rewards(pd.DataFrame(rows))
+    tbs = frame[frame["agent"] == "TBS"]
+    assert np.allclose(tbs[tbs["heldout"] == 0]["scaled"], [0.5, 0.5, 0.6, 0.6])
+    assert np.allclose(tbs[tbs["heldout"] == 1]["scaled"], [0.5, 0.5, 0.75, 0.75])
+    assert tbs[tbs["heldout"] == 2]["scaled"].isna().all()  # no scale for a pair that never scores
+    table = summarize(frame, reps=200).set_index("agent")
+    assert table.loc["Oracle", "scaled"] == pytest.approx(1.0)
+    assert table.loc["TBS", "scaled"] == pytest.approx((0.5 + 0.6 + 0.5 + 0.75) / 4)
+    assert table.loc["TBS", "scaled_low"] <= table.loc["TBS", "scaled"] <= table.loc["TBS", "scaled_high"]
+    assert table.loc["TBS", "sparse_return"] == pytest.approx(np.mean([50, 60, 20, 30, 0, 10]))
+
+
+TINY = ["--steps", "2048", "--no-progress"]
+_TINY_SET = ("env.num_envs=16", "env.horizon=100", "algo.pool_size=3", "algo.pool_steps=2048",
+             "algo.tom_games=4",
+             "algo.tom_epochs=1", "algo.episodes=1")  # fmt: skip
+for _key in _TINY_SET:
+    TINY += ["--set", _key]
+
+
+def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkeypatch):
+    out = tmp_path / "tbs"
+    args = ["train", "--algo", "tbs", "--layout", "cramped_room", "--out", str(out), *TINY]
+    real = job_mod.JOB_KINDS["tbs.ego"]
+
+    def broken(params, out_dir, needs):
+        raise RuntimeError("killed")
+
+    monkeypatch.setitem(job_mod.JOB_KINDS, "tbs.ego", broken)
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code != 0 and "--resume" in res.output
+    base = out / "cramped_room" / "tbs"
+    done = {p.parent.name: p.stat().st_mtime_ns for p in base.glob("*/DONE.json")}
+    assert set(done) == {"pool_n3_s0", "heldout_n3_s1000", "cluster_n3_s0", "brs_n3_s0"}
+    monkeypatch.setitem(job_mod.JOB_KINDS, "tbs.ego", real)
+    res = CliRunner().invoke(main, ["train", "--resume", "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert {p.parent.name: p.stat().st_mtime_ns for p in base.glob("*/DONE.json")} == done  # not redone
+    assert "TBS protocol" in res.output and "Oracle" in res.output
+    clustering = json.loads((base / "cluster_n3_s0" / "clustering.json").read_text())
+    assert len(clustering["labels"]) == 3 and 1 <= clustering["k"] <= 2
+    assert (base / "cluster_n3_s0" / "similarity.png").stat().st_size > 0
+    tbs, meta = load_agent(out / "ego" / "run")
+    assert type(tbs).agent_class == "tbs" and len(tbs.brs) == clustering["k"]
+    frame = pd.read_parquet(out / "ego" / "tbs_eval" / "results.parquet")
+    assert set(frame["agent"]) == {"TBS", "BR", "Random", "CEM", "CBPR", "Oracle"}
+    assert len(frame) == 6 * 3 * 2  # agents x held-out pairs x seats (1 episode)
+    report = CliRunner().invoke(main, ["report", str(out), "--no-figures"])
+    assert report.exit_code == 0 and "TBS protocol" in report.output, report.output
