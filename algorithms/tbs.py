@@ -310,6 +310,11 @@ class TBSOptions:
     """Episodes of ToM training data per cluster (half with the best response in each seat)."""
     tom_epochs: int = 12
     """Epochs of ToM training."""
+    partial: bool = False
+    """The partially observable variant (TBS Sec. 4): every stage's env gets ``env.view_radius =
+    view_radius`` (:class:`~zsceval.envs.overcooked.OvercookedEnv`)."""
+    view_radius: int = 2
+    """View radius (Chebyshev cells) of the partial variant."""
 
 
 @register("tbs", "TBS: ToM-guided selection among per-cluster best responses (Ni et al., AAMAS 2026).")
@@ -346,11 +351,20 @@ class TBS(Algorithm):
         from zsceval.execution.jobs import Job
 
         opts = dict(ctx.ego_options)
+        radius = int(opts.get("view_radius", 2)) if opts.get("partial") else 0
+        if radius:  # every training job sees the partial view; the other jobs build their envs with it
+            ctx = dataclasses.replace(
+                ctx,
+                common={
+                    **ctx.common,
+                    "overrides": [*ctx.common.get("overrides", []), f"env.view_radius={radius}"],
+                },
+            )
         preset = ctx.common.get("preset", "quick")
         size = int(opts.get("pool_size", 0)) or _sizes(preset)["pool_size"]
         held = int(opts.get("heldout_size", 0)) or size
         episodes = int(opts.get("episodes", 8))
-        base = f"{ctx.layout}/tbs"
+        base = f"{ctx.layout}/tbs" + (f"_partial{radius}" if radius else "")
         tag = f"n{size}"
         per_pair = int(opts.get("pool_steps", 0)) or _sizes(preset)["pool_steps"]
         pool = ctx.train_job(
@@ -362,6 +376,8 @@ class TBS(Algorithm):
             steps=held * per_pair, algo_options={"pool_size": held},
         )  # fmt: skip
         common = {"layout": ctx.layout, "device": ctx.common.get("device", "cpu"), "seed": ctx.seed}
+        if radius:
+            common["view_radius"] = radius
         fixed_k = int(opts.get("fixed_k", 0))
         cid = f"{base}/cluster_{tag}_s{ctx.seed}" + (f"_k{fixed_k}" if fixed_k else "")
         cparams = {**common, "pool": pool.id, "episodes": episodes, "fixed_k": fixed_k}

@@ -1,6 +1,7 @@
 """TBS pipeline: random reward shaping, best-response seating, scaled reward, and the whole chain
 through the CLI with a tiny budget, resuming after a failed stage."""
 
+import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -159,3 +160,23 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     assert len(frame) == 6 * 3 * 2  # agents x held-out pairs x seats (1 episode)
     report = CliRunner().invoke(main, ["report", str(out), "--no-figures"])
     assert report.exit_code == 0 and "TBS protocol" in report.output, report.output
+
+
+def test_partial_flag_gives_every_stage_the_view_radius():
+    from zsceval.rl.algorithm import JobContext
+
+    ctx = JobContext("tbs", "counter_circuit", 0, None, "ego", {"layout": "counter_circuit", "overrides": []},
+                     ego_options={"partial": True, "view_radius": 3})  # fmt: skip
+    jobs = registry.get("tbs").jobs(ctx)
+    kinds = {j.kind for j in jobs}
+    assert kinds == {"train", "tbs.cluster", "tbs.ego", "tbs.evaluate"}
+    for j in jobs:
+        if j.kind == "train":
+            assert "env.view_radius=3" in j.params["overrides"]
+        else:
+            assert j.params["view_radius"] == 3
+    full = registry.get("tbs").jobs(dataclasses.replace(ctx, ego_options={}))
+    assert all("view_radius" not in j.params and "env.view_radius=3" not in j.params.get("overrides", [])
+               for j in full)  # fmt: skip
+    stages = {j.id for j in jobs if not j.id.startswith("ego")}
+    assert len(stages) == 4 and stages.isdisjoint({j.id for j in full})  # separate stage folders

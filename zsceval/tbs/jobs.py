@@ -32,6 +32,13 @@ AGENTS = ("TBS", "BR", "Random", "CEM", "CBPR", "Oracle")
 """Rows of the TBS table, in the paper's order of discussion."""
 
 
+def _env(layout: str, games: int, device: Any, seed: int = 0, view_radius: int = 0):
+    """The evaluation env of a TBS job (the partial variant when ``view_radius`` > 0)."""
+    from zsceval.envs.overcooked import OvercookedEnv
+
+    return OvercookedEnv(layout, num_envs=games, device=device, seed=seed, view_radius=view_radius)
+
+
 def _run(needs: dict, job_id: str) -> Path:
     return Path(needs[job_id]) / "run"
 
@@ -44,7 +51,13 @@ def _pool(run: Path, device: Any):
 
 @torch.no_grad()
 def cross_play_returns(
-    layout: str, firsts: list, seconds: list, episodes: int, seed: int, device: Any = "cpu"
+    layout: str,
+    firsts: list,
+    seconds: list,
+    episodes: int,
+    seed: int,
+    device: Any = "cpu",
+    view_radius: int = 0,
 ):
     """Mean sparse return ``J[a, b]`` of agent 1 of pair a (seat 0) with agent 2 of pair b (seat 1).
 
@@ -53,6 +66,7 @@ def cross_play_returns(
         firsts, seconds: N agent-1 and N agent-2 agents (greedy Q-networks).
         episodes: episodes per pairing.
         seed: generator seed.
+        view_radius: the partial variant's view radius (0: fully observable).
 
     Returns:
         ``float64 [N, N]``.
@@ -64,9 +78,8 @@ def cross_play_returns(
     b = torch.arange(N).repeat_interleave(episodes).repeat(N)
     assignment = torch.stack([a, N + b], 1)
     gen = torch.Generator(device=device).manual_seed(seed)
-    res = play_games(
-        layout, [*firsts, *seconds], assignment, generator=gen, device=device, deterministic=True
-    )
+    env = _env(layout, assignment.shape[0], device, seed, view_radius)
+    res = play_games(env, [*firsts, *seconds], assignment, generator=gen, device=device, deterministic=True)
     return res.sparse.double().view(N, N, episodes).mean(-1).numpy()
 
 
@@ -80,8 +93,9 @@ def cluster_job(params: dict, out: Path, needs: dict) -> dict:
 
     device = params.get("device", "cpu")
     firsts, seconds = _pool(_run(needs, params["pool"]), device)
+    radius = int(params.get("view_radius", 0))
     J = cross_play_returns(
-        params["layout"], firsts, seconds, int(params["episodes"]), int(params["seed"]), device
+        params["layout"], firsts, seconds, int(params["episodes"]), int(params["seed"]), device, radius
     )
     S = cross_play_similarity(J)
     fixed = int(params.get("fixed_k", 0)) or None
@@ -105,17 +119,25 @@ def cluster_job(params: dict, out: Path, needs: dict) -> dict:
 
 
 def _tom_episodes(
-    layout: str, br, firsts, seconds, members: list[int], games: int, seed: int, device, concepts
+    layout: str,
+    br,
+    firsts,
+    seconds,
+    members: list[int],
+    games: int,
+    seed: int,
+    device,
+    concepts,
+    view_radius=0,
 ):
     """Episodes of ``br`` with the pairs ``members`` (the ego in seat g % 2 of game g)."""
     from zsceval.algorithms.tbs import GreedyPool
-    from zsceval.envs.overcooked import OvercookedEnv
     from zsceval.population.pool import PolicyPool
     from zsceval.tbs.tom import collect_tom_data
 
     N = len(firsts)
     pool = GreedyPool(PolicyPool.from_policies([*firsts, *seconds]))
-    env = OvercookedEnv(layout, num_envs=games, device=device, seed=seed)
+    env = _env(layout, games, device, seed, view_radius)
     # the ego sits in seat g % 2: its partner is agent 2 (member N + i) or agent 1 (member i)
     pick = [members[g // 2 % len(members)] for g in range(games)]
     partner_members = [N + i if g % 2 == 0 else i for g, i in enumerate(pick)]
@@ -135,6 +157,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
 
     device = params.get("device", "cpu")
     layout, seed = params["layout"], int(params["seed"])
+    radius = int(params.get("view_radius", 0))
     firsts, seconds = _pool(_run(needs, params["pool"]), device)
     clustering = json.loads((Path(needs[params["cluster"]]) / "clustering.json").read_text())
     labels = clustering["labels"]
@@ -147,7 +170,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     games, epochs = int(params.get("tom_games", 32)), int(params.get("tom_epochs", 12))
     hidden = int(params.get("tom_hidden", 64))
     data = [
-        _tom_episodes(layout, brs[j], firsts, seconds, clusters[j], games, seed + j, device, concepts)
+        _tom_episodes(layout, brs[j], firsts, seconds, clusters[j], games, seed + j, device, concepts, radius)
         for j in range(k)
     ]
     curves = {}
@@ -177,7 +200,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
             brs, [[other[i] for i in c] for c in clusters], action_model="epsilon_greedy"
         )
     run = out / "run"
-    meta = {"algo": "tbs", "layout": layout, "ego": "tbs", "env_spec": _env_spec(layout),
+    meta = {"algo": "tbs", "layout": layout, "ego": "tbs", "env_spec": _env_spec(layout, radius),
             "clusters": clusters, "tom": {n: {"final_loss": c["loss"][-1], "baseline": c["baseline"][0]}
                                           for n, c in curves.items()}}  # fmt: skip
     save_checkpoint(run / "checkpoints", 0, agents, meta)
@@ -187,10 +210,8 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     return {"run": "run", **summary}
 
 
-def _env_spec(layout: str) -> dict:
-    from zsceval.envs.overcooked import OvercookedEnv
-
-    return json.loads(json.dumps(OvercookedEnv(layout, num_envs=1).spec_dict()))
+def _env_spec(layout: str, view_radius: int = 0) -> dict:
+    return json.loads(json.dumps(_env(layout, 1, "cpu", 0, view_radius).spec_dict()))
 
 
 def scaled_rewards(frame: pd.DataFrame) -> pd.DataFrame:
@@ -245,6 +266,7 @@ def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
 
     device = params.get("device", "cpu")
     layout, E = params["layout"], int(params["episodes"])
+    radius = int(params.get("view_radius", 0))
     h1, h2 = _pool(_run(needs, params["heldout"]), device)
     H = len(h1)
     run = _run(needs, params["ego"])
@@ -271,7 +293,8 @@ def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
                                     "seat": np.repeat([0, 1], H * E), "episode": torch.cat([ep, ep]).numpy(),
                                     "sparse_return": res.sparse.numpy().astype(float)}))  # fmt: skip
     oracle = torch.stack([h, H + h], 1)
-    res = play_games(layout, [*h1, *h2], oracle, generator=gen, device=device, deterministic=True)
+    env = _env(layout, oracle.shape[0], device, int(params["seed"]), radius)
+    res = play_games(env, [*h1, *h2], oracle, generator=gen, device=device, deterministic=True)
     sp = res.sparse.numpy().astype(float)
     frames.append(pd.DataFrame({"agent": "Oracle", "heldout": np.concatenate([h.numpy()] * 2),
                                 "seat": np.repeat([0, 1], H * E), "episode": np.concatenate([ep.numpy()] * 2),
