@@ -21,7 +21,7 @@ Each interdependence is classified (Alg. 2, lines 17-26):
 * **constructive** (Def. 4.6) = goal reaching and non-looping; otherwise **looping** if a loop was
   found, otherwise **irrelevant** (not goal reaching). **Non-constructive** is the paper's
   ``Int_non-cons`` of Sec. 6: looping + irrelevant (Alg. 2's last ``else`` branch can never be taken,
-  docs/differences-interdep.md).
+  docs/differences.md ("Interdependence metric")).
 
 **Trigger actions** (Def. 4.2) are the actions whose effects could be a precondition of another
 agent's action: here, an INTERACT that leaves an object on a counter or in a pot (put on a counter,

@@ -73,7 +73,7 @@ class EnvConfig:
     (the other players and objects outside are zeroed; its own position and the terrain stay);
     0 = fully observable (ZSC-Eval). TBS evaluates fully and partially observable Overcooked
     (paper Sec. 4.1). The joint critic is meant to see the full state (CTDE): see
-    docs/differences-partial-obs.md."""
+    docs/differences.md ("Partially observable Overcooked")."""
 
 
 @dataclass(frozen=True)

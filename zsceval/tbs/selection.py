@@ -14,7 +14,7 @@ t = 1 on; with ``reselect_every = n`` (App. A.2) the choice is re-made at t = n,
 ``n >= horizon`` degenerates to Random Selection, which is what the ablation's monotone decline
 suggests. ``first_step_random=False`` uses the KL rule already at t = 0.
 *Window*: Eq. 9 sums ``t' = max(0, t-w) .. t`` (w + 1 terms); App. A.1's text says "the most recent
-w timesteps"; we follow the text (w terms) -- see docs/differences-tbs-select.md.
+w timesteps"; we follow the text (w terms) -- see docs/differences.md ("TBS selection").
 
 **CBPR (algorithms-facts.md section 7).** Queue of the last L = 20 (partner obs, partner action)
 pairs kept as per-type log-probabilities ``[N, L, K]``; likelihood ``lambda = exp(sum of the

@@ -45,7 +45,7 @@ the unit-normalized rows of the top-``k`` eigenvectors (Ng, Jordan & Weiss 2002;
 generator, best of ``kmeans_restarts`` runs by distortion).
 
 Optimizer (a deviation from STSC's coordinate-wise gradient steps, see
-``docs/differences-tbs-cluster.md``): BFGS from :func:`scipy.optimize.minimize` with the analytic
+``docs/differences.md``, "TBS clustering"): BFGS from :func:`scipy.optimize.minimize` with the analytic
 gradient of Eq. 6, from two deterministic starts, the STSC (incremental) initialization and a greedy
 "most orthogonal rows" rotation (Yu & Shi 2003), plus optional random restarts from a generator seeded
 with ``seed``; the lowest cost wins. Everything is deterministic for a given input and seed.
