@@ -33,7 +33,8 @@ terrain planes (classic 10-14, multi-recipe 10-15: the map, which a policy train
 knows anyway) and the multi-recipe urgency plane 24 (a clock, not a cell property). Held objects
 are drawn on the holder's cell, so the partner's held item disappears with the partner. r = 0 means
 fully observable (the default); r >= max(H, W) - 1 masks nothing. JaxMARL's OvercookedV2
-``agent_view_size`` crops an egocentric window instead; see docs/differences.md ("Partially observable Overcooked").
+``agent_view_size`` crops an egocentric window instead; see docs/differences.md
+("Partially observable Overcooked").
 """
 
 from __future__ import annotations
