@@ -35,8 +35,11 @@ def block_similarity(sizes, seed, within=(0.8, 1.0), between=(0.05, 0.2)):
 
 def test_normalized_affinity_hand_computed():
     S = np.array([[1.0, 1.0, 0.5], [1.0, 1.0, 0.5], [0.5, 0.5, 1.0]])
-    # A = S with zero diagonal; degrees 1.5, 1.5, 1.0
-    L = normalized_affinity(S)
+    # default: A = S (s(A, A) = 1 kept); degrees 2.5, 2.5, 2.0
+    d = np.array([2.5, 2.5, 2.0])
+    np.testing.assert_allclose(normalized_affinity(S), S / np.sqrt(d[:, None] * d[None, :]), rtol=1e-12)
+    # zero_diagonal: A = S with zero diagonal; degrees 1.5, 1.5, 1.0
+    L = normalized_affinity(S, zero_diagonal=True)
     expected = np.array(
         [
             [0.0, 1 / 1.5, 0.5 / np.sqrt(1.5)],
@@ -59,7 +62,23 @@ def test_normalized_affinity_hand_computed():
 )
 def test_invalid_similarity_raises(S, match):
     with pytest.raises(ValueError, match=match):
-        self_tuning_spectral_clustering(S)
+        self_tuning_spectral_clustering(S, zero_diagonal=match == "isolated")
+
+
+def test_pairs_that_cooperate_with_nobody_are_clusters_of_their_own():
+    """A measured coordination_ring pool of 6 pairs: 0, 2 and 3 cross-play well, 1, 4 and 5 only with
+    themselves. Keeping s(A, A) = 1 finds the four blocks; the zero-diagonal affinity merges the
+    three loners into one cluster (their only edges are the 1e-4 offsets, scaled up by D^-1/2)."""
+    from zsceval.tbs.similarity import clustering_affinity
+
+    J = np.array([
+        [200, 0, 200, 160, 0, 0], [0, 200, 0, 0, 40, 0], [160, 0, 160, 20, 20, 0],
+        [140, 0, 140, 140, 0, 0], [0, 0, 0, 0, 220, 0], [0, 20, 0, 0, 0, 180],
+    ], dtype=float)  # fmt: skip
+    c = self_tuning_spectral_clustering(clustering_affinity(J))
+    assert c.k == 4 and c.labels.tolist() == [0, 1, 0, 0, 2, 3]
+    merged = self_tuning_spectral_clustering(clustering_affinity(J), zero_diagonal=True)
+    assert merged.k == 2 and merged.labels.tolist() == [0, 1, 0, 0, 1, 1]
 
 
 def test_givens_rotation_hand_computed():

@@ -107,11 +107,19 @@ class Clustering:
 # --------------------------------------------------------------------------- spectrum
 
 
-def normalized_affinity(S: np.ndarray) -> np.ndarray:
-    """``L = D^-1/2 A D^-1/2`` of the affinity ``A`` = ``S`` with its diagonal set to zero.
+def normalized_affinity(S: np.ndarray, zero_diagonal: bool = False) -> np.ndarray:
+    """``L = D^-1/2 A D^-1/2`` of the affinity ``A`` = ``S`` (TBS Sec. 3.2: the graph of ``S`` itself,
+    whose diagonal is ``s(A, A) = 1`` by Eq. 5), or of ``S`` with its diagonal set to zero
+    (``zero_diagonal``: the STSC paper's affinity, built from distances without self-loops).
+
+    Keeping the self-similarity matters for pools with pairs that cooperate with nobody else: with a
+    zero diagonal such a pair's only edges are the ``1e-4`` offsets, the normalization scales those
+    up to the size of real edges, and the isolated pairs merge into one spurious cluster; with
+    ``s(A, A) = 1`` each is its own block.
 
     Args:
         S: ``float [n, n]`` symmetric similarity, entries ``>= 0``, finite.
+        zero_diagonal: ignore the diagonal of ``S``.
 
     Returns:
         ``float64 [n, n]`` symmetric, eigenvalues in ``[-1, 1]``.
@@ -130,7 +138,8 @@ def normalized_affinity(S: np.ndarray) -> np.ndarray:
     if not np.allclose(S, S.T, rtol=1e-9, atol=1e-12):
         raise ValueError("similarity must be symmetric")
     A = (S + S.T) / 2.0
-    np.fill_diagonal(A, 0.0)
+    if zero_diagonal:
+        np.fill_diagonal(A, 0.0)
     degree = A.sum(axis=1)
     if S.shape[0] > 1 and (degree <= 0).any():
         raise ValueError(
@@ -142,7 +151,7 @@ def normalized_affinity(S: np.ndarray) -> np.ndarray:
     return inv_sqrt[:, None] * A * inv_sqrt[None, :]
 
 
-def top_eigenvectors(S: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def top_eigenvectors(S: np.ndarray, k: int, zero_diagonal: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` eigenpairs of :func:`normalized_affinity` ``(S)`` by decreasing eigenvalue.
 
     Signs are fixed so that each eigenvector's entry of largest magnitude is positive (the first such
@@ -151,6 +160,7 @@ def top_eigenvectors(S: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     Args:
         S: ``float [n, n]`` similarity, as in :func:`normalized_affinity`.
         k: number of eigenvectors, ``1 <= k <= n``.
+        zero_diagonal: as :func:`normalized_affinity`.
 
     Returns:
         ``(X float64 [n, k], eigenvalues float64 [k])``.
@@ -158,7 +168,7 @@ def top_eigenvectors(S: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     Raises:
         ValueError: as :func:`normalized_affinity`; ``k`` out of range.
     """
-    L = normalized_affinity(S)
+    L = normalized_affinity(S, zero_diagonal)
     n = L.shape[0]
     if not 1 <= k <= n:
         raise ValueError(f"k must be in 1..{n}, got {k}")
@@ -460,12 +470,13 @@ def self_tuning_spectral_clustering(
     restarts: int = 0,
     seed: int = 0,
     kmeans_restarts: int = 10,
+    zero_diagonal: bool = False,
 ) -> Clustering:
     """Cluster agent pairs from their similarity matrix (TBS Sec. 3.2, Eq. 6; STSC).
 
     Args:
         S: ``float [n, n]`` symmetric similarity, entries ``>= 0``, e.g.
-            :func:`zsceval.tbs.similarity.clustering_affinity` ``(J)``; the diagonal is ignored.
+            :func:`zsceval.tbs.similarity.clustering_affinity` ``(J)`` (diagonal ``s(A, A) = 1``).
         k_range: inclusive ``(low, high)`` candidate numbers of clusters, ``2 <= low <= high <= n - 1``;
             default ``(2, min(n - 1, 10))``. Ignored when ``fixed_k`` is given.
         fixed_k: preset number of clusters, ``1 <= fixed_k <= n`` (vanilla spectral clustering, the
@@ -476,6 +487,7 @@ def self_tuning_spectral_clustering(
         restarts: extra random starts of the rotation search (:func:`minimize_alignment`).
         seed: seed of the random starts and of k-means.
         kmeans_restarts: k-means runs with ``assign="kmeans"``; the lowest distortion wins.
+        zero_diagonal: drop the self-similarities (the STSC paper's affinity; :func:`normalized_affinity`).
 
     Returns:
         :class:`Clustering`; ``costs`` has the alignment cost of every evaluated ``k`` (with ``fixed_k``
@@ -487,13 +499,13 @@ def self_tuning_spectral_clustering(
     """
     if assign not in ("rotation", "kmeans"):
         raise ValueError(f"assign must be 'rotation' or 'kmeans', got {assign!r}")
-    L = normalized_affinity(S)  # validates S
+    L = normalized_affinity(S, zero_diagonal)  # validates S
     n = L.shape[0]
     if fixed_k is not None:
         if not 1 <= int(fixed_k) <= n:
             raise ValueError(f"fixed_k must be in 1..{n}, got {fixed_k}")
         k = int(fixed_k)
-        X, _ = top_eigenvectors(S, k)
+        X, _ = top_eigenvectors(S, k, zero_diagonal)
         cost, R = minimize_alignment(X, restarts=restarts, seed=seed)
         labels = _axis_labels(X @ R) if assign == "rotation" else _kmeans_labels(X, k, seed, kmeans_restarts)
         return Clustering(labels=labels, k=int(labels.max()) + 1, costs={k: cost})
@@ -501,7 +513,7 @@ def self_tuning_spectral_clustering(
         return Clustering(labels=np.zeros(n, dtype=np.int64), k=1, costs={1: float(n)})
 
     ks = _candidate_ks(n, k_range)
-    V, _ = top_eigenvectors(S, ks[-1])
+    V, _ = top_eigenvectors(S, ks[-1], zero_diagonal)
     costs: dict[int, float] = {}
     rotated: dict[int, np.ndarray] = {}
     current = V[:, : ks[0]]
