@@ -308,8 +308,12 @@ class TBSOptions:
     per-best-response budget (default 6e5 quick / 4e7 paper)."""
     tom_games: int = 32
     """Episodes of ToM training data per cluster (half with the best response in each seat)."""
-    tom_epochs: int = 12
+    tom_epochs: int = 60
     """Epochs of ToM training."""
+    tom_epsilon: float = 0.1
+    """Exploration of the best response while the ToM episodes are collected (greedy agents in a
+    deterministic game would repeat one episode; the partners, whose intentions are the labels,
+    stay greedy)."""
     partial: bool = False
     """The partially observable variant (TBS Sec. 4): every stage's env gets ``env.view_radius =
     view_radius`` (:class:`~zsceval.envs.overcooked.OvercookedEnv`)."""
@@ -389,7 +393,8 @@ class TBS(Algorithm):
         ego_params = {
             **common, "pool": pool.id, "cluster": cluster.id, "brs": brs.id,
             "granularity": opts.get("granularity", "fine"), "window": int(opts.get("window", 0)),
-            "tom_games": int(opts.get("tom_games", 32)), "tom_epochs": int(opts.get("tom_epochs", 12)),
+            "tom_games": int(opts.get("tom_games", 32)), "tom_epochs": int(opts.get("tom_epochs", 60)),
+            "tom_epsilon": float(opts.get("tom_epsilon", 0.1)),
             "algo_inputs": {"pool": pool.id},
         }  # fmt: skip
         ego = Job(ctx.ego_id, "tbs.ego", ego_params, needs=(pool.id, cluster.id, brs.id), out=ctx.ego_id)

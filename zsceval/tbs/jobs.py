@@ -129,8 +129,11 @@ def _tom_episodes(
     device,
     concepts,
     view_radius=0,
+    epsilon: float = 0.0,
 ):
-    """Episodes of ``br`` with the pairs ``members`` (the ego in seat g % 2 of game g)."""
+    """Episodes of ``br`` with the pairs ``members`` (the ego in seat g % 2 of game g); the best
+    response explores with ``epsilon`` (greedy agents in a deterministic game repeat one episode),
+    the partners act greedily."""
     from zsceval.algorithms.tbs import GreedyPool
     from zsceval.population.pool import PolicyPool
     from zsceval.tbs.tom import collect_tom_data
@@ -142,14 +145,19 @@ def _tom_episodes(
     pick = [members[g // 2 % len(members)] for g in range(games)]
     partner_members = [N + i if g % 2 == 0 else i for g, i in enumerate(pick)]
     gen = torch.Generator(device=device).manual_seed(seed)
-    return collect_tom_data(env, br, pool, concepts, 1, partner_members, gen, deterministic=True)
+    br.epsilon = epsilon  # the best response explores so that the episodes differ; partners stay greedy
+    try:
+        return collect_tom_data(env, br, pool, concepts, 1, partner_members, gen, deterministic=False)
+    finally:
+        br.epsilon = 0.0
 
 
 @job_kind("tbs.ego")
 def ego_job(params: dict, out: Path, needs: dict) -> dict:
     """ToM models and the composite agents (params: ``layout, pool, cluster, brs`` (job ids),
     ``granularity, window, seed, device``, optional ``tom_games`` (games per cluster, default 32),
-    ``tom_epochs`` (default 12), ``tom_hidden`` (64))."""
+    ``tom_epochs`` (default 60), ``tom_epsilon`` (the best response's exploration while collecting,
+    default 0.1), ``tom_hidden`` (64))."""
     from zsceval.rl.checkpoint import load_agent, save_checkpoint
     from zsceval.tbs.agents import CBPRAgent, CEMAgent, RandomSelectionAgent, TBSAgent
     from zsceval.tbs.concepts import build_concept_set
@@ -167,10 +175,13 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     brs = [load_agent(br_run, f"br_{j}", device)[0].eval() for j in range(k)]
     single = load_agent(br_run, "br_all", device)[0].eval()
     concepts = build_concept_set(layout, params.get("granularity", "fine"))
-    games, epochs = int(params.get("tom_games", 32)), int(params.get("tom_epochs", 12))
+    games, epochs = int(params.get("tom_games", 32)), int(params.get("tom_epochs", 60))
+    eps = float(params.get("tom_epsilon", 0.1))
     hidden = int(params.get("tom_hidden", 64))
     data = [
-        _tom_episodes(layout, brs[j], firsts, seconds, clusters[j], games, seed + j, device, concepts, radius)
+        _tom_episodes(
+            layout, brs[j], firsts, seconds, clusters[j], games, seed + j, device, concepts, radius, eps
+        )
         for j in range(k)
     ]
     curves = {}
