@@ -1,5 +1,17 @@
 """Shared pytest configuration: tests run on CPU with one intra-op thread (CI has 2 cores)."""
 
+import pytest
 import torch
 
 torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def unimplemented_zsc_algorithm():
+    """``pecan``: a name the bench treats as a ZSC-Eval algorithm not implemented yet (all eight of
+    ZSC-Eval's are), to exercise the skip path (``pytestmark = pytest.mark.usefixtures(...)``)."""
+    from zsceval.evaluation import bench as bench_mod
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bench_mod, "ZSC_ALGORITHMS", (*bench_mod.ZSC_ALGORITHMS, "pecan"))
+        yield "pecan"

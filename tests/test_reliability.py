@@ -132,15 +132,7 @@ evaluation: {episodes: 2}
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _unimplemented_zsc_algorithm():
-    """``pecan``: a name the bench treats as a ZSC-Eval algorithm not implemented yet (all eight of
-    ZSC-Eval's are), to exercise the skip path."""
-    from zsceval.evaluation import bench as bench_mod
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(bench_mod, "ZSC_ALGORITHMS", (*bench_mod.ZSC_ALGORITHMS, "pecan"))
-        yield
+pytestmark = pytest.mark.usefixtures("unimplemented_zsc_algorithm")
 
 
 @pytest.fixture

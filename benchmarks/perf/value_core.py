@@ -15,25 +15,14 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 
 import torch
 
-from zsceval.rl.config import resolve_config
-from zsceval.rl.trainer import Trainer
-
-
-def timed(algo: str, layout: str, iterations: int, overrides: list[str], out: Path) -> dict:
-    """Train ``iterations`` iterations; returns learners, games, env steps and env steps/s."""
-    cfg = resolve_config(preset="quick", overrides=[*overrides, "run.eval_episodes=0"],
-                         **{"run.algo": algo, "env.layout": layout})  # fmt: skip
-    cfg = resolve_config(base=cfg, overrides=[f"run.total_steps={iterations * cfg.steps_per_iteration}"])
-    trainer = Trainer(cfg, out / algo, progress=False)
-    trainer.train()
-    return {"algo": algo, "games": cfg.env.num_envs, "learners": len(trainer.learners),
-            "env_steps": trainer.env_steps, "wall_s": trainer.wall_time,
-            "steps_per_s": trainer.env_steps / trainer.wall_time}  # fmt: skip
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))
+from population import timed  # noqa: E402  (the same timing as the population benchmark)
 
 
 def main() -> None:
