@@ -36,27 +36,17 @@ from zsceval.envs.base import Step
 from zsceval.registry import register
 from zsceval.rl.algorithm import Algorithm, JobContext
 from zsceval.rl.config import ConfigError, TrainConfig
+from zsceval.rl.pqn import pqn_preset
 from zsceval.rl.seating import Arm, Seating
+from zsceval.tbs.pool import GreedyPool, agent_names, load_pool_agents
 from zsceval.tbs.shaping import event_matrix, sample_coefficients
 
-__all__ = ["TBS", "TBSBestResponses", "TBSPool", "agent_names", "tbs_preset"]
+__all__ = ["TBS", "TBSBestResponses", "TBSPool"]
 
 QUICK = {"pool_size": 6, "pool_steps": 600_000, "br_steps": 600_000}
 PAPER = {"pool_size": 10, "pool_steps": 5_000_000, "br_steps": 40_000_000}
 """Per preset: pairs per pool, env steps per pair, env steps per best response (TBS Table 4:
 5e6 per VDN run, 4e7 per DQN best response)."""
-
-
-def agent_names(pair: int) -> tuple[str, str]:
-    """Learner names of pair ``pair``'s agent 1 (seat 0) and agent 2 (seat 1)."""
-    return f"p{pair:02d}_1", f"p{pair:02d}_2"
-
-
-def tbs_preset(preset: str, cfg: TrainConfig, **value_overrides: Any) -> dict[str, Any]:
-    """The value-based preset of ``algorithms/vdn.py`` (:func:`value_preset`) for TBS's runs."""
-    from zsceval.algorithms.vdn import value_preset
-
-    return value_preset(preset, cfg, **value_overrides)
 
 
 def _sizes(preset: str) -> dict[str, int]:
@@ -90,7 +80,7 @@ class TBSPool(Algorithm):
     @classmethod
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
         """The value-based preset; the budget is ``pool_size x`` the per-pair steps."""
-        out = tbs_preset(preset, cfg)
+        out = pqn_preset(preset, cfg)
         size = int(cfg.algo.get("pool_size", 0)) or _sizes(preset)["pool_size"]
         per_pair = _sizes(preset)["pool_steps"]
         out.setdefault("run", {})["total_steps"] = size * per_pair
@@ -165,42 +155,6 @@ class BROptions:
     """Folder of the ``tbs.cluster`` job (its ``clustering.json``)."""
 
 
-def load_pool_agents(run: str | Path, device: Any = "cpu") -> tuple[list[Any], list[Any]]:
-    """The agent-1 and agent-2 Q-networks of every pair of a ``tbs-pool`` run (greedy, frozen).
-
-    Returns:
-        ``(firsts, seconds)``: lists of N :class:`~zsceval.rl.qpolicy.QPolicy`.
-
-    Raises:
-        zsceval.rl.checkpoint.CheckpointError: not a loadable run.
-    """
-    from zsceval.rl.checkpoint import find_checkpoint, load_agent
-
-    ckpt = find_checkpoint(run)
-    names = list(json.loads((ckpt / "meta.json").read_text())["agents"])
-    N = len(names) // 2
-    firsts = [load_agent(ckpt, agent_names(i)[0], device)[0].eval() for i in range(N)]
-    seconds = [load_agent(ckpt, agent_names(i)[1], device)[0].eval() for i in range(N)]
-    return firsts, seconds
-
-
-class GreedyPool(torch.nn.Module):
-    """A :class:`~zsceval.population.pool.PolicyPool` of Q-networks that always acts greedily
-    (``deterministic=True``: arg-max of the masked Q-values), as frozen value-based partners do."""
-
-    def __init__(self, pool: Any) -> None:
-        super().__init__()
-        self.pool = pool
-
-    def initial_state(self, rows: int, device: Any) -> torch.Tensor:
-        """Zero state (feed-forward members)."""
-        return self.pool.initial_state(rows, device)
-
-    def act(self, obs, avail, state, starts, generator=None, deterministic=False, member=None):
-        """Greedy actions of each row's member."""
-        return self.pool.act(obs, avail, state, starts, member, generator, True)
-
-
 @register("tbs-br", "TBS stage 2: one DQN best response per strategy cluster plus one to the whole pool.")
 class TBSBestResponses(Algorithm):
     """TBS stage 2: one DQN best response per strategy cluster plus one to the whole pool.
@@ -219,7 +173,7 @@ class TBSBestResponses(Algorithm):
     @classmethod
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
         """The value-based preset with 100-step rollouts in ``paper`` (TBS Table 4's DQN column)."""
-        out = tbs_preset(preset, cfg)
+        out = pqn_preset(preset, cfg)
         out["pqn"] = {**out.get("pqn", {}), "rollout_length": 100 if preset == "paper" else 32}
         if preset == "paper":
             out["shaping"] = {"horizon": 30_000_000}
@@ -335,7 +289,7 @@ class TBS(Algorithm):
     @classmethod
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
         """The value-based preset."""
-        return tbs_preset(preset, cfg)
+        return pqn_preset(preset, cfg)
 
     def build_learners(self, make_policy: Callable[[], Any]) -> dict[str, Any]:
         """TBS is not one training run.

@@ -18,35 +18,9 @@ from typing import Any
 from zsceval.registry import register
 from zsceval.rl.algorithm import Algorithm
 from zsceval.rl.config import TrainConfig
+from zsceval.rl.pqn import pqn_preset
 
-__all__ = ["VDN", "value_preset"]
-
-
-def value_preset(preset: str, cfg: TrainConfig, *, shaping_horizon: float | None = None) -> dict[str, Any]:
-    """Config of the value-based algorithms (VDN pool, DQN best responses) for a preset.
-
-    ``paper``: TBS Table 4 / JaxMARL ``pqn_vdn_cnn_overcooked.yaml`` (64 games, 16 steps, 4 x 16
-    minibatches, lr 7.5e-5, CNN 32-32-32 + 2 x Dense 512, LayerNorm, 5e6 steps, shaping horizon 4e6).
-    ``quick``: MLP 2 x 128 with LayerNorm, 128 games x 16 steps, 2 x 4 minibatches, lr 1e-3,
-    shaping annealed over the whole run (2 CPU cores).
-    """
-    if preset == "paper":
-        return {
-            "run": {"total_steps": 5_000_000},
-            "env": {"num_envs": 64},
-            "model": {
-                "kind": "cnn", "cnn_channels": [32, 32, 32], "hidden_size": 512, "mlp_layers": 1,
-                "layer_norm": True, "recurrent": False, "critic_obs": "own",
-            },
-            "pqn": {"rollout_length": 16, "epochs": 4, "num_minibatches": 16, "lr": 7.5e-5},
-            "shaping": {"horizon": shaping_horizon or 4_000_000},
-        }  # fmt: skip
-    return {
-        "env": {"num_envs": 128},
-        "model": {"kind": "mlp", "hidden_size": 128, "mlp_layers": 2, "layer_norm": True, "recurrent": False},
-        "pqn": {"rollout_length": 16, "epochs": 2, "num_minibatches": 4, "lr": 1e-3},
-        "shaping": {"horizon": shaping_horizon or cfg.run.total_steps},
-    }
+__all__ = ["VDN"]
 
 
 @register("vdn", "VDN self-play: one shared Q-network, PQN-VDN (JaxMARL; TBS's pool trainer).")
@@ -57,5 +31,5 @@ class VDN(Algorithm):
 
     @classmethod
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
-        """:func:`value_preset`."""
-        return value_preset(preset, cfg)
+        """:func:`zsceval.rl.pqn.pqn_preset`."""
+        return pqn_preset(preset, cfg)

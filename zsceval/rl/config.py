@@ -72,7 +72,7 @@ class EnvConfig:
     """Partial observability: each agent sees only the cells within Chebyshev distance r of itself
     (the other players and objects outside are zeroed; its own position and the terrain stay);
     0 = fully observable (ZSC-Eval). TBS evaluates fully and partially observable Overcooked
-    (paper Sec. 4.1). The joint critic is meant to see the full state (CTDE): see
+    (paper Sec. 4.1). The joint critic sees the full state (``Step.critic_obs``; CTDE): see
     docs/differences.md ("Partially observable Overcooked")."""
 
 

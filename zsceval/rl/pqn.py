@@ -42,7 +42,35 @@ from zsceval.rl.qpolicy import QPolicy, epsilon_greedy
 from zsceval.rl.runner import EpisodeRunner, EpisodeTable, _Episodes
 from zsceval.rl.schedules import shaping_factor
 
-__all__ = ["PQNCore", "epsilon_at", "lambda_returns"]
+__all__ = ["PQNCore", "epsilon_at", "lambda_returns", "pqn_preset"]
+
+
+def pqn_preset(preset: str, cfg: TrainConfig, *, shaping_horizon: float | None = None) -> dict[str, Any]:
+    """Config sections of the value-based algorithms (``vdn``, TBS's pools and best responses) for a
+    preset (what their :meth:`~zsceval.rl.algorithm.Algorithm.preset_config` returns).
+
+    ``paper``: TBS Table 4 / JaxMARL ``pqn_vdn_cnn_overcooked.yaml`` (64 games, 16 steps, 4 x 16
+    minibatches, lr 7.5e-5, CNN 32-32-32 + 2 x Dense 512, LayerNorm, 5e6 steps, shaping horizon 4e6).
+    ``quick``: MLP 2 x 128 with LayerNorm, 128 games x 16 steps, 2 x 4 minibatches, lr 1e-3,
+    shaping annealed over the whole run (2 CPU cores).
+    """
+    if preset == "paper":
+        return {
+            "run": {"total_steps": 5_000_000},
+            "env": {"num_envs": 64},
+            "model": {
+                "kind": "cnn", "cnn_channels": [32, 32, 32], "hidden_size": 512, "mlp_layers": 1,
+                "layer_norm": True, "recurrent": False, "critic_obs": "own",
+            },
+            "pqn": {"rollout_length": 16, "epochs": 4, "num_minibatches": 16, "lr": 7.5e-5},
+            "shaping": {"horizon": shaping_horizon or 4_000_000},
+        }  # fmt: skip
+    return {
+        "env": {"num_envs": 128},
+        "model": {"kind": "mlp", "hidden_size": 128, "mlp_layers": 2, "layer_norm": True, "recurrent": False},
+        "pqn": {"rollout_length": 16, "epochs": 2, "num_minibatches": 4, "lr": 1e-3},
+        "shaping": {"horizon": shaping_horizon or cfg.run.total_steps},
+    }
 
 
 def lambda_returns(

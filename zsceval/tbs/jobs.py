@@ -44,7 +44,7 @@ def _run(needs: dict, job_id: str) -> Path:
 
 
 def _pool(run: Path, device: Any):
-    from zsceval.algorithms.tbs import load_pool_agents
+    from zsceval.tbs.pool import load_pool_agents
 
     return load_pool_agents(run, device)
 
@@ -134,8 +134,8 @@ def _tom_episodes(
     """Episodes of ``br`` with the pairs ``members`` (the ego in seat g % 2 of game g); the best
     response explores with ``epsilon`` (greedy agents in a deterministic game repeat one episode),
     the partners act greedily."""
-    from zsceval.algorithms.tbs import GreedyPool
     from zsceval.population.pool import PolicyPool
+    from zsceval.tbs.pool import GreedyPool
     from zsceval.tbs.tom import collect_tom_data
 
     N = len(firsts)
