@@ -54,6 +54,8 @@ class FootballGame:
     Args:
         seed: ``game_engine_random_seed`` of the engine (the scenario is non-deterministic; the
             seed fixes its random stream and, by its parity, gfootball's team processing order).
+            gfootball reuses the seed at every reset, so with equal actions every episode of one
+            game, and of two games with the same seed, is identical.
         difficulty: right-team AI difficulty in [0, 1] (reference 0.95).
         game_duration: episode cap in steps (reference 400) = :attr:`horizon`.
         representation: gfootball representation to build, ``"raw"`` (default, cheapest) or
@@ -79,6 +81,11 @@ class FootballGame:
     ``bad_transition``: ended at ``steps_left == 0`` without winning), ``critic_obs`` float32
     [n, 52] (identical rows), ``checkpoint_reward`` float32 [n] (gfootball's per-player reward
     minus its score reward).
+
+    Attributes: ``num_agents`` 3, ``num_actions`` 19, ``obs_dim`` 58, ``critic_dim`` 52,
+    ``event_names``, ``horizon`` (= game_duration), ``max_episode_steps`` (game_duration + 1:
+    gfootball's first observation has ``steps_left = game_duration + 1``), ``player_ids`` (the
+    ``active`` indices at the last reset).
     """
 
     num_agents = 3
