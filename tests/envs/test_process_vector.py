@@ -340,6 +340,8 @@ def test_construction_errors_reach_the_parent():
         ProcessBatchedEnv(BadShapeGame, 2, num_workers=1)
     with pytest.raises(ValueError, match="games report event_names"):
         ProcessBatchedEnv(FakeGame, 2, num_workers=1, event_names=("goal",))
+    with pytest.raises(ValueError, match="make_game must be picklable"):
+        ProcessBatchedEnv(lambda seed: FakeGame(seed), 2)
     with pytest.raises(ValueError, match="start_method"):
         ProcessBatchedEnv(FakeGame, 2, start_method="fork")
     leftover = [
@@ -424,3 +426,16 @@ def test_workers_exit_when_the_parent_dies():
     proc, pids = run_script("die")
     proc.wait(timeout=20)
     assert wait_gone(pids, timeout=10.0) == []
+
+
+def test_spawn_and_forkserver_give_the_same_steps():
+    gen = torch.Generator().manual_seed(4)
+    actions = [torch.randint(0, A, (3, N), generator=gen) for _ in range(15)]
+    runs = []
+    for method, workers in (("spawn", 1), ("forkserver", 2)):
+        with ProcessBatchedEnv(FakeGame, 3, num_workers=workers, seed=9, start_method=method) as env:
+            env.reset()
+            runs.append([env.step(a) for a in actions])
+    for a, b in zip(*runs):
+        assert torch.equal(a.obs, b.obs) and torch.equal(a.reward, b.reward) and torch.equal(a.done, b.done)
+    assert any(s.done.any() for s in runs[0])

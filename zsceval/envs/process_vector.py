@@ -74,6 +74,7 @@ import mmap
 import multiprocessing as mp
 import multiprocessing.connection as mp_connection
 import os
+import pickle
 import signal
 import sys
 import tempfile
@@ -279,14 +280,17 @@ def _parent_alive(parent_pid: int, first_ppid: int) -> bool:
     return True
 
 
-def _worker_main(index: int, make_game: Callable, seeds: list[int], conn, parent_pid: int, probe: bool):
-    """Entry point of worker ``index`` (see the module docstring for the command protocol)."""
+def _worker_main(index: int, make_game_blob: bytes, seeds: list[int], conn, parent_pid: int, probe: bool):
+    """Entry point of worker ``index``: builds its games with the pickled ``make_game`` (unpickled
+    here, so that an import error of the game's module is reported to the env), then serves
+    ``(command, argument)`` messages: attach, reset, step, get_state, set_state, close."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     first_ppid = os.getppid()  # the env's process (spawn) or the fork server (forkserver)
     games: list = []
     worker = None
     buffer = None
     try:
+        make_game = pickle.loads(make_game_blob)
         if probe:
             conn.send(("probe", _probe(make_game, seeds[0])))
         games = [make_game(s) for s in seeds]
@@ -434,10 +438,13 @@ class ProcessBatchedEnv:
         spec: JSON-able dict merged into :meth:`spec_dict` (give at least ``name``, e.g.
             ``{"name": "football", "scenario": ...}``).
         start_method: ``"forkserver"`` (default: the server imports this module once, workers fork
-            from it) or ``"spawn"``.
+            from it; the server keeps the ``sys.path`` of its start, so a ``make_game`` from a module
+            that is importable only through a later ``sys.path`` change needs ``"spawn"``) or
+            ``"spawn"`` (every worker imports torch: about 2 s more per worker).
 
     Raises:
-        ValueError: a size out of range, an unknown start method, a non-JSON-able ``spec``, games
+        ValueError: a size out of range, an unknown start method, a non-JSON-able ``spec``, an
+            unpicklable ``make_game``, games
             whose reported sizes and GameStep shapes disagree, or other ``event_names``.
         RuntimeError: a worker failed to build its games (the message has the worker's error and
             traceback, e.g. the ``ImportError`` of a missing simulator).
@@ -480,14 +487,21 @@ class ProcessBatchedEnv:
         self._finalizer = weakref.finalize(self, self._res.shutdown)
         self._failure: str | None = None
         try:
-            self._start(make_game)
+            blob = pickle.dumps(make_game)
+        except Exception as exc:
+            raise ValueError(
+                "make_game must be picklable (a module-level function or class, or a functools.partial "
+                f"of one; not a lambda or a local function): {type(exc).__name__}: {exc}"
+            ) from None
+        try:
+            self._start(blob)
             self._check_events(event_names)
         except BaseException:
             self.close()
             raise
 
     # ------------------------------------------------------------------ start-up
-    def _start(self, make_game: Callable) -> None:
+    def _start(self, make_game_blob: bytes) -> None:
         ctx = mp.get_context(self.start_method)
         if self.start_method == "forkserver":
             from multiprocessing import forkserver
@@ -500,7 +514,7 @@ class ProcessBatchedEnv:
             parent_conn, child_conn = ctx.Pipe()
             proc = ctx.Process(
                 target=_worker_main,
-                args=(w, make_game, seeds, child_conn, os.getpid(), w == 0),
+                args=(w, make_game_blob, seeds, child_conn, os.getpid(), w == 0),
                 name=f"ProcessBatchedEnv-worker-{w}",
                 daemon=True,
             )
