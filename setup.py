@@ -55,6 +55,10 @@ setup(
         "tensorboard": ["tensorboard>=2.12"],
         # `zsceval play`: playing an agent in the browser.
         "play": ["flask>=3.0"],
+        # Google Research Football (zsceval.envs.football). gfootball builds its C++ engine from
+        # source: first the Debian packages and build tools of docs/football.md, then
+        # `pip install wheel psutil six "gym<0.26"` and `pip install --no-build-isolation -e ".[football]"`.
+        "football": ["gfootball==2.10.2", "gym<0.26", "psutil>=5.9"],
     },
     entry_points={"console_scripts": ["zsceval=zsceval.cli:main"]},
 )

@@ -17,6 +17,7 @@ from zsceval import __version__
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "layouts": ("zsceval.commands.layouts", "layouts", "List Overcooked layouts or show one."),
     "algos": ("zsceval.commands.algos", "algos", "List registered ZSC algorithms."),
+    "envs": ("zsceval.commands.envs", "envs", "List registered environments and their options."),
     "train": ("zsceval.commands.train", "train", "Train an algorithm on a layout."),
     "eval": ("zsceval.commands.evaluate", "evaluate", "Cross-play two saved agents in every seat."),
     "partners": ("zsceval.commands.partners", "partners", "Generate and select evaluation partners."),

@@ -28,7 +28,7 @@ def scratch_registry(monkeypatch):
 
 
 def test_builtin_envs_are_listed_with_descriptions():
-    assert {"overcooked", "toy"} <= set(env_names()) and env_names() == sorted(env_names())
+    assert {"football", "overcooked", "toy"} <= set(env_names()) and env_names() == sorted(env_names())
     rows = dict(describe())
     assert "Overcooked" in rows["overcooked"] and "cue" in rows["toy"]
     assert set(env_options("overcooked")) == {
@@ -38,10 +38,11 @@ def test_builtin_envs_are_listed_with_descriptions():
 
 
 def test_unknown_name_lists_valid_names_and_suggests_the_closest():
-    with pytest.raises(UnknownEnvError, match=r"'overcoked'.*overcooked, toy.*Did you mean 'overcooked'\?"):
+    expected = r"'overcoked'.*football, overcooked, toy.*Did you mean 'overcooked'\?"
+    with pytest.raises(UnknownEnvError, match=expected):
         make("overcoked", num_envs=1)
-    with pytest.raises(ValueError, match=r"Registered envs: overcooked, toy\.$"):
-        make("football_xyz", num_envs=1)
+    with pytest.raises(ValueError, match=r"Registered envs: football, overcooked, toy\.$"):
+        make("cricket", num_envs=1)
 
 
 def test_unknown_option_lists_the_env_options():

@@ -21,7 +21,8 @@ import pytest
 import torch
 
 from zsceval.envs import BatchedEnv
-from zsceval.envs.process_vector import ProcessBatchedEnv, ProcessStep, game_seed
+from zsceval.envs.base import Step
+from zsceval.envs.process_vector import ProcessBatchedEnv, game_seed
 
 N, D, A, E, DC = 2, 5, 4, 2, 3
 EVENTS = ("zero", "one")
@@ -165,7 +166,7 @@ def test_step_fields_spaces_and_spec():
         assert spec["critic_obs_shape"] == [DC] and spec["event_names"] == list(EVENTS)
         assert env.blocks == [(0, 2), (2, 5)] and env.num_workers == 2
         step = env.reset()
-        assert isinstance(step, ProcessStep) and step.final_obs is None
+        assert isinstance(step, Step) and step.final_obs is None
         assert step.obs.dtype == torch.float32 and step.obs.shape == (5, N, D)
         assert step.avail_actions.dtype == torch.bool and step.avail_actions.shape == (5, N, A)
         assert step.reward.shape == (5,) and not step.reward.any() and not step.events.any()

@@ -108,7 +108,9 @@ def test_space_check_rejects_values_outside_the_declared_bounds():
 
 
 def test_registered_envs_are_all_covered_here():
-    assert sorted({name for name, _ in CASES}) == env_names()
+    # football (a simulator per game in worker processes, needs gfootball) has its own protocol
+    # test: tests/envs/football/test_env.py
+    assert sorted({name for name, _ in CASES} | {"football"}) == env_names()
 
 
 def test_toy_float32_observations_equal_uint8_values():

@@ -84,7 +84,8 @@ def test_preset_by_dynamics_with_an_unknown_dynamics_is_refused(monkeypatch):
             return "by_dynamics:\n  multi-recipe:\n    env: {random_start_prob: 0.5}\n"
 
     monkeypatch.setattr(config.resources, "files", lambda pkg: Fake() if pkg == "zsceval" else real(pkg))
-    with pytest.raises(ConfigError, match="by_dynamics.multi-recipe is not one of classic, multi_recipe"):
+    expected = "by_dynamics.multi-recipe is not one of classic, multi_recipe, football"
+    with pytest.raises(ConfigError, match=expected):
         config.load_preset("weird")
 
 
@@ -94,7 +95,7 @@ def test_bad_critic_obs_is_refused_when_the_config_is_resolved():
 
 
 def test_env_name_must_be_registered_and_the_error_lists_registered_envs():
-    expected = r"registered env \(overcooked, toy\), got 'tooy'\. Did you mean 'toy'\?"
+    expected = r"registered env \(football, overcooked, toy\), got 'tooy'\. Did you mean 'toy'\?"
     with pytest.raises(ConfigError, match=expected):
         resolve_config(overrides=["env.name=tooy"])
     assert resolve_config(overrides=["env.name=toy", "env.horizon=8"]).env.name == "toy"

@@ -65,6 +65,13 @@ def _finished_steps(out) -> int | None:
 @click.option(
     "--layout", default=None, help="Layout name or alias (`zsceval layouts`). [default: cramped_room]"
 )
+@click.option(
+    "--env",
+    "env_name",
+    default=None,
+    help="Registered env (`zsceval envs`): overcooked, or football (`pip install zsceval[football]`). "
+    "[default: overcooked]",
+)
 @click.option("--seed", type=int, default=None, help="Run seed. [default: 0]")
 @click.option(
     "--steps",
@@ -110,7 +117,19 @@ def _finished_steps(out) -> int | None:
     help="Print the resolved config and exit.",
 )
 def train(
-    algo, layout, seed, steps, preset, config_file, overrides, device, out, resume, progress, print_config
+    algo,
+    env_name,
+    layout,
+    seed,
+    steps,
+    preset,
+    config_file,
+    overrides,
+    device,
+    out,
+    resume,
+    progress,
+    print_config,
 ) -> None:
     """Train an algorithm on a layout; writes config, metrics, checkpoints and eval.json to --out.
 
@@ -119,6 +138,7 @@ def train(
       zsceval train --algo sp --layout cramped_room --preset quick
       zsceval train --algo sp --layout counter_circuit --preset paper --device cuda --seed 1
       zsceval train --out runs/sp_cramped_room_s0 --resume
+      zsceval train --algo sp --env football --steps 1e5
     """
     from zsceval.commands._common import check_writable, parse_steps, write_error
     from zsceval.rl.trainer import RunExistsError, Trainer, load_run_config
@@ -127,7 +147,7 @@ def train(
     try:
         if resume and out is not None and saved_chain(out) is not None:
             if overrides or any(
-                v is not None for v in (algo, layout, seed, preset, config_file, device, steps)
+                v is not None for v in (algo, env_name, layout, seed, preset, config_file, device, steps)
             ):
                 raise click.UsageError("--resume of a multi-stage run takes only --out (and --no-progress)")
             _finish_chain(saved_chain(out), out, progress)
@@ -136,7 +156,7 @@ def train(
             if out is None:
                 raise click.UsageError("--resume needs --out RUN_DIR (the run to continue)")
             given = {
-                "--algo": algo, "--layout": layout, "--seed": seed, "--preset": preset,
+                "--algo": algo, "--env": env_name, "--layout": layout, "--seed": seed, "--preset": preset,
                 "--config": config_file, "--device": device,
             }  # fmt: skip
             clash = [k for k, v in given.items() if v is not None] + (["--set"] if overrides else [])
@@ -173,6 +193,7 @@ def train(
                 overrides=overrides,
                 **{
                     "run.algo": algo,
+                    "env.name": env_name,
                     "env.layout": layout,
                     "run.seed": seed,
                     "run.total_steps": steps,
@@ -181,7 +202,8 @@ def train(
             )
             algo_cls = registry.get(cfg.run.algo)  # fail before creating anything
             if out is None:
-                out = str(Path("runs") / f"{cfg.run.algo}_{cfg.env.layout}_s{cfg.run.seed}")
+                where = cfg.env.layout if cfg.env.name == "overcooked" else cfg.env.name
+                out = str(Path("runs") / f"{cfg.run.algo}_{where}_s{cfg.run.seed}")
             chain = {
                 "algo": cfg.run.algo, "layout": cfg.env.layout, "seed": cfg.run.seed, "steps": steps,
                 "preset": preset, "device": cfg.run.device,

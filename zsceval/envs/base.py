@@ -126,7 +126,11 @@ class Step:
             ``None`` when no game ended this step. Rows of games that did not end equal ``obs``.
         infos: env-specific extras, ``{name: tensor}`` each with leading dim B (Gymnasium's
             vector-env infos as a dict of arrays); the keys are documented by the env. Tensors
-            are owned by the caller (the env never writes into them later).
+            are owned by the caller (the env never writes into them later). Keys the cores read:
+            ``full_obs`` (partial views), ``critic_obs`` / ``final_critic_obs`` (an env's own
+            critic input) and ``reward_by_agent`` (``float32 [B, n]``, an env's own per-agent
+            training reward, which :func:`zsceval.rl.algorithm.default_training_reward` then uses
+            in place of ``reward + rsf * shaped_by_agent``; Football).
 
     ``obs`` and ``final_obs`` have the dtype of ``env.single_observation_space`` (uint8 for
     Overcooked; the toy env can return float32).
@@ -154,7 +158,11 @@ class Step:
     def critic_obs(self) -> torch.Tensor:
         """``uint8 [B, n, H, W, n*C]`` centralized-critic observation (see :func:`critic_view`): of
         the full state when the env's views are partial (``infos["full_obs"]``; centralized
-        training, decentralized execution)."""
+        training, decentralized execution). An env with a critic input of its own (Football's
+        52-dim state vector) returns it as ``infos["critic_obs"]`` ``[B, n, *critic_obs_shape]``,
+        which is used as is."""
+        if "critic_obs" in self.infos:
+            return self.infos["critic_obs"]
         return critic_view(self.infos.get("full_obs", self.obs))
 
     @property
@@ -162,6 +170,8 @@ class Step:
         """Critic observation of the pre-reset state, or ``None`` (see ``final_obs``)."""
         if self.final_obs is None:
             return None
+        if "critic_obs" in self.infos:
+            return self.infos.get("final_critic_obs", self.infos["critic_obs"])
         return critic_view(self.infos.get("final_full_obs", self.final_obs))
 
 

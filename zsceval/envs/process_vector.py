@@ -41,7 +41,8 @@ called B + 1 times. An extra that a particular GameStep lacks (e.g. a per-step r
 
 Batched result
 --------------
-``reset`` and ``step`` return a :class:`ProcessStep` (a :class:`~zsceval.envs.base.Step`) with
+``reset`` and ``step`` return a :class:`~zsceval.envs.base.Step` (whose ``critic_obs`` is the
+``critic_obs`` extra when the games return one) with
 torch tensors on ``device``: each Step field from the same-named GameStep key with leading dim B,
 ``interactions`` zeros ``int64 [B, n]``, ``interaction_cell`` ``-1``, and every extra in
 ``infos[key]``. A game whose step returns ``terminated`` or ``truncated`` is reset at once in its
@@ -85,7 +86,6 @@ import traceback
 import weakref
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -96,11 +96,10 @@ from zsceval.envs.base import (
     agent_names,
     box_space,
     check_state_config,
-    critic_view,
     discrete_space,
 )
 
-__all__ = ["ProcessBatchedEnv", "ProcessStep", "game_seed", "CounterGame"]
+__all__ = ["ProcessBatchedEnv", "game_seed", "CounterGame"]
 
 SEED_STRIDE = 1_000_003
 START_METHODS = ("forkserver", "spawn")
@@ -124,29 +123,6 @@ JOIN_S = 5.0  # how long close() waits for a worker before terminating it
 def game_seed(seed: int, index: int) -> int:
     """Seed of game ``index`` in an env of ``seed``: ``seed * 1_000_003 + index``."""
     return int(seed) * SEED_STRIDE + int(index)
-
-
-@dataclass
-class ProcessStep(Step):
-    """A :class:`~zsceval.envs.base.Step` whose critic observation is the games' ``critic_obs``
-    extra when they return one (``infos["critic_obs"]``, ``float32 [B, n, Dc]``), else
-    :func:`~zsceval.envs.base.critic_view` of ``obs`` (``[B, n, n*D]``)."""
-
-    @property
-    def critic_obs(self) -> torch.Tensor:
-        """``[B, n, Dc]`` ``infos["critic_obs"]`` if present, else ``critic_view(obs)``."""
-        if "critic_obs" in self.infos:
-            return self.infos["critic_obs"]
-        return critic_view(self.obs)
-
-    @property
-    def final_critic_obs(self) -> torch.Tensor | None:
-        """Critic observation of the pre-reset state, or ``None`` (see ``final_obs``)."""
-        if self.final_obs is None:
-            return None
-        if "final_critic_obs" in self.infos:
-            return self.infos["final_critic_obs"]
-        return critic_view(self.final_obs)
 
 
 # ============================================================================ shared buffers
@@ -752,7 +728,7 @@ class ProcessBatchedEnv:
     def _tensor(self, name: str) -> torch.Tensor:
         return torch.from_numpy(self._res.views[name].copy()).to(self.device)
 
-    def _gather(self, stepped: bool) -> ProcessStep:
+    def _gather(self, stepped: bool) -> Step:
         B, n = self.num_envs, self.num_agents
         terminated, truncated = self._tensor("terminated"), self._tensor("truncated")
         infos = {key: self._tensor(key) for key in self.extras}
@@ -767,7 +743,7 @@ class ProcessBatchedEnv:
                 final = infos[key].clone()
                 final[done] = torch.from_numpy(self._res.views["final_" + key][rows]).to(self.device)
                 infos["final_" + key] = final
-        return ProcessStep(
+        return Step(
             obs=obs,
             avail_actions=self._tensor("avail_actions"),
             reward=self._tensor("reward"),
@@ -782,7 +758,7 @@ class ProcessBatchedEnv:
             infos=infos,
         )
 
-    def reset(self) -> ProcessStep:
+    def reset(self) -> Step:
         """Reset every game; zero rewards and events, done flags False, ``final_obs`` None.
 
         Raises:
@@ -791,7 +767,7 @@ class ProcessBatchedEnv:
         self._command("reset")
         return self._gather(stepped=False)
 
-    def step(self, actions) -> ProcessStep:
+    def step(self, actions) -> Step:
         """Advance every game by ``actions`` (``int64 [B, n]`` tensor or numpy array); finished games
         are reset in their workers (module docstring).
 

@@ -1,7 +1,7 @@
 """Registry of batched environments by name: ``make("overcooked", num_envs=..., layout=...)``.
 
-Built-in envs (``overcooked``, ``toy``) are registered here by factories that import their module
-only when called, so importing this registry does not load the Overcooked engine. Third-party
+Built-in envs (``overcooked``, ``football``, ``toy``) are registered here by factories that import
+their module only when called, so importing this registry does not load the Overcooked engine. Third-party
 packages register more with :func:`register_env` at import time, or declare an entry point in the
 group ``zsceval.envs`` whose value is a factory (registered under the entry point's name) or a
 module that calls :func:`register_env`; entry points are loaded once, at the first lookup.
@@ -236,4 +236,30 @@ def _make_toy(
 
     return ToyCueEnv(
         num_envs, num_agents=num_agents, device=device, seed=seed, horizon=horizon, obs_dtype=obs_dtype
+    )
+
+
+@register_env(
+    "football",
+    description="Google Research Football academy_3_vs_1_with_keeper, 3 controlled players "
+    "(zsceval[football])",
+)
+def _make_football(
+    *,
+    num_envs: int,
+    device: str | torch.device,
+    seed: int,
+    horizon: int = 400,
+    difficulty: float = 0.95,
+    num_workers: int = 0,
+) -> BatchedEnv:
+    from .football.env import FootballEnv
+
+    return FootballEnv(
+        num_envs,
+        device=device,
+        seed=seed,
+        game_duration=horizon,
+        difficulty=difficulty,
+        num_workers=num_workers,
     )

@@ -43,6 +43,10 @@ __all__ = ["Algorithm", "JobContext", "default_training_reward"]
 def default_training_reward(step: Step, shaping_factor: float) -> torch.Tensor:
     """ZSC-Eval's per-agent reward: ``team_sparse + rsf * own_shaped`` (overcooked-spec 3.3).
 
+    An env that defines its own per-agent reward returns it as ``step.infos["reward_by_agent"]``
+    and it is used as is, without the shaping factor (Football: 5 x own goal + own checkpoint
+    reward, not shared; algorithms-facts section 9, ZSC-Eval ``Rewarder.calc_reward``).
+
     Args:
         step: the env step (``reward float32 [B]``, ``shaped_by_agent float32 [B, n]``).
         shaping_factor: current rsf (overcooked-spec 3.6).
@@ -50,6 +54,9 @@ def default_training_reward(step: Step, shaping_factor: float) -> torch.Tensor:
     Returns:
         ``float32 [B, n]``: every agent gets the full team sparse reward plus its own shaped reward.
     """
+    own = step.infos.get("reward_by_agent")
+    if own is not None:
+        return own
     return step.reward.unsqueeze(-1) + shaping_factor * step.shaped_by_agent
 
 
@@ -264,6 +271,9 @@ class Algorithm:
         Default (JaxMARL PQN-VDN, algorithms-facts section 8): the team sparse reward plus
         ``shaping_factor`` times the shaped rewards of all seats.
         """
+        own = step.infos.get("reward_by_agent")
+        if own is not None:
+            return own.sum(-1)
         return step.reward + shaping_factor * step.shaped_by_agent.sum(-1)
 
     def model_spec(self, num_actions: int) -> dict[str, Any]:

@@ -52,6 +52,7 @@ class EnvConfig:
 
     name: str = "overcooked"
     """Registered env name (``zsceval.envs.env_names()``): ``overcooked`` (the batched engine),
+    ``football`` (Google Research Football, 3 controlled players; ``pip install zsceval[football]``),
     ``toy`` (tiny test game), or a plug-in's."""
     layout: str = "cramped_room"
     """Layout name (``zsceval layouts`` lists them). Ignored by envs without layouts (``toy``)."""
@@ -61,7 +62,12 @@ class EnvConfig:
     num_envs: int = 256
     """B: games stepped together in one batched call (ZSC-Eval: ``n_rollout_threads``)."""
     horizon: int = 400
-    """Episode length in env steps; episodes end only by truncation here (ZSC-Eval: 400)."""
+    """Episode length in env steps; Overcooked episodes end only by truncation here (ZSC-Eval: 400).
+    Football: the game duration (400 frames; its episodes mostly end earlier, on a goal, the ball
+    going out of play or a change of possession)."""
+    num_workers: int = 0
+    """Worker processes of envs that step one simulator per game in processes (Football); 0 = one
+    per CPU core (at most one per game). Other envs do not take it."""
     randomize_seats: bool = False
     """Shuffle which seat each agent slot drives at every reset (ZSC-Eval ``random_index``)."""
     random_start_prob: float = 0.0
@@ -427,9 +433,12 @@ def _preset_data(name: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     text = (resources.files("zsceval") / "presets" / f"{name}.yaml").read_text()
     data = yaml.safe_load(text) or {}
     by_dynamics = data.pop("by_dynamics", None) or {}
+    from zsceval.envs.registry import env_names
+
+    valid = (*DYNAMICS, *(e for e in env_names() if e != "overcooked"))
     for key, value in by_dynamics.items():
-        if key not in DYNAMICS:
-            raise ConfigError(f"preset '{name}': by_dynamics.{key} is not one of {', '.join(DYNAMICS)}")
+        if key not in valid:
+            raise ConfigError(f"preset '{name}': by_dynamics.{key} is not one of {', '.join(valid)}")
         if not isinstance(value, dict):
             raise ConfigError(f"preset '{name}': by_dynamics.{key} must be a mapping of config sections")
     return data, by_dynamics
@@ -438,7 +447,8 @@ def _preset_data(name: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
 def load_preset(name: str, base: TrainConfig | None = None, dynamics: str | None = None) -> TrainConfig:
     """Apply the preset ``zsceval/presets/<name>.yaml`` on top of ``base``.
 
-    A preset may hold a ``by_dynamics`` mapping (``classic`` / ``multi_recipe``) of further config
+    A preset may hold a ``by_dynamics`` mapping (``classic`` / ``multi_recipe``, or an env name such
+    as ``football``) of further config
     sections, applied after the preset's own when the layout has those dynamics (e.g. the quick
     preset's random starts and longer budget for multi-recipe layouts).
 
@@ -458,10 +468,11 @@ def load_preset(name: str, base: TrainConfig | None = None, dynamics: str | None
 
 
 def layout_dynamics(env: EnvConfig) -> str | None:
-    """``classic`` or ``multi_recipe`` for an Overcooked env config; None for other envs or an
-    unknown layout (the env constructor reports that error with the valid names)."""
+    """``classic`` or ``multi_recipe`` for an Overcooked env config, the env's name for other envs
+    (a preset's ``by_dynamics`` entry ``football`` applies to Football runs); None for an unknown
+    layout (the env constructor reports that error with the valid names)."""
     if env.name != "overcooked":
-        return None
+        return env.name
     from zsceval.envs.overcooked import load_layout
 
     try:
@@ -560,6 +571,7 @@ def validate(cfg: TrainConfig) -> None:
         (cfg.env.horizon >= 1, "env.horizon must be >= 1"),
         (0.0 <= cfg.env.random_start_prob <= 1.0, "env.random_start_prob must be in [0, 1]"),
         (cfg.env.view_radius >= 0, "env.view_radius must be >= 0 (0 = fully observable)"),
+        (cfg.env.num_workers >= 0, "env.num_workers must be >= 0 (0 = one per CPU core)"),
         (cfg.ppo.rollout_length >= 1, "ppo.rollout_length must be >= 1"),
         (cfg.ppo.epochs >= 1, "ppo.epochs must be >= 1"),
         (cfg.ppo.num_minibatches >= 1, "ppo.num_minibatches must be >= 1"),

@@ -12,7 +12,9 @@ __all__ = ["env_spec", "make_env"]
 # ignored by envs without layouts (documented on the field); ``num_agents`` is checked against the
 # env built (an Overcooked layout fixes its player count); the others must keep their defaults
 # when the env does not take them.
-PASSED = ("layout", "horizon", "randomize_seats", "random_start_prob", "num_agents", "view_radius")
+PASSED = (
+    "layout", "horizon", "randomize_seats", "random_start_prob", "num_agents", "view_radius", "num_workers"
+)  # fmt: skip
 SILENTLY_IGNORED = ("layout", "num_agents")
 
 

@@ -46,10 +46,11 @@ def masked_logits(logits: torch.Tensor, avail: torch.Tensor | None) -> torch.Ten
 
 
 class Encoder(nn.Module):
-    """Observation encoder: ``uint8 [N, H, W, C] -> float32 [N, hidden]``.
+    """Observation encoder: ``uint8 [N, H, W, C] -> float32 [N, hidden]`` (``mlp`` also takes any
+    other observation shape, e.g. Football's ``float32 [N, 58]``, and flattens it).
 
     Args:
-        obs_shape: ``(H, W, C)``.
+        obs_shape: ``(H, W, C)`` (``cnn``); any shape for ``mlp``.
         kind: ``mlp`` or ``cnn``.
         hidden_size: output width.
         mlp_layers: Linear+ReLU layers (after the CNN projection for ``cnn``).
@@ -72,14 +73,18 @@ class Encoder(nn.Module):
         layer_norm: bool = False,
     ) -> None:
         super().__init__()
-        H, W, C = obs_shape
+        if kind == "cnn" and len(obs_shape) != 3:
+            raise ValueError(
+                f"model.kind 'cnn' needs grid observations (H, W, C); this env's are {tuple(obs_shape)}: "
+                "use model.kind=mlp"
+            )
         self.kind, self.obs_scale, self.extra = kind, obs_scale, extra
         relu_gain = math.sqrt(2)
         layers: list[nn.Module] = []
         self.split = 0
         """Index in ``net`` where the extra features are joined."""
         if kind == "cnn":
-            in_ch = C
+            H, W, in_ch = obs_shape
             for out_ch in cnn_channels:
                 layers += [_init(nn.Conv2d(in_ch, out_ch, 3, stride=1, padding=1), relu_gain), nn.ReLU()]
                 in_ch = out_ch
@@ -90,7 +95,7 @@ class Encoder(nn.Module):
             layers += [nn.ReLU()]
             width = hidden_size
         elif kind == "mlp":
-            width = H * W * C + extra
+            width = math.prod(obs_shape) + extra
         else:
             raise ValueError(f"unknown encoder kind '{kind}' (expected 'mlp' or 'cnn')")
         for _ in range(mlp_layers):

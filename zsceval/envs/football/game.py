@@ -7,7 +7,10 @@ the batched wrapper).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import pickle
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,8 +44,11 @@ EVENT_MAPPINGS = ("dynamic", "reference")
 
 
 def _import_gfootball():
+    """``gfootball.env``, imported without old gym's end-of-life notice on stderr (gfootball needs
+    ``gym<0.26``; zsceval itself uses gymnasium)."""
     try:
-        import gfootball.env as football_env
+        with contextlib.redirect_stderr(io.StringIO()):
+            import gfootball.env as football_env
     except ImportError as exc:  # pragma: no cover - exercised only without gfootball
         raise ImportError(f"gfootball is not importable ({exc}); install it with: {INSTALL_HINT}") from exc
     return football_env
@@ -55,7 +61,8 @@ class FootballGame:
         seed: ``game_engine_random_seed`` of the engine (the scenario is non-deterministic; the
             seed fixes its random stream and, by its parity, gfootball's team processing order).
             gfootball reuses the seed at every reset, so with equal actions every episode of one
-            game, and of two games with the same seed, is identical.
+            game, and of two games with the same seed, is identical. Reduced modulo 2**31 - 1 (the
+            engine's seed is a C int).
         difficulty: right-team AI difficulty in [0, 1] (reference 0.95).
         game_duration: episode cap in steps (reference 400) = :attr:`horizon`.
         representation: gfootball representation to build, ``"raw"`` (default, cheapest) or
@@ -110,21 +117,23 @@ class FootballGame:
             REFERENCE_REWARD if reward_weights is None else reward_weights
         )
         football_env = _import_gfootball()
-        self.seed = int(seed)
+        self.seed = int(seed) % (2**31 - 1)
         self.difficulty = float(difficulty)
         self.horizon = int(game_duration)
         # gfootball's first observation shows steps_left = game_duration + 1: an episode that
         # runs to the cap lasts game_duration + 1 steps.
         self.max_episode_steps = self.horizon + 1
         self.level = register_scenario(difficulty, game_duration)
-        self._env = football_env.create_environment(
-            env_name=self.level,
-            representation=representation,
-            rewards="scoring,checkpoints",
-            number_of_left_players_agent_controls=self.num_agents,
-            number_of_right_players_agent_controls=0,
-            other_config_options={"action_set": "default", "game_engine_random_seed": self.seed},
-        )
+        with warnings.catch_warnings():  # old gym's notice that its wrappers use the old step API
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self._env = football_env.create_environment(
+                env_name=self.level,
+                representation=representation,
+                rewards="scoring,checkpoints",
+                number_of_left_players_agent_controls=self.num_agents,
+                number_of_right_players_agent_controls=0,
+                other_config_options={"action_set": "default", "game_engine_random_seed": self.seed},
+            )
         core_cfg = self._env.unwrapped._env._env.config
         self.num_left = len(list(core_cfg.left_team))
         self.num_right = len(list(core_cfg.right_team))
