@@ -9,12 +9,17 @@ where phi_j counts event j of the biased agent at that step (the layout's ZSC-Ev
 overcooked-spec 3.1 / 5.5) and r_sparse is the team sparse reward. It gets **no** default shaping.
 Its partner, the approximate best response BR(pi_w), learns from the ordinary reward: team sparse
 plus its own base shaped reward scaled by the annealed shaping factor (overcooked-spec 3.5).
-The biased agent's seat is drawn at random for every game at every episode start (two arms,
-pi_w in seat 0 or in seat 1; ZSC-Eval's ``random_index`` for bias agents), so both learn to play
-either seat.
+The biased agent's seat is drawn at random for every game at every episode start (n arms: pi_w in
+one seat, its BR in every other seat; ZSC-Eval's ``random_index`` for bias agents), so both learn to
+play every seat.
+
+Football (3 players; ZSC-Eval ``scripts/grf/train/train_hsp.py``, algorithms-facts section 9): w
+weights the 8 GRF events (its ``score`` event takes the place of the sparse weight, so w has no
+sparse entry) and pi_w keeps gfootball's checkpoint reward with weight 1:
+``r_w = sum_j w_j * phi_j + checkpoints``. The BR learns from the env's own per-agent reward.
 
 ``algo.weights`` is the weight vector w: one entry per event in the env's event order, then the
-sparse weight (18 entries on classic layouts, 30 on multi-recipe ones); see
+sparse weight (18 entries on classic layouts, 30 on multi-recipe ones, 8 in Football); see
 ``zsceval.evaluation.reward_space`` for the per-layout grids.
 """
 
@@ -26,6 +31,7 @@ from dataclasses import dataclass
 import torch
 
 from zsceval.envs.base import Step
+from zsceval.envs.football.events import EVENT_NAMES as FOOTBALL_EVENTS
 from zsceval.envs.overcooked import CLASSIC_EVENTS, MULTI_RECIPE_EVENTS, load_layout
 from zsceval.registry import register
 from zsceval.rl.algorithm import Algorithm, default_training_reward
@@ -52,18 +58,22 @@ class Biased(Algorithm):
 
     def __init__(self, config, num_envs: int, num_agents: int, device) -> None:
         super().__init__(config, num_envs, num_agents, device)
-        if num_agents != 2:
-            raise ConfigError(f"'biased' needs 2 agents, the env has {num_agents}")
-        layout = load_layout(config.env.layout)
-        events = MULTI_RECIPE_EVENTS if layout.dynamics == "multi_recipe" else CLASSIC_EVENTS
         w = tuple(float(x) for x in self.options.weights)
-        if len(w) != len(events) + 1:
+        if config.env.name == "football":
+            events, where, sparse = FOOTBALL_EVENTS, "Football", False
+        else:
+            layout = load_layout(config.env.layout)
+            events = MULTI_RECIPE_EVENTS if layout.dynamics == "multi_recipe" else CLASSIC_EVENTS
+            where, sparse = f"layout {layout.name!r}", True
+        if len(w) != len(events) + sparse:
+            then = " then the sparse weight" if sparse else ""
             raise ConfigError(
-                f"algo.weights needs {len(events) + 1} entries for layout {layout.name!r} "
-                f"({len(events)} events then the sparse weight), got {len(w)}"
+                f"algo.weights needs {len(events) + sparse} entries for {where} "
+                f"({len(events)} events{then}), got {len(w)}"
             )
-        self.w_events = torch.tensor(w[:-1], dtype=torch.float32, device=self.device)
-        self.w_sparse = w[-1]
+        self.w_events = torch.tensor(w[: len(events)], dtype=torch.float32, device=self.device)
+        self.w_sparse = w[-1] if sparse else 0.0
+        self.checkpoint_reward = not sparse  # Football: gfootball's checkpoint reward, weight 1
 
     def build_learners(self, make_policy: Callable[[], Policy]) -> dict[str, Policy]:
         """The biased agent pi_w (reported as the ego) and its best-response partner."""
@@ -74,11 +84,14 @@ class Biased(Algorithm):
         return ego_partner_arms("biased", "br", self.num_agents)
 
     def eval_seats(self, learners: list[str], partners: list[str]) -> list[str]:
-        """Evaluate the pair: pi_w with its best response."""
-        return ["biased", "br"]
+        """Evaluate the pair: pi_w in seat 0 with its best response in the other seats."""
+        return ["biased"] + ["br"] * (self.num_agents - 1)
 
     def training_reward(self, step: Step, shaping_factor: float, seating: Seating) -> torch.Tensor:
-        """``float32 [B, 2]``: r_w for pi_w's seat, sparse + rsf * shaped for the partner's seat."""
+        """``float32 [B, n]``: r_w for pi_w's seat, the ordinary reward for its BR's seats (team sparse
+        + rsf * own shaped in Overcooked, the env's own per-agent reward in Football)."""
         hidden = step.events.float() @ self.w_events + self.w_sparse * step.reward.unsqueeze(-1)
+        if self.checkpoint_reward:
+            hidden = hidden + step.infos["checkpoint_reward"]
         ordinary = default_training_reward(step, shaping_factor)
         return torch.where(seating.actor == BIASED, hidden, ordinary)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from zsceval.envs.scenarios import env_flags
 from zsceval.population.checkpoints import load_population
 from zsceval.population.pool import PolicyPool
 from zsceval.population.stage1 import member_name, population_size, stage1_size
@@ -196,13 +197,13 @@ class HSP(PopulationEgo):
         s1 = resolve_config(
             preset=common.get("preset", "quick"),
             overrides=list(common.get("overrides", [])),
-            **{"run.algo": cls.stage1_algo, "env.layout": ctx.layout},
+            **{"run.algo": cls.stage1_algo, **env_flags(ctx.layout)},
         )
         size = population_size(s1)
         ego_cfg = resolve_config(
             preset=common.get("preset", "quick"),
             overrides=list(common.get("overrides", [])),
-            **{"run.algo": cls.name, "env.layout": ctx.layout},
+            **{"run.algo": cls.name, **env_flags(ctx.layout)},
         )
         k = int(ctx.ego_options.get("k", ego_cfg.algo.get("k", 0)))
         window = sliding_window(stage1_size(s1), (size - cls.biased_count(size, k)) // 3, ctx.seed)

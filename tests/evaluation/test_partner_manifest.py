@@ -145,3 +145,29 @@ def test_write_rejects_inconsistent_manifest(tmp_path):
     with pytest.raises(ManifestError, match="3 features for 2 names"):
         write_manifest(bad, tmp_path / "partners.json")
     assert not (tmp_path / "partners.json").exists()
+
+
+def test_combination_brs_round_trip_are_verified_and_absent_for_two_players(tmp_path):
+    import dataclasses
+
+    from zsceval.evaluation.manifest import CombinationBR, manifest_to_dict
+
+    base = build_manifest(tmp_path)
+    assert "combination_brs" not in manifest_to_dict(base), "two-player manifests are unchanged"
+    br = tmp_path / "combination_brs" / "pair.pt"
+    br.parent.mkdir(parents=True)
+    br.write_bytes(b"weights of BR(hsp3_final, hsp7_final)")
+    pair = CombinationBR(("hsp3_final", "hsp7_final"), make_file_ref(br, tmp_path), 0.25)
+    manifest = dataclasses.replace(base, layout="academy_3_vs_1_with_keeper", combination_brs=(pair,))
+    path = write_manifest(manifest, tmp_path / "manifest.json")
+    loaded = load_manifest(path, layout="football")  # the alias matches the canonical scenario
+    assert loaded.combination_brs == (pair,)
+    assert loaded.resolve(loaded.combination_brs[0].checkpoint) == br.resolve()
+    br.write_bytes(b"altered")
+    with pytest.raises(ChecksumMismatchError, match="pair.pt"):
+        load_manifest(path)
+    bad = dataclasses.replace(
+        manifest, combination_brs=(dataclasses.replace(pair, partners=("hsp7_final", "nope")),)
+    )
+    with pytest.raises(ManifestError, match="sorted.*unknown partner ids|unknown partner ids"):
+        write_manifest(bad, tmp_path / "bad.json")

@@ -34,6 +34,8 @@ EXPECTED_CANDIDATES = {
     "random1_m": 72,
     "random3_m": 72,
     "unident_s_m": 72,
+    # GRF: [-5:0:1],0,[-5:0:1],0,[-5:0:1],0,0,[1:5] = 54 points, minus the 16 with 4 non-zero weights
+    "football": 38,
 }
 
 
@@ -47,6 +49,7 @@ def test_candidate_counts_match_reference(layout, count):
 
 def test_every_paper_layout_has_a_grid():
     assert set(layout_names()) == {
+        "academy_3_vs_1_with_keeper",
         "cramped_room",
         "forced_coordination",
         "coordination_ring",
@@ -167,3 +170,30 @@ def test_as_dict_names_positions():
     assert named["SOUP_PICKUP"] == 5.0
     with pytest.raises(ValueError):
         space.as_dict(np.zeros(5))
+
+
+def test_football_grid_has_no_sparse_position_and_the_reference_rows():
+    space = load_reward_space("academy_3_vs_1_with_keeper")
+    assert space.event_names == (
+        "pass",
+        "actual_pass",
+        "shot",
+        "slide",
+        "catch",
+        "assist",
+        "possession",
+        "score",
+    )
+    rows = {tuple(float(x) for x in r) for r in space.candidates()}
+    assert len(rows) == 38
+    # by hand: score takes 1 or 5 (always non-zero), so at most 2 of pass / shot / catch are non-zero
+    expected = {
+        (p, 0.0, s, 0.0, c, 0.0, 0.0, g)
+        for p in (-5.0, 0.0, 1.0)
+        for s in (-5.0, 0.0, 1.0)
+        for c in (-5.0, 0.0, 1.0)
+        for g in (1.0, 5.0)
+        if (p != 0) + (s != 0) + (c != 0) <= 2
+    }
+    assert rows == expected
+    assert sum(r[-1] == 5.0 for r in rows) == 19

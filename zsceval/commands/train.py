@@ -9,6 +9,7 @@ import yaml
 
 from zsceval import registry
 from zsceval.commands.chain import config_file_overrides, missing_inputs, run_chain, saved_chain
+from zsceval.envs.scenarios import is_football
 from zsceval.rl.checkpoint import CheckpointError
 from zsceval.rl.config import ConfigError, config_to_dict, list_presets, resolve_config
 
@@ -187,6 +188,8 @@ def train(
                 raise ConfigError(f"unknown preset '{preset}'. Valid presets: {', '.join(list_presets())}.")
             if preset is None:
                 preset = DEFAULT_PRESET
+            if env_name is None and layout is not None and is_football(layout):
+                env_name = "football"  # `--layout football` / `--layout academy_3_vs_1_with_keeper`
             cfg = resolve_config(
                 preset=preset,
                 config_file=config_file,

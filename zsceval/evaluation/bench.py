@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import itertools
 import os
 import typing
 from dataclasses import asdict, dataclass, field
@@ -52,7 +53,7 @@ import pandas as pd
 import yaml
 
 from zsceval import registry
-from zsceval.envs.overcooked import resolve_layout_name
+from zsceval.envs.scenarios import env_flags, num_players, resolve_scenario
 from zsceval.execution import Job, run_jobs
 from zsceval.io import atomic_path, atomic_write_text
 from zsceval.rl.algorithm import JobContext
@@ -147,7 +148,7 @@ class Suite:
 
     def budget(self, layout: str) -> PartnerBudget:
         """The partner budget of ``layout`` (name or alias): its ``layout_partners`` entry or ``partners``."""
-        name = resolve_layout_name(layout)
+        name = resolve_scenario(layout)
         return dict(self.layout_partners).get(name, self.partners)
 
     def to_dict(self) -> dict:
@@ -245,7 +246,7 @@ def _layout_partners(data: dict, base: PartnerBudget, path: Path) -> tuple[tuple
     out: dict[str, PartnerBudget] = {}
     for name, changes in data.items():
         try:
-            layout = resolve_layout_name(str(name))
+            layout = resolve_scenario(str(name))
         except ValueError as exc:
             raise SuiteError(f"{path}: layout_partners: {exc}") from None
         if layout in out:
@@ -290,7 +291,7 @@ def _restrict(suite: Suite, what: str, chosen) -> Suite:
 
 def _canonical_layout(name: str) -> str:
     try:
-        return resolve_layout_name(name)
+        return resolve_scenario(name)
     except ValueError:
         return name
 
@@ -300,7 +301,7 @@ def _validate(suite: Suite, path: Path) -> None:
         raise SuiteError(f"{path}: 'layouts' is empty")
     for name in suite.layouts:
         try:
-            resolve_layout_name(name)
+            resolve_scenario(name)
         except ValueError as exc:
             raise SuiteError(f"{path}: {exc}") from None
     registered = set(registry.names())
@@ -332,7 +333,7 @@ def _validate(suite: Suite, path: Path) -> None:
         ) from None
     for name in suite.layouts:  # the training config of every run resolves (preset, overrides)
         try:
-            resolve_config(preset=suite.preset, overrides=suite.overrides, **{"env.layout": name})
+            resolve_config(preset=suite.preset, overrides=suite.overrides, **env_flags(name))
         except ConfigError as exc:
             raise SuiteError(f"{path}: {exc}") from None
 
@@ -377,7 +378,7 @@ def candidate_weights(layout: str, budget: PartnerBudget, seed: int) -> np.ndarr
     Raises:
         ValueError: an unknown ``budget.weight_sampling`` (lists the valid ones).
     """
-    space = load_reward_space(resolve_layout_name(layout))
+    space = load_reward_space(resolve_scenario(layout))
     if budget.weight_sampling == "reference":
         grid = space.candidates()
         return np.stack([pick_weights(grid, seed + i) for i in range(budget.candidates)])
@@ -452,7 +453,7 @@ def candidate_jobs(
 def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict]:
     """Static phases 1-3 (candidates, features, selection) and the ego training jobs; an ego job
     that reads candidates or the selection (HSP) joins the selection phase."""
-    lay = resolve_layout_name(layout)
+    lay = resolve_scenario(layout)
     pb = suite.budget(lay)
     common = {
         "layout": lay,
@@ -553,7 +554,7 @@ def build_phases(suite: Suite) -> tuple[list[list[Job]], dict]:
         ph, info = _phases_for_layout(suite, layout)
         for i, jobs in enumerate(ph):
             phases[i].extend(jobs)
-        infos[resolve_layout_name(layout)] = info
+        infos[resolve_scenario(layout)] = info
     return phases, infos
 
 
@@ -588,6 +589,8 @@ def late_phases(suite: Suite, root: Path, infos: dict) -> list[list[Job]]:
                 out=jid,
             )
         mids.extend(mid_jobs.values())
+        set_jobs = _partner_set_br_jobs(suite, lay, sel_candidates) if num_players(lay) > 2 else {}
+        mids.extend(set_jobs.values())
         man_id = f"{lay}/partners/set"
         cand_map = {
             cid: [f"{lay}/candidates/{cid}/train", f"{lay}/candidates/{cid}/evaluate"]
@@ -597,6 +600,7 @@ def late_phases(suite: Suite, root: Path, infos: dict) -> list[list[Job]]:
             [info["select"].id]
             + [j for pair in cand_map.values() for j in pair]
             + [j.id for j in mid_jobs.values()]
+            + [j.id for j in set_jobs.values()]
         )
         manifests.append(
             Job(
@@ -610,6 +614,7 @@ def late_phases(suite: Suite, root: Path, infos: dict) -> list[list[Job]]:
                     "select": info["select"].id,
                     "candidates": cand_map,
                     "mid_brs": {cid: j.id for cid, j in mid_jobs.items()},
+                    **({"combination_brs": {key: j.id for key, j in set_jobs.items()}} if set_jobs else {}),
                 },
                 needs=tuple(needs),
                 out=man_id,
@@ -643,6 +648,36 @@ def late_phases(suite: Suite, root: Path, infos: dict) -> list[list[Job]]:
                 params.pop("partners")
                 evaluations.append(Job(hid, "ego.human_proxy", params, needs=(ego.id, proxy), out=hid))
     return [mids, manifests, evaluations]
+
+
+def _partner_set_br_jobs(suite: Suite, lay: str, sel_candidates: list[str]) -> dict[str, Job]:
+    """Games of n > 2 players (Football): one BR training job per pair of distinct evaluation
+    partners (``{"id_a+id_b": job}``), the BR in the seat(s) the pair leaves free; a single
+    partner's reference is its own BR (algorithms-facts section 9; ZSC-Eval
+    ``scripts/prep/gen_train_br_ymls.py`` trains one BR per pair of the 6 partners)."""
+    pb = suite.budget(lay)
+    refs = [
+        (f"{cid}_{level}", [f"{lay}/candidates/{cid}/train", f"{lay}/candidates/{cid}/evaluate", level])
+        for cid in sel_candidates
+        for level in ("final", "mid")
+    ]
+    jobs = {}
+    for (pa, ra), (pb_id, rb) in itertools.combinations(refs, 2):
+        key = "+".join(sorted([pa, pb_id]))
+        jid = f"{lay}/partners/set_br/{key}"
+        params = {
+            "layout": lay,
+            "preset": suite.preset,
+            "device": suite.device,
+            "overrides": list(suite.overrides),
+            "algo": "br",
+            "seed": suite.seed + 600,
+            "steps": pb.mid_br_steps,
+            "partner_refs": [ra, rb],
+        }
+        needs = tuple(dict.fromkeys([ra[0], ra[1], rb[0], rb[1]]))
+        jobs[key] = Job(jid, "train", params, needs=needs, out=jid)
+    return jobs
 
 
 def _write_table(frame: pd.DataFrame, path: Path) -> None:

@@ -26,6 +26,16 @@ Paths are relative to the manifest's folder (POSIX separators) so a partner set 
 ones. ``level`` is ``final`` or ``mid`` (ZSC-Eval Alg. 1 line 7); each partner carries its own BR
 reference (checkpoint and BR return, the denominator of BR-Prox) and its BR's behavior ``features``
 (in ``feature_names`` order). Files are written atomically (temp file + ``os.replace``).
+
+Games of more than two players (Football) pair the ego with *combinations* of partners
+(:mod:`zsceval.evaluation.combinations`); the BR reference of a combination is the BR of its set of
+distinct partners. A single partner's set uses the partner's own ``br``; larger sets are listed in an
+optional ``"combination_brs"`` array (absent for two-player layouts)::
+
+      "combination_brs": [
+        {"partners": ["c001_final", "c003_mid"],
+         "checkpoint": {"path": "combination_brs/c001_final+c003_mid/...", "sha256": "..."},
+         "return": 0.4}, ...]
 """
 
 from __future__ import annotations
@@ -109,6 +119,21 @@ class PartnerEntry:
 
 
 @dataclass(frozen=True)
+class CombinationBR:
+    """The BR of a set of two or more distinct partners (games of n > 2 players).
+
+    Attributes:
+        partners: the partner ids of the set, sorted.
+        checkpoint: the BR's checkpoint file.
+        br_return: its mean team sparse return with that set over the set's seatings.
+    """
+
+    partners: tuple[str, ...]
+    checkpoint: FileRef
+    br_return: float
+
+
+@dataclass(frozen=True)
 class SelectionRecord:
     """How the partners were selected (see :mod:`zsceval.evaluation.selection`).
 
@@ -141,6 +166,7 @@ class PartnerSetManifest:
         feature_names: names of the behavior-feature columns.
         selection: the selection record.
         partners: the partners (``final`` and ``mid``).
+        combination_brs: BRs of partner sets of two or more (n > 2 players; empty otherwise).
         created_by: package and version that wrote it.
         format_version: manifest format version.
         root: folder the relative paths resolve against (set by :func:`load_manifest`; not stored).
@@ -151,6 +177,7 @@ class PartnerSetManifest:
     feature_names: tuple[str, ...]
     selection: SelectionRecord
     partners: tuple[PartnerEntry, ...]
+    combination_brs: tuple[CombinationBR, ...] = ()
     created_by: str = f"zsceval {__version__}"
     format_version: int = MANIFEST_VERSION
     root: Path | None = field(default=None, compare=False)
@@ -162,8 +189,10 @@ class PartnerSetManifest:
         return self.root / ref.path
 
     def file_refs(self) -> list[FileRef]:
-        """Every referenced file: each partner's checkpoint, then its BR's checkpoint."""
-        return [ref for p in self.partners for ref in (p.checkpoint, p.br.checkpoint)]
+        """Every referenced file: each partner's checkpoint, then its BR's checkpoint, then the
+        combination BRs' checkpoints."""
+        refs = [ref for p in self.partners for ref in (p.checkpoint, p.br.checkpoint)]
+        return refs + [c.checkpoint for c in self.combination_brs]
 
 
 def make_file_ref(file: str | Path, manifest_dir: str | Path) -> FileRef:
@@ -182,7 +211,7 @@ def make_file_ref(file: str | Path, manifest_dir: str | Path) -> FileRef:
 def manifest_to_dict(manifest: PartnerSetManifest) -> dict:
     """The JSON-ready dict of a manifest (format of the module docstring)."""
     sel = manifest.selection
-    return {
+    out = {
         "format": MANIFEST_FORMAT,
         "format_version": manifest.format_version,
         "layout": manifest.layout,
@@ -210,6 +239,12 @@ def manifest_to_dict(manifest: PartnerSetManifest) -> dict:
             for p in manifest.partners
         ],
     }
+    if manifest.combination_brs:
+        out["combination_brs"] = [
+            {"partners": list(c.partners), "checkpoint": _ref_to_dict(c.checkpoint), "return": c.br_return}
+            for c in manifest.combination_brs
+        ]
+    return out
 
 
 def write_manifest(manifest: PartnerSetManifest, path: str | Path) -> Path:
@@ -322,12 +357,21 @@ def _manifest_from_dict(data: object, path: Path) -> PartnerSetManifest:
             )
             for p in data["partners"]
         )
+        combination_brs = tuple(
+            CombinationBR(
+                partners=tuple(str(x) for x in c["partners"]),
+                checkpoint=FileRef(str(c["checkpoint"]["path"]), str(c["checkpoint"]["sha256"])),
+                br_return=float(c["return"]),
+            )
+            for c in data.get("combination_brs", [])
+        )
         manifest = PartnerSetManifest(
             layout=str(data["layout"]),
             seed=int(data["seed"]),
             feature_names=tuple(str(n) for n in data["feature_names"]),
             selection=selection,
             partners=partners,
+            combination_brs=combination_brs,
             created_by=str(data["created_by"]),
             format_version=int(version),
             root=path.resolve().parent,
@@ -355,6 +399,13 @@ def _validate(manifest: PartnerSetManifest, path: Path) -> None:
         for ref in (p.checkpoint, p.br.checkpoint):
             if Path(ref.path).is_absolute():
                 problems.append(f"partner {p.id}: path {ref.path} must be relative to the manifest")
+    for c in manifest.combination_brs:
+        if len(c.partners) < 2 or list(c.partners) != sorted(set(c.partners)):
+            problems.append(f"combination BR {list(c.partners)}: needs two or more distinct ids, sorted")
+        if not set(c.partners) <= set(ids):
+            problems.append(f"combination BR {list(c.partners)}: unknown partner ids")
+        if Path(c.checkpoint.path).is_absolute():
+            problems.append(f"combination BR {list(c.partners)}: path must be relative to the manifest")
     if not set(manifest.selection.selected_ids) <= set(manifest.selection.candidate_ids):
         problems.append("selection.selected_ids are not all in selection.candidate_ids")
     if problems:

@@ -19,12 +19,21 @@ import numpy as np
 import pandas as pd
 import torch
 
-from zsceval.envs.overcooked import OvercookedEnv, load_layout
+from zsceval.envs.scenarios import make_scenario_env, num_players
+from zsceval.evaluation.combinations import Combination, br_key, seat_combinations
 from zsceval.rl.policy import Policy
 from zsceval.rl.runner import EpisodeRunner
 from zsceval.rl.seating import Arm
 
-__all__ = ["GameResults", "play_games", "evaluate_agent", "evaluate_br_references", "PartnerSpec"]
+__all__ = [
+    "GameResults",
+    "PartnerSpec",
+    "combination_label",
+    "evaluate_agent",
+    "evaluate_br_references",
+    "evaluate_combination_brs",
+    "play_games",
+]
 
 
 @dataclass
@@ -47,7 +56,7 @@ class GameResults:
 def _make_env(layout, num_envs: int, device, horizon: int | None):
     if not isinstance(layout, str | Path):
         return layout
-    return OvercookedEnv(layout, num_envs=num_envs, device=device, horizon=horizon)
+    return make_scenario_env(str(layout), num_envs, device=device, horizon=horizon)
 
 
 @torch.no_grad()
@@ -64,7 +73,8 @@ def play_games(
     """Play one episode in each of G games; game g seat k is driven by ``policies[assignment[g, k]]``.
 
     Args:
-        layout: layout name, or a batched env of G games (``zsceval.envs.base`` protocol).
+        layout: layout or Football scenario name (:mod:`zsceval.envs.scenarios`), or a batched env of
+            G games (``zsceval.envs.base`` protocol).
         policies: the agents (on ``device``; the same agent may drive many seats).
         assignment: ``int64 [G, n]`` agent index per game and seat.
         generator: action-sampling generator on ``device`` (ZSC-Eval evaluates stochastically).
@@ -77,6 +87,14 @@ def play_games(
     """
     G = assignment.shape[0]
     env = _make_env(layout, G, device, horizon)
+    try:
+        return _play(env, policies, assignment, generator, deterministic)
+    finally:
+        if env is not layout and hasattr(env, "close"):
+            env.close()  # worker processes of a Football env
+
+
+def _play(env, policies: list, assignment: torch.Tensor, generator, deterministic: bool) -> GameResults:
     n = env.num_agents
     if assignment.dim() != 2 or assignment.shape != (env.num_envs, n):
         raise ValueError(f"assignment must be [{env.num_envs}, {n}], got {list(assignment.shape)}")
@@ -144,9 +162,12 @@ def evaluate_agent(
     Returns:
         One row per (partner, seat, episode) with ``layout, partner, partner_level, seat, episode,
         sparse_return`` (``seat`` = the ego's seat), the ego's event counts as ``ev_<name>``
-        columns, and the ``labels``.
+        columns, and the ``labels``. Games of n > 2 players (Football) pair the ego with every
+        combination of partners instead (:func:`_evaluate_combinations`).
     """
-    n = load_layout(layout).num_players
+    n = num_players(layout)
+    if n > 2:
+        return _evaluate_combinations(layout, agent, partners, n, episodes, generator, device, labels)
     assignment, keys = _pairings(len(partners), n, episodes)
     res = play_games(
         layout, [agent, *(p.policy for p in partners)], assignment, generator=generator, device=device
@@ -189,7 +210,7 @@ def evaluate_br_references(
     missing = [p.id for p in partners if p.br is None]
     if missing:
         raise ValueError(f"partners without a best response: {missing}")
-    n, P = load_layout(layout).num_players, len(partners)
+    n, P = num_players(layout), len(partners)
     assignment, keys = _pairings(P, n, episodes)
     # Policies: BR of partner p at index p, partner p at index P + p.
     p_idx = torch.as_tensor(keys[:, 0])
@@ -204,6 +225,109 @@ def evaluate_br_references(
             "partner": [partners[i].id for i in keys[:, 0]],
             "seat": keys[:, 1].astype(int),
             "episode": keys[:, 2].astype(int),
+            "br_return": res.sparse.numpy().astype(float),
+        }
+    )
+
+
+# -- n > 2 players: combinations of partners (Football; algorithms-facts section 9) ---------------------
+def combination_label(combo: Combination, partners: list[PartnerSpec]) -> str:
+    """The ``partner`` column of a combination: seat by seat, ``ego`` or the partner id, joined by
+    ``|`` (e.g. ``"ego|c001_final|c003_mid"``)."""
+    return "|".join("ego" if p < 0 else partners[p].id for p in combo.seats)
+
+
+def combination_level(combo: Combination, partners: list[PartnerSpec]) -> str:
+    """``"expert"`` when every partner of the combination is an expert (``final``), else ``"moderate"``."""
+    return "expert" if all(partners[p].level == "expert" for p in combo.partners) else "moderate"
+
+
+def _combination_games(combos: list[Combination], episodes: int, fill) -> tuple[torch.Tensor, np.ndarray]:
+    """Assignment ``[G, n]`` for (combination, episode) games, seat k driven by ``fill(combo, k)``;
+    and the keys ``[G, 2]`` (combination index, episode)."""
+    rows = [[fill(c, k) for k in range(len(c.seats))] for c in combos]
+    assignment = torch.as_tensor(rows, dtype=torch.int64).repeat_interleave(episodes, dim=0)
+    idx, ep = np.meshgrid(np.arange(len(combos)), np.arange(episodes), indexing="ij")
+    return assignment, np.stack([idx.ravel(), ep.ravel()], axis=1)
+
+
+def _evaluate_combinations(layout, agent, partners, n, episodes, generator, device, labels) -> pd.DataFrame:
+    """The ego with every combination of partners (:func:`seat_combinations`), ``episodes`` each.
+
+    One row per (combination, episode): ``partner`` = :func:`combination_label`, ``partner_level`` =
+    :func:`combination_level`, ``seat`` = the ego's first seat, ``ev_<name>`` = the ego's event
+    counts averaged over its seats. ZSC-Eval ``grf_runner.py: get_agent_pairs``.
+    """
+    combos = seat_combinations(len(partners), n)
+    assignment, keys = _combination_games(
+        combos, episodes, lambda c, k: 0 if c.seats[k] < 0 else 1 + c.seats[k]
+    )
+    res = play_games(
+        layout, [agent, *(p.policy for p in partners)], assignment, generator=generator, device=device
+    )
+    ego = (assignment == 0).unsqueeze(-1).float()
+    ego_events = (res.events * ego).sum(1) / ego.sum(1)
+    frame = pd.DataFrame(
+        {
+            "layout": layout,
+            "partner": [combination_label(combos[i], partners) for i in keys[:, 0]],
+            "partner_level": [combination_level(combos[i], partners) for i in keys[:, 0]],
+            "seat": [combos[i].ego_seats[0] for i in keys[:, 0]],
+            "episode": keys[:, 1].astype(int),
+            "sparse_return": res.sparse.numpy().astype(float),
+        }
+    )
+    for e, name in enumerate(res.event_names):
+        frame[f"ev_{name}"] = ego_events[:, e].numpy().astype(float)
+    for key, value in (labels or {}).items():
+        frame[key] = value
+    return frame
+
+
+def evaluate_combination_brs(
+    layout: str,
+    partners: list[PartnerSpec],
+    brs: dict[tuple[int, ...], Policy],
+    *,
+    episodes: int,
+    generator: torch.Generator | None = None,
+    device: str | torch.device = "cpu",
+) -> pd.DataFrame:
+    """BR-Prox references for n > 2 players: each combination played with the BR of its set of
+    distinct partners (:func:`br_key`) in the ego's seats.
+
+    Args:
+        layout: a scenario of n > 2 players.
+        partners: the evaluation partners.
+        brs: BR policy per partner set (sorted partner indices); a single partner's set defaults to
+            that partner's own ``br``.
+        episodes: episodes per combination.
+
+    Returns:
+        One row per (combination, episode): ``layout, partner`` (:func:`combination_label`),
+        ``episode, br_return`` (no ``seat`` column: a combination fixes its seats).
+
+    Raises:
+        ValueError: a partner set without a BR.
+    """
+    n, P = num_players(layout), len(partners)
+    combos = seat_combinations(P, n)
+    table = {(p,): partners[p].br for p in range(P) if partners[p].br is not None} | dict(brs)
+    missing = sorted({br_key(c) for c in combos} - set(table))
+    if missing:
+        raise ValueError(f"no best response for the partner sets {missing}")
+    keys_order = sorted({br_key(c) for c in combos})
+    br_index = {key: P + i for i, key in enumerate(keys_order)}
+    assignment, keys = _combination_games(
+        combos, episodes, lambda c, k: br_index[br_key(c)] if c.seats[k] < 0 else c.seats[k]
+    )
+    policies = [p.policy for p in partners] + [table[key] for key in keys_order]
+    res = play_games(layout, policies, assignment, generator=generator, device=device)
+    return pd.DataFrame(
+        {
+            "layout": layout,
+            "partner": [combination_label(combos[i], partners) for i in keys[:, 0]],
+            "episode": keys[:, 1].astype(int),
             "br_return": res.sparse.numpy().astype(float),
         }
     )

@@ -36,11 +36,14 @@ import pandas as pd
 import torch
 
 from zsceval.envs.overcooked import load_layout
+from zsceval.envs.scenarios import env_flags, is_football, num_players, resolve_scenario
 from zsceval.execution.jobs import JobInputError, job_kind
 from zsceval.rl.checkpoint import CheckpointError, list_checkpoints, load_policy, save_checkpoint
 
+from .combinations import br_key, seat_combinations
 from .manifest import (
     BRReference,
+    CombinationBR,
     PartnerEntry,
     PartnerSetManifest,
     SelectionRecord,
@@ -48,7 +51,14 @@ from .manifest import (
     make_file_ref,
     write_manifest,
 )
-from .matches import PartnerSpec, evaluate_agent, evaluate_br_references, play_games
+from .matches import (
+    PartnerSpec,
+    combination_label,
+    evaluate_agent,
+    evaluate_br_references,
+    evaluate_combination_brs,
+    play_games,
+)
 from .selection import select_partners
 
 __all__ = ["feature_names", "mid_checkpoint", "load_partner_set"]
@@ -65,7 +75,8 @@ def _result(job_dir: Path) -> dict:
 
 
 def feature_names(event_names: tuple[str, ...], multi_recipe: bool) -> list[str]:
-    """Behavior-feature columns: classic = first 13 events + ``sparse_reward``; multi = 29 events."""
+    """Behavior-feature columns: classic = first 13 events + ``sparse_reward``; multi-recipe = 29
+    events; Football (``multi_recipe=True``) = its 8 events."""
     if multi_recipe:
         return list(event_names)
     return list(event_names[:CLASSIC_FEATURE_EVENTS]) + ["sparse_reward"]
@@ -111,7 +122,8 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
     (``{algo option: job id or [job ids]}``: the option gets those jobs' run folders),
     ``algo_job_dirs`` (the same with the jobs' own folders), and for a BR of a
     candidate's ``mid`` checkpoint ``partner_train`` / ``partner_eval``: ids of that candidate's train and
-    ``candidate.evaluate`` jobs.
+    ``candidate.evaluate`` jobs; for a BR of a set of partners (n > 2 players) ``partner_refs``: a
+    list of ``[train-job id, evaluate-job id, "final" | "mid"]``.
     """
     from zsceval.rl.config import config_from_dict, resolve_config
     from zsceval.rl.trainer import Trainer
@@ -127,9 +139,14 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
         mid = _result(needs[params["partner_eval"]])["mid_checkpoint"]
         options["partner"] = str(Path(needs[params["partner_train"]]) / mid)
         options["partner_policy"] = "biased"
+    if params.get("partner_refs"):  # a BR of a set of partners (n > 2 players)
+        options["partners"] = [
+            f"{Path(needs[train_id]) / _result(needs[eval_id])[level + '_checkpoint']}#biased"
+            for train_id, eval_id, level in params["partner_refs"]
+        ]
     flags = {
         "run.algo": params["algo"],
-        "env.layout": params["layout"],
+        **env_flags(params["layout"]),
         "run.seed": params.get("seed", 0),
         "run.total_steps": params.get("steps"),
         "run.device": params.get("device"),
@@ -161,14 +178,17 @@ def candidate_evaluate(params: dict, out: Path, needs: dict) -> dict:
     device = params.get("device", "cpu")
     biased, _ = load_policy(run, "biased", device)
     br, _ = load_policy(run, "br", device)
-    E = int(params["episodes"])
-    # Games 0..E-1: biased in seat 0, BR in seat 1; games E..2E-1 swapped.
-    assignment = torch.tensor([[0, 1]] * E + [[1, 0]] * E)
+    E, n = int(params["episodes"]), num_players(params["layout"])
+    # Games sE..(s+1)E-1: biased in seat s, its BR in every other seat (two players: [0, 1] then [1, 0]).
+    biased_seat = torch.arange(n).repeat_interleave(E)
+    assignment = torch.ones(n * E, n, dtype=torch.int64)
+    assignment[torch.arange(n * E), biased_seat] = 0
     gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)))
     res = play_games(params["layout"], [biased, br], assignment, generator=gen, device=device)
-    br_seat = torch.tensor([1] * E + [0] * E)
-    br_events = res.events[torch.arange(2 * E), br_seat].mean(0).numpy()
-    multi = load_layout(params["layout"]).dynamics == "multi_recipe"
+    br_rows = (assignment == 1).unsqueeze(-1).float()  # [G, n, 1]: the BR's seats
+    br_events = ((res.events * br_rows).sum(1) / br_rows.sum(1)).mean(0).numpy()
+    # every event for multi-recipe layouts and Football; classic layouts drop MOVEMENT and IDLE_*
+    multi = is_football(params["layout"]) or load_layout(params["layout"]).dynamics == "multi_recipe"
     names = feature_names(res.event_names, multi)
     sparse = float(res.sparse.mean())
     features = list(map(float, br_events[: len(names) - (0 if multi else 1)]))
@@ -241,9 +261,13 @@ def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
     """Export partners and BRs, measure BR returns, write ``manifest.json`` + ``br_returns.parquet``.
 
     params: ``layout, seed, episodes, device, select`` (id of the select job), ``candidates``
-    ({candidate id: [train-job id, evaluate-job id]}), ``mid_brs`` ({candidate id: train-job id}).
+    ({candidate id: [train-job id, evaluate-job id]}), ``mid_brs`` ({candidate id: train-job id}),
+    and for n > 2 players ``combination_brs`` ({"id_a+id_b": train-job id}: the BRs of partner
+    pairs). Then ``br_returns.parquet`` holds one row per (combination, episode) of the partners with
+    the BR of the combination's set of partners (:func:`evaluate_combination_brs`).
     """
     layout, device = params["layout"], params.get("device", "cpu")
+    n = num_players(layout)
     select = _result(needs[params["select"]])
     entries, specs = [], []
     first = None
@@ -270,24 +294,48 @@ def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
         for pid, level, p_meta, b_meta, _ in specs
     ]
     gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)))
-    br_frame = evaluate_br_references(
-        layout, partners, episodes=int(params["episodes"]), generator=gen, device=device
-    )
+    ids = [s[0] for s in specs]
+    combination_brs, set_returns = [], {}
+    if n > 2:  # Football: every combination of partners, with the BR of its set of partners
+        sets = {}
+        for key, job_id in params.get("combination_brs", {}).items():
+            members = tuple(key.split("+"))
+            b_meta = _export(
+                out / "combination_brs" / key, list_checkpoints(Path(needs[job_id]) / "run")[-1], "br", device
+            )
+            sets[tuple(sorted(ids.index(m) for m in members))] = (members, b_meta)
+        brs = {k: load_policy(b_meta, "br", device)[0] for k, (_, b_meta) in sets.items()}
+        br_frame = evaluate_combination_brs(
+            layout, partners, brs, episodes=int(params["episodes"]), generator=gen, device=device
+        )
+        combos = seat_combinations(len(partners), n)
+        label_key = {combination_label(c, partners): br_key(c) for c in combos}
+        by_key = br_frame.assign(key=br_frame["partner"].map(label_key)).groupby("key")["br_return"].mean()
+        set_returns = {k: float(v) for k, v in by_key.items()}
+        for k, (members, b_meta) in sorted(sets.items()):
+            combination_brs.append(
+                CombinationBR(tuple(sorted(members)), make_file_ref(b_meta, out), set_returns.get(k, 0.0))
+            )
+    else:
+        br_frame = evaluate_br_references(
+            layout, partners, episodes=int(params["episodes"]), generator=gen, device=device
+        )
     br_frame.to_parquet(out / "br_returns.parquet")
     br_mean = br_frame.groupby("partner")["br_return"].mean()
-    for pid, level, p_meta, b_meta, features in specs:
+    for i, (pid, level, p_meta, b_meta, features) in enumerate(specs):
+        own = set_returns.get((i,), 0.0) if n > 2 else float(br_mean[pid])
         entries.append(
             PartnerEntry(
                 id=pid,
                 level=level,
                 checkpoint=make_file_ref(p_meta, out),
-                br=BRReference(make_file_ref(b_meta, out), float(br_mean[pid])),
+                br=BRReference(make_file_ref(b_meta, out), own),
                 features=tuple(features),
                 candidate_id=pid.rsplit("_", 1)[0],
             )
         )
     manifest = PartnerSetManifest(
-        layout=load_layout(layout).name,
+        layout=resolve_scenario(layout),
         seed=int(params.get("seed", 0)),
         feature_names=tuple(first["feature_names"]),
         selection=SelectionRecord(
@@ -300,6 +348,7 @@ def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
             selected_ids=tuple(select["selected_ids"]),
         ),
         partners=tuple(entries),
+        combination_brs=tuple(combination_brs),
     )
     write_manifest(manifest, out / "manifest.json")
     return {"manifest": "manifest.json", "partners": [e.id for e in entries], "br_returns": dict(br_mean)}

@@ -32,7 +32,7 @@ import yaml
 GRID_DIR = Path(__file__).with_name("grids")
 """Folder of the grid files shipped with the package (one YAML file per event set)."""
 
-GRID_FILES: tuple[str, ...] = ("classic.yaml", "multi_recipe.yaml")
+GRID_FILES: tuple[str, ...] = ("classic.yaml", "multi_recipe.yaml", "football.yaml")
 """Grid files loaded by :func:`load_reward_space`, in lookup order."""
 
 C_MAX = 3
@@ -59,8 +59,10 @@ class RewardSpace:
         layout: canonical layout name (ZSC-Eval / overcooked-ai name, e.g. ``"counter_circuit"``).
         paper_name: the layout's name in the ZSC-Eval paper (e.g. ``"Counter Circuit"``).
         aliases: other names of the layout (ZSC-Eval reference names, e.g. ``("random3",)``).
-        event_set: ``"classic"`` (17 events) or ``"multi_recipe"`` (29 events).
-        event_names: name of every position of a weight vector, length ``E + 1``, ``sparse_reward`` last.
+        event_set: ``"classic"`` (17 events), ``"multi_recipe"`` (29 events) or ``"football"`` (8).
+        event_names: name of every position of a weight vector, length ``E + 1``, ``sparse_reward`` last
+            (Football: its ``E`` = 8 events, no ``sparse_reward`` position; the ``score`` event plays
+            that role).
         values: per position, the set of values it takes, in the grid file's order (length ``E + 1``).
         source: path of the grid file this space was read from.
     """
@@ -261,7 +263,8 @@ def canonical_layout_name(name: str) -> str:
 def read_grid_file(path: str | Path) -> list[RewardSpace]:
     """Parse one grid file into one :class:`RewardSpace` per layout it lists.
 
-    Schema: ``format_version`` (1), ``event_set``, ``events`` (position names, ``sparse_reward`` last),
+    Schema: ``format_version`` (1), ``event_set``, ``events`` (position names, ``sparse_reward`` last
+    unless the optional top-level ``sparse_reward: false`` says the vectors have no such position),
     ``grids``: a list of ``{layouts: [{name, aliases, paper_name}], weights: {event: [values]}}`` where
     ``weights`` lists every name of ``events`` in the same order.
 
@@ -291,8 +294,13 @@ def _parse_grid_data(data: object, path: Path) -> Iterator[RewardSpace]:
     if data.get("format_version") != GRID_FORMAT_VERSION:
         raise ValueError(f"format_version must be {GRID_FORMAT_VERSION}, got {data.get('format_version')!r}")
     events = tuple(str(e) for e in data["events"])
-    if not events or events[-1] != SPARSE_REWARD:
-        raise ValueError(f"`events` must end with {SPARSE_REWARD!r}")
+    if not events:
+        raise ValueError("`events` is empty")
+    has_sparse = data.get("sparse_reward", True)
+    if not isinstance(has_sparse, bool):
+        raise ValueError(f"`sparse_reward` must be true or false, got {has_sparse!r}")
+    if has_sparse and events[-1] != SPARSE_REWARD:
+        raise ValueError(f"`events` must end with {SPARSE_REWARD!r} (or set `sparse_reward: false`)")
     for number, grid in enumerate(data["grids"]):
         weights = grid["weights"]
         if tuple(weights) != events:

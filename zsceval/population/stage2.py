@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from zsceval.envs.scenarios import env_flags
 from zsceval.population.checkpoints import load_population
 from zsceval.population.pool import PolicyPool
 from zsceval.population.stage1 import member_name, population_size, stage1_size
@@ -165,7 +166,7 @@ class PopulationEgo(Algorithm):
         s1 = resolve_config(
             preset=common.get("preset", "quick"),
             overrides=list(common.get("overrides", [])),
-            **{"run.algo": cls.stage1_algo, "env.layout": ctx.layout},
+            **{"run.algo": cls.stage1_algo, **env_flags(ctx.layout)},
         )
         total = stage1_size(s1)
         s1_id = f"{ctx.layout}/stage1/{cls.stage1_algo}"
