@@ -16,8 +16,11 @@ Usage (from the repository root; needs ``pip install zsceval[football]``, docs/f
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -25,14 +28,16 @@ import torch
 
 def reference_steps_per_s(seconds: float) -> float:
     """One gfootball simulator stepped in this process with uniformly random actions."""
-    import gfootball.env as football_env
+    with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():  # old gym's notices
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import gfootball.env as football_env
 
-    env = football_env.create_environment(
-        env_name="academy_3_vs_1_with_keeper",
-        representation="raw",
-        rewards="scoring,checkpoints",
-        number_of_left_players_agent_controls=3,
-    )
+        env = football_env.create_environment(
+            env_name="academy_3_vs_1_with_keeper",
+            representation="raw",
+            rewards="scoring,checkpoints",
+            number_of_left_players_agent_controls=3,
+        )
     rng = np.random.default_rng(0)
     env.reset()
     steps, start = 0, time.perf_counter()
