@@ -165,7 +165,11 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
 
         shutil.rmtree(run)  # killed before its first resumable checkpoint: start over
     progress = os.environ.get(JOB_PROGRESS_ENV) == "1"  # set by `zsceval bench` with the local executor
-    summary = Trainer(cfg, run, resume=resume, progress=progress).train()
+    trainer = Trainer(cfg, run, resume=resume, progress=progress)
+    try:
+        summary = trainer.train()
+    finally:
+        trainer.close()
     return {"run": "run", "self_play_return": summary.get("self_play", {}).get("sparse_return_mean")}
 
 

@@ -543,12 +543,19 @@ class Trainer:
             training = {name: p.training for name, p in policies.items()}
             for p in policies.values():
                 p.eval()
-            result = play(env, [policies[name] for name in seats], episodes, gen)
+            try:
+                result = play(env, [policies[name] for name in seats], episodes, gen)
+            finally:
+                _close(env)
             summary["self_play"] = summarize(result)
             for name, p in policies.items():
                 p.train(training[name])
         atomic_write_text(self.run_dir / EVAL, json.dumps(summary, indent=2))
         return summary
+
+    def close(self) -> None:
+        """Stop the training env's worker processes, if it has any (Football); idempotent."""
+        _close(self.env)
 
     def _tensorboard(self):
         if not self.cfg.run.tensorboard:
@@ -565,3 +572,10 @@ class Trainer:
                 "(or pip install zsceval[tensorboard]), or pass --no-tensorboard"
             ) from None
         return SummaryWriter
+
+
+def _close(env) -> None:
+    """Close an env that holds worker processes (``ProcessBatchedEnv``); others have no ``close``."""
+    close = getattr(env, "close", None)
+    if callable(close):
+        close()

@@ -105,3 +105,20 @@ def test_sp_trains_through_the_cli(tmp_path):
     assert meta["env_spec"]["env"] == "football" and meta["env_spec"]["obs_shape"] == [58]
     config = (out / "config.yaml").read_text()
     assert "name: football" in config and "num_agents: 3" in config and "rollout_length: 100" in config
+
+
+def test_eval_crossplays_football_agents_in_every_seat(tmp_path):
+    out = tmp_path / "sp"
+    args = ["train", "--algo", "sp", "--layout", "football", "--steps", "200", "--out", str(out),
+            "--no-progress", "--set", "env.num_envs=2", "--set", "env.num_workers=1",
+            "--set", "ppo.rollout_length=100", "--set", "run.eval_episodes=0"]  # fmt: skip
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    args = ["eval", "--agent", str(out), "--partner", str(out), "--layout", "football", "--episodes", "2",
+            "--json"]  # fmt: skip
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.output)
+    assert [s["agent_seat"] for s in report["seatings"]] == [0, 1, 2]
+    assert report["pooled"]["episodes"] == 6
+    assert set(report["seatings"][0]["events_mean_by_seat"][0]) <= set(EVENT_NAMES)
