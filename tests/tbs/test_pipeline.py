@@ -53,7 +53,9 @@ def test_pool_team_reward_adds_each_agents_own_random_shaping_of_its_events():
     events[0, 1, CLASSIC_EVENTS.index("put_onion_on_X")] = 1  # pair 0 agent 2 drops an onion on a counter
     events[1, 1, CLASSIC_EVENTS.index("delivery")] = 1  # pair 1 agent 2 delivers
     shaped = torch.tensor([[3.0, 0], [0, 0], [0, 5]])
-    step = SimpleNamespace(reward=torch.tensor([0.0, 20.0, 0.0]), shaped_by_agent=shaped, events=events, infos={})
+    step = SimpleNamespace(
+        reward=torch.tensor([0.0, 20.0, 0.0]), shaped_by_agent=shaped, events=events, infos={}
+    )
     seating = Seating(
         torch.tensor([[0, 1], [2, 3], [0, 1]]), torch.zeros(3, 2, dtype=torch.int64), torch.tensor([0, 1, 0])
     )
