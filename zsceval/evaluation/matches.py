@@ -183,11 +183,7 @@ def evaluate_agent(
             "sparse_return": res.sparse.numpy().astype(float),
         }
     )
-    for e, name in enumerate(res.event_names):
-        frame[f"ev_{name}"] = ego_events[:, e].numpy().astype(float)
-    for key, value in (labels or {}).items():
-        frame[key] = value
-    return frame
+    return _with_events_and_labels(frame, ego_events, res.event_names, labels)
 
 
 def evaluate_br_references(
@@ -277,11 +273,7 @@ def _evaluate_combinations(layout, agent, partners, n, episodes, generator, devi
             "sparse_return": res.sparse.numpy().astype(float),
         }
     )
-    for e, name in enumerate(res.event_names):
-        frame[f"ev_{name}"] = ego_events[:, e].numpy().astype(float)
-    for key, value in (labels or {}).items():
-        frame[key] = value
-    return frame
+    return _with_events_and_labels(frame, ego_events, res.event_names, labels)
 
 
 def evaluate_combination_brs(
@@ -331,3 +323,15 @@ def evaluate_combination_brs(
             "br_return": res.sparse.numpy().astype(float),
         }
     )
+
+
+def _with_events_and_labels(
+    frame: pd.DataFrame, ego_events: torch.Tensor, event_names, labels
+) -> pd.DataFrame:
+    """``frame`` with the ego's event counts (``float [G, E]``) as ``ev_<name>`` columns and the
+    constant ``labels`` columns."""
+    for e, name in enumerate(event_names):
+        frame[f"ev_{name}"] = ego_events[:, e].numpy().astype(float)
+    for key, value in (labels or {}).items():
+        frame[key] = value
+    return frame
