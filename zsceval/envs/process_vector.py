@@ -56,7 +56,7 @@ Game ``i`` (``0 <= i < B``) is built with seed ``seed * 1_000_003 + i`` (:func:`
 Transport: one shared memory file (``/dev/shm``, unlinked as soon as every worker mapped it) holds
 the actions and every GameStep field of all B games; the pipes carry only one-word commands and
 replies (and tracebacks / game states). Benchmark of the overhead:
-``python -c "from zsceval.envs.process_vector import _benchmark; _benchmark()"`` (on a shared
+``python benchmarks/perf/process_overhead.py`` (on a shared
 2-core machine: about 0.3 ms per batched step of B=8 against about 0.6 ms when the GameSteps are
 pickled through the pipes).
 
@@ -918,40 +918,3 @@ class CounterGame:
 
     def close(self) -> None:
         pass
-
-
-def _benchmark(num_envs: int = 8) -> None:
-    """Env steps/s of :class:`CounterGame` in-process and with 1 and 2 workers, for a free game and a
-    game of 1 ms per step; the per-step overhead is the batched step time minus the in-process
-    time divided by the number of workers."""
-    import functools
-
-    actions = np.zeros((num_envs, 3), np.int64)
-    for work_us, steps in ((0.0, 2000), (1000.0, 200)):
-        make = functools.partial(CounterGame, work_us=work_us)
-        games = [make(game_seed(0, i)) for i in range(num_envs)]
-        for g in games:
-            g.reset()
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            for g in games:
-                g.step(actions[0])
-        direct = (time.perf_counter() - t0) / steps
-        print(f"game work {work_us:.0f} us, B={num_envs}: in-process {num_envs / direct:,.0f} env steps/s")
-        for workers in (1, 2):
-            with ProcessBatchedEnv(make, num_envs, num_workers=workers) as env:
-                env.reset()
-                for _ in range(20):
-                    env.step(actions)
-                t0 = time.perf_counter()
-                for _ in range(steps):
-                    env.step(actions)
-                per = (time.perf_counter() - t0) / steps
-            print(
-                f"  {workers} worker(s): {num_envs / per:,.0f} env steps/s, {per * 1e6:.0f} us per batched "
-                f"step, overhead ~{(per - direct / workers) * 1e6:.0f} us"
-            )
-
-
-if __name__ == "__main__":
-    _benchmark()

@@ -662,8 +662,8 @@ def _partner_set_br_jobs(suite: Suite, lay: str, sel_candidates: list[str]) -> d
         for level in ("final", "mid")
     ]
     jobs = {}
-    for (pa, ra), (pb_id, rb) in itertools.combinations(refs, 2):
-        key = "+".join(sorted([pa, pb_id]))
+    for (id_a, ref_a), (id_b, ref_b) in itertools.combinations(refs, 2):
+        key = "+".join(sorted([id_a, id_b]))
         jid = f"{lay}/partners/set_br/{key}"
         params = {
             "layout": lay,
@@ -673,9 +673,9 @@ def _partner_set_br_jobs(suite: Suite, lay: str, sel_candidates: list[str]) -> d
             "algo": "br",
             "seed": suite.seed + 600,
             "steps": pb.mid_br_steps,
-            "partner_refs": [ra, rb],
+            "partner_refs": [ref_a, ref_b],
         }
-        needs = tuple(dict.fromkeys([ra[0], ra[1], rb[0], rb[1]]))
+        needs = tuple(dict.fromkeys([*ref_a[:2], *ref_b[:2]]))
         jobs[key] = Job(jid, "train", params, needs=needs, out=jid)
     return jobs
 
