@@ -1,7 +1,6 @@
 """FootballGame on the real simulator (skipped without gfootball) and the scenario registration."""
 
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -258,23 +257,3 @@ def test_same_seed_same_actions_same_trajectory_and_state_round_trip(game):
                 np.testing.assert_array_equal(x[k], z[k], err_msg=k)
     finally:
         other.close()
-
-
-@needs_gfootball
-@pytest.mark.slow
-def test_throughput_one_core():
-    g = FootballGame(seed=1)
-    try:
-        rng = np.random.default_rng(1)
-        s = g.reset()
-        n, t0 = 0, time.perf_counter()
-        while n < 2000:
-            s = g.step(random_available(rng, s))
-            n += 1
-            if s["terminated"] or s["truncated"]:
-                s = g.reset()
-        rate = n / (time.perf_counter() - t0)
-        print(f"FootballGame: {rate:.0f} env steps/s (random available actions, resets included)")
-        assert rate > 50
-    finally:
-        g.close()
