@@ -360,3 +360,59 @@ def test_report_on_a_bench_output(tiny_bench):
     assert "layout: cramped_room: no reference numbers" in result.stdout
     for name in ("br_prox.png", "br_prox_levels.png", "performance_profiles.png", "ranks.png"):
         assert (copy / "figures" / name).is_file(), name
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ("algo_ego_steps:\n  fcp: 100\n", "names 'fcp', which the suite does not run"),
+        ("algo_ego_steps:\n  sp: 0\n", "algo_ego_steps.sp=0 must be >= 1"),
+        ("algo_ego_steps:\n  sp: 1.5\n", "'algo_ego_steps.sp': cannot use 1.5 as int"),
+        ("algo_ego_steps: [sp]\n", "algo_ego_steps must map algorithm names to env steps"),
+    ],
+)
+def test_bad_algo_ego_steps_fail_when_loaded(tmp_path, extra, message):
+    with pytest.raises(SuiteError, match=message.replace("[", r"\[")):
+        load_suite(write_suite(tmp_path, TINY + extra))
+
+
+def test_algo_ego_steps_give_an_algorithm_its_own_ego_budget(tmp_path):
+    """ZSC-Eval trains stage-2 egos 5x SP's steps: the ego jobs of an algorithm with an
+    ``algo_ego_steps`` entry get that budget, the others ``ego_steps``."""
+    suite = load_suite(write_suite(tmp_path, TINY + "algo_ego_steps:\n  sp: 2.4e4\n"))
+    assert suite.ego_budget("sp") == 24_000 and suite.ego_budget("pecan") == 3200
+    egos, _ = bench_mod.ego_jobs(suite, "cramped_room", {"layout": "cramped_room", "preset": "quick"})
+    assert [(j.params["algo"], j.params["steps"]) for j in egos] == [("sp", 24_000), ("sp", 24_000)]
+    assert yaml.safe_load(yaml.safe_dump(suite.to_dict()))["algo_ego_steps"] == {"sp": 24_000}
+    # --algos without sp drops its budget, so that the record of such a run matches the full suite's
+    only_pecan = load_suite(
+        write_suite(tmp_path, TINY + "algo_ego_steps:\n  sp: 2.4e4\n"), algorithms=["pecan"]
+    )
+    assert only_pecan.algo_ego_steps == ()
+
+
+def test_shipped_suites_keep_zsceval_budget_ratios():
+    """Stage-2 egos (population 12) and COLE (25) train 5x SP's env steps, E3T as many as SP."""
+    for name in ("overcooked", "overcooked-quick-cc"):
+        suite = load_suite(SUITES / f"{name}.yaml")
+        sp = suite.ego_budget("sp")
+        assert suite.ego_budget("e3t") == sp, name
+        for algo in ("fcp", "mep", "trajedi", "hsp", "cole"):
+            assert suite.ego_budget(algo) == 5 * sp, (name, algo)
+    assert load_suite(SUITES / "overcooked.yaml").ego_budget("fcp") == 50_000_000
+
+
+def test_suite_record_compares_ego_budgets_of_the_algorithms_both_runs_hold(tmp_path):
+    out = tmp_path / "bench"
+    out.mkdir()
+    base = load_suite(write_suite(tmp_path, TINY))
+    record = dataclasses.replace(base, algorithms=("sp",)).to_dict()
+    (out / bench_mod.SUITE_RECORD).write_text(yaml.safe_dump(record))
+    # another algorithm with its own budget only adds jobs
+    more = dataclasses.replace(base, algorithms=("pecan",), algo_ego_steps=(("pecan", 9600),))
+    assert bench_mod.check_suite_record(more, out) == []
+    # a new budget for an algorithm the folder already ran would redo its egos
+    changed = dataclasses.replace(base, algorithms=("sp", "pecan"), algo_ego_steps=(("sp", 6400),))
+    with pytest.raises(bench_mod.SuiteConflictError, match="algo_ego_steps.sp: 3200 -> 6400"):
+        bench_mod.check_suite_record(changed, out)
+    assert bench_mod.check_suite_record(changed, out, force=True) == ["algo_ego_steps.sp: 3200 -> 6400"]

@@ -8,7 +8,9 @@ algorithms, seeds and budgets::
     layouts: [cramped_room]
     algorithms: [sp, fcp, mep, trajedi, hsp, cole, e3t]
     ego_seeds: 3
-    ego_steps: 2000000
+    ego_steps: 2000000            # each ego's env steps (SP, E3T: ZSC-Eval 1e7) ...
+    algo_ego_steps:               # ... unless its algorithm has its own (ZSC-Eval: stage 2 and COLE 5x SP's)
+      fcp: 10000000
     preset: quick                 # training preset of every run
     overrides: []                 # training config overrides of every run, e.g. [env.num_envs=64]
     device: cpu
@@ -126,7 +128,12 @@ class Suite:
     ego_seeds: int = 3
     """Training seeds per ego algorithm (ZSC-Eval: 5)."""
     ego_steps: int = 2_000_000
-    """Env steps of each ego training run."""
+    """Env steps of each ego training run (unless ``algo_ego_steps`` gives its algorithm its own)."""
+    algo_ego_steps: tuple[tuple[str, int], ...] = ()
+    """Per-algorithm ego budgets (algorithm, env steps) that replace ``ego_steps`` for that algorithm;
+    from the suite's ``algo_ego_steps`` mapping. ZSC-Eval gives SP and E3T 1e7 env steps and the
+    stage-2 egos (FCP, MEP, TrajeDi, HSP) and COLE 5e7 for populations of 12 and 25 (zsceval-facts,
+    "Training settings")."""
     seed: int = 0
     """Seed of weight sampling, selection and evaluation."""
     preset: str = "quick"
@@ -146,6 +153,10 @@ class Suite:
     """Per-layout partner budgets (canonical layout name, full budget) that replace ``partners``
     for that layout; from the suite's ``layout_partners`` mapping (changed keys only)."""
 
+    def ego_budget(self, algo: str) -> int:
+        """Env steps of each ego run of ``algo``: its ``algo_ego_steps`` entry or ``ego_steps``."""
+        return dict(self.algo_ego_steps).get(algo, self.ego_steps)
+
     def budget(self, layout: str) -> PartnerBudget:
         """The partner budget of ``layout`` (name or alias): its ``layout_partners`` entry or ``partners``."""
         name = resolve_scenario(layout)
@@ -155,6 +166,7 @@ class Suite:
         d = asdict(self)
         d["evaluation"] = {"episodes": d.pop("evaluation_episodes"), "human_proxy": d.pop("human_proxy")}
         d["layout_partners"] = {name: asdict(budget) for name, budget in self.layout_partners}
+        d["algo_ego_steps"] = dict(self.algo_ego_steps)
         return d
 
 
@@ -204,16 +216,26 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
     edata = data.get("evaluation") or {}
     _check_keys(edata, {"episodes", "human_proxy"}, path, "evaluation.")
     values = {"name": path.stem, "layouts": [], "algorithms": []}
-    values.update({k: v for k, v in data.items() if k not in ("partners", "evaluation", "layout_partners")})
+    algo_steps = _algo_ego_steps(data.get("algo_ego_steps") or {}, path)
+    sections = ("partners", "evaluation", "layout_partners", "algo_ego_steps")
+    values.update({k: v for k, v in data.items() if k not in sections})
     if "episodes" in edata:
         values["evaluation_episodes"] = edata["episodes"]
     if "human_proxy" in edata:
         values["human_proxy"] = edata["human_proxy"]
-    suite = Suite(**_typed(Suite, values, path, ""), partners=base, layout_partners=layout_partners)
+    suite = Suite(
+        **_typed(Suite, values, path, ""),
+        partners=base,
+        layout_partners=layout_partners,
+        algo_ego_steps=algo_steps,
+    )
     if layouts:
         suite = _restrict(suite, "layouts", layouts)
     if algorithms:
         suite = _restrict(suite, "algorithms", algorithms)
+        # budgets of algorithms left out do not make another suite setting (check_suite_record)
+        kept = [(a, n) for a, n in suite.algo_ego_steps if a in suite.algorithms]
+        suite = dataclasses.replace(suite, algo_ego_steps=tuple(kept))
     _validate(suite, path)
     return suite
 
@@ -254,6 +276,25 @@ def _layout_partners(data: dict, base: PartnerBudget, path: Path) -> tuple[tuple
         prefix = f"layout_partners.{name}."
         _check_keys(changes or {}, set(PartnerBudget.__dataclass_fields__), path, prefix)
         out[layout] = dataclasses.replace(base, **_typed(PartnerBudget, changes or {}, path, prefix))
+    return tuple(sorted(out.items()))
+
+
+def _algo_ego_steps(data: dict, path: Path) -> tuple[tuple[str, int], ...]:
+    """Resolve the ``algo_ego_steps`` mapping (algorithm name -> env steps of each of its egos).
+
+    Raises:
+        SuiteError: not a mapping, or a budget that is not a whole number (naming the file and key).
+    """
+    if not isinstance(data, dict):
+        raise SuiteError(
+            f"{path}: algo_ego_steps must map algorithm names to env steps, e.g. {{fcp: 15000000}}"
+        )
+    out = {}
+    for name, steps in data.items():
+        try:
+            out[str(name)] = coerce_value(steps, int, f"algo_ego_steps.{name}")
+        except ConfigError as exc:
+            raise SuiteError(f"{path}: {exc}") from None
     return tuple(sorted(out.items()))
 
 
@@ -313,9 +354,16 @@ def _validate(suite: Suite, path: Path) -> None:
                 f"{path}: unknown algorithm {algo!r}{hint}; registered: {', '.join(sorted(registered))}; "
                 f"ZSC-Eval algorithms (skipped until implemented): {', '.join(ZSC_ALGORITHMS)}"
             )
+    for algo, _ in suite.algo_ego_steps:
+        if algo not in suite.algorithms:
+            raise SuiteError(
+                f"{path}: algo_ego_steps names {algo!r}, which the suite does not run; its algorithms: "
+                f"{', '.join(suite.algorithms)}"
+            )
     for key, value in [
         ("ego_seeds", suite.ego_seeds),
         ("ego_steps", suite.ego_steps),
+        *((f"algo_ego_steps.{a}", n) for a, n in suite.algo_ego_steps),
         ("evaluation.episodes", suite.evaluation_episodes),
     ]:
         if value < 1:
@@ -527,10 +575,8 @@ def ego_jobs(
             continue
         cls = registry.get(algo)
         for s in range(suite.ego_seeds):
-            ctx = JobContext(
-                algo, layout, suite.seed + 1000 + s, suite.ego_steps, f"{layout}/egos/{algo}/s{s}", common,
-                partners,
-            )  # fmt: skip
+            seed, steps = suite.seed + 1000 + s, suite.ego_budget(algo)
+            ctx = JobContext(algo, layout, seed, steps, f"{layout}/egos/{algo}/s{s}", common, partners)
             jobs = cls.jobs(ctx)
             ego = [j for j in jobs if j.id == ctx.ego_id]
             if len(ego) != 1:
@@ -695,6 +741,22 @@ class SuiteConflictError(SuiteError):
     """The output folder holds a run of a suite with other settings."""
 
 
+def _ego_budget_differences(old: dict, new: dict) -> list[str]:
+    """``algo_ego_steps.A: old -> new`` for the algorithms both records run whose ego budget
+    (``algo_ego_steps`` entry, else ``ego_steps``) differs; an algorithm only one of them runs adds
+    or leaves out jobs, like the ``algorithms`` list itself."""
+
+    def budget(record: dict, algo: str):
+        return (record.get("algo_ego_steps") or {}).get(algo, record.get("ego_steps"))
+
+    common = [a for a in new.get("algorithms", []) if a in (old.get("algorithms") or [])]
+    return [
+        f"algo_ego_steps.{a}: {budget(old, a)!r} -> {budget(new, a)!r}"
+        for a in common
+        if budget(old, a) != budget(new, a)
+    ]
+
+
 def check_suite_record(suite: Suite, out: str | Path, *, force: bool = False) -> list[str]:
     """Compare ``suite`` with the suite recorded in ``out/suite.yaml`` (if any).
 
@@ -714,7 +776,13 @@ def check_suite_record(suite: Suite, out: str | Path, *, force: bool = False) ->
         old = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError:
         old = {}
-    diffs = differences(old, suite.to_dict(), ignore=_SUBSET_KEYS)
+    new = suite.to_dict()
+    diffs = differences(
+        {k: v for k, v in old.items() if k != "algo_ego_steps"},
+        {k: v for k, v in new.items() if k != "algo_ego_steps"},
+        ignore=_SUBSET_KEYS,
+    )
+    diffs += _ego_budget_differences(old, new)
     if diffs and not force:
         raise SuiteConflictError(
             f"{out} holds a run of another suite setting ({path}):\n  "
