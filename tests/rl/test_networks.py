@@ -80,3 +80,24 @@ def test_update_replay_reproduces_collected_log_probs_and_values(toy_config, tmp
         )
     assert torch.allclose(logp, seq(buf.log_probs), atol=1e-5)
     assert torch.allclose(values, seq(buf.values[: buf.T]), atol=1e-5)
+
+
+def test_cast_observation_equals_torch_cast_on_every_path():
+    """The CPU uint8 -> bf16 route gives exactly ``obs.to(bf16)``: every value 0..127, strided
+    input, a value above 127 (fallback), other dtypes, and inside vmap (fallback)."""
+    from zsceval.rl.networks import cast_observation
+
+    every = torch.arange(128, dtype=torch.uint8).repeat(3).reshape(2, 2, 8, 12)
+    fast = cast_observation(every, torch.bfloat16)
+    assert fast.dtype == torch.bfloat16 and torch.equal(fast, every.to(torch.bfloat16))
+    strided = every.permute(0, 3, 1, 2)
+    assert torch.equal(cast_observation(strided, torch.bfloat16), strided.to(torch.bfloat16))
+    assert cast_observation(strided, torch.bfloat16).shape == strided.shape
+    big = every.clone()
+    big[0, 0, 0, 0] = 255
+    assert torch.equal(cast_observation(big, torch.bfloat16), big.to(torch.bfloat16))
+    assert cast_observation(every, torch.float32).dtype == torch.float32
+    assert torch.equal(cast_observation(every, torch.float32), every.float())
+    batched = torch.func.vmap(lambda x: cast_observation(x, torch.bfloat16))(every)
+    assert torch.equal(batched, every.to(torch.bfloat16))
+    assert cast_observation(torch.zeros(0, 4, dtype=torch.uint8), torch.bfloat16).shape == (0, 4)

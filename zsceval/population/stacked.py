@@ -21,7 +21,7 @@ from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
 from zsceval.population.functional import Layout, SequenceForward
-from zsceval.rl.networks import masked_logits
+from zsceval.rl.networks import cast_observation, masked_logits
 from zsceval.rl.policy import Policy
 from zsceval.rl.valuenorm import ValueNorm
 
@@ -145,6 +145,14 @@ class StackedPolicies(nn.Module):
         def call(params, o, co, ha, hc, s):
             return functional_call(module, params, (o, co, ha, hc, s))
 
+        shared = critic_obs is obs  # `critic_obs: own`: select and cast the observation once for both
+
+        def shared_cast(o: torch.Tensor, co: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+            if co is not None:
+                return o, co
+            o = cast_observation(o, dtype)
+            return o, o
+
         with torch.autocast(obs.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             if strategy == "vmap":
                 idx, pos = layout.padded()
@@ -159,19 +167,23 @@ class StackedPolicies(nn.Module):
                 def rows(x: torch.Tensor) -> torch.Tensor:  # [N, hidden] -> [P, G, hidden]
                     return x.index_select(0, idx).view(P, G, x.shape[-1])
 
+                o, co = shared_cast(cols(obs), None if shared else cols(critic_obs))
                 logits, values = vmap(call, in_dims=(0, 1, 1, 0, 0, 1), out_dims=1)(
-                    weights, cols(obs), cols(critic_obs), rows(h_actor), rows(h_critic), cols(starts)
+                    weights, o, co, rows(h_actor), rows(h_critic), cols(starts)
                 )
                 logits = logits.flatten(1, 2).index_select(1, pos)
                 values = values.flatten(1, 2).index_select(1, pos)
             else:
                 outs = []
                 for m, cols_m in layout.rows_of():
+                    o, co = shared_cast(
+                        obs.index_select(1, cols_m), None if shared else critic_obs.index_select(1, cols_m)
+                    )
                     outs.append(
                         call(
                             {k: v[m] for k, v in weights.items()},
-                            obs.index_select(1, cols_m),
-                            critic_obs.index_select(1, cols_m),
+                            o,
+                            co,
                             h_actor.index_select(0, cols_m),
                             h_critic.index_select(0, cols_m),
                             starts.index_select(1, cols_m),

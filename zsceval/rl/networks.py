@@ -19,12 +19,56 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["ActorNet", "CriticNet", "Encoder", "masked_logits"]
+__all__ = ["ActorNet", "CriticNet", "Encoder", "cast_observation", "input_dtype", "masked_logits"]
 
 _NEG = -1e9
+
+_BF16_128 = 0x4300
+"""Bit pattern of bfloat16 128.0: ``_BF16_128 | v`` is bfloat16 ``128 + v`` exactly for ``v`` in 0..127."""
+
+
+def input_dtype(obs: torch.Tensor) -> torch.dtype:
+    """The dtype encoders cast ``obs`` to: the autocast dtype where autocast is on for its device
+    (uint8 straight to bf16: uint8 -> float32 is several times slower on CPU than the cast to
+    bf16, and the matmul would cast to bf16 anyway), else float32."""
+    if torch.is_autocast_enabled(obs.device.type):
+        return torch.get_autocast_dtype(obs.device.type)
+    return torch.float32
+
+
+def cast_observation(obs: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``obs`` cast to ``dtype``, the same values as ``obs.to(dtype)``.
+
+    On CPU, uint8 -> bfloat16 (the bf16 training path) takes a route about 2.5x faster than torch's
+    own cast, which is not vectorized for a uint8 source (measured: 20M elements in ~18 ms against
+    ~47 ms, one thread): numpy widens to int16, the bits of bfloat16 ``128 + v`` are ``0x4300 | v``
+    for ``v <= 127``, and 128 is subtracted in bfloat16 (exact). Observations holding a value above
+    127, tensors inside ``torch.func`` transforms, and every other device or dtype use ``obs.to``.
+
+    Args:
+        obs: observation tensor, any shape (``uint8 [N, H, W, C]`` in Overcooked).
+        dtype: target dtype.
+
+    Returns:
+        a new tensor of ``dtype`` and ``obs``'s shape (``obs`` itself when it already has ``dtype``).
+    """
+    if (
+        dtype != torch.bfloat16
+        or obs.dtype != torch.uint8
+        or obs.device.type != "cpu"
+        or torch._C._functorch.is_functorch_wrapped_tensor(obs)
+    ):
+        return obs.to(dtype)
+    a = obs.numpy()
+    if a.size == 0 or a.max() > 127:
+        return obs.to(dtype)
+    bits = a.astype(np.int16)
+    bits |= _BF16_128
+    return torch.from_numpy(bits).view(torch.bfloat16).sub_(128)
 
 
 def _init(layer: nn.Module, gain: float) -> nn.Module:
@@ -113,12 +157,7 @@ class Encoder(nn.Module):
         Raises:
             ValueError: extra features missing for an encoder that has them.
         """
-        # Under bf16 autocast cast uint8 straight to bf16: uint8 -> float32 is several times slower
-        # on CPU than the cast to bf16, and the matmul would cast to bf16 anyway.
-        dtype = torch.float32
-        if torch.is_autocast_enabled(obs.device.type):
-            dtype = torch.get_autocast_dtype(obs.device.type)
-        x = obs.to(dtype)
+        x = cast_observation(obs, input_dtype(obs))
         if self.obs_scale != 1.0:
             x = x * self.obs_scale
         x = x.permute(0, 3, 1, 2) if self.kind == "cnn" else x.reshape(x.shape[0], -1)

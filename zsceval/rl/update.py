@@ -284,7 +284,6 @@ class PPOCore:
         T, flat = buf.T, buf.flat
         data = {
             "obs": flat(buf.obs),
-            "critic_obs": flat(buf.critic_obs),
             "avail": flat(buf.avail),
             "actions": flat(buf.actions),
             "old_log_probs": flat(buf.log_probs),
@@ -293,6 +292,8 @@ class PPOCore:
             "advantages": advantages,
             "targets": targets,
         }
+        if buf.critic_obs is not buf.obs:  # with `critic_obs: own` minibatches alias obs (_minibatch)
+            data["critic_obs"] = flat(buf.critic_obs)
         if self.E:
             data["critic_extra"] = flat(self.critic_extra)[:T]
         if others is not None:
@@ -319,6 +320,8 @@ class PPOCore:
     @staticmethod
     def _minibatch(batch: dict, idx: torch.Tensor) -> dict[str, Any]:
         mb = {key: v.index_select(1, idx) for key, v in batch["seq"].items()}
+        if "critic_obs" not in mb:  # the critic reads the agent's own observation: one copy for both
+            mb["critic_obs"] = mb["obs"]
         w = batch["weight"]
         mb["weight"] = None if w is None else w.index_select(1, idx)
         mb["h_actor"], mb["h_critic"] = (
@@ -420,8 +423,12 @@ class PPOCore:
                     parts.append(mb)
                 if not parts:
                     continue
+                shared = parts[0]["critic_obs"] is parts[0]["obs"]
+                skip = {"weight", "critic_obs"} if shared else {"weight"}
                 mb = {key: torch.cat([m[key] for m in parts], dim=0 if key.startswith("h_") else 1)
-                      for key in parts[0] if key != "weight"}  # fmt: skip
+                      for key in parts[0] if key not in skip}  # fmt: skip
+                if shared:
+                    mb["critic_obs"] = mb["obs"]
                 member = torch.cat(members)
                 # each member's weights sum to 1: ppo_loss's weighted mean is the mean of the K
                 # members' losses, and scaling it by K sums them (each gets its own gradient)
