@@ -21,6 +21,7 @@ from zsceval.evaluation.report import read_tables, summarize
 from zsceval.execution import JobError
 from zsceval.execution.jobs import JOB_KINDS
 from zsceval.rl.agent import ActOutput
+from zsceval.rl.config import resolve_config
 
 TINY = """
 name: tiny
@@ -399,7 +400,11 @@ def test_shipped_suites_keep_zsceval_budget_ratios():
         assert suite.ego_budget("e3t") == sp, name
         for algo in ("fcp", "mep", "trajedi", "hsp", "cole"):
             assert suite.ego_budget(algo) == 5 * sp, (name, algo)
-    assert load_suite(SUITES / "overcooked.yaml").ego_budget("fcp") == 50_000_000
+    # the paper suite gives every ego the budget its plug-in's `paper` preset trains alone
+    paper = load_suite(SUITES / "overcooked.yaml")
+    for algo in paper.algorithms:
+        alone = resolve_config(preset="paper", **{"run.algo": algo, "env.layout": "counter_circuit"})
+        assert paper.ego_budget(algo) == alone.run.total_steps, algo
 
 
 def test_suite_record_compares_ego_budgets_of_the_algorithms_both_runs_hold(tmp_path):
