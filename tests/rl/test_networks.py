@@ -82,22 +82,30 @@ def test_update_replay_reproduces_collected_log_probs_and_values(toy_config, tmp
     assert torch.allclose(values, seq(buf.values[: buf.T]), atol=1e-5)
 
 
-def test_cast_observation_equals_torch_cast_on_every_path():
-    """The CPU uint8 -> bf16 route gives exactly ``obs.to(bf16)``: every value 0..127, strided
-    input, a value above 127 (fallback), other dtypes, and inside vmap (fallback)."""
+def test_cast_observation_equals_torch_cast_on_every_path(monkeypatch):
+    """The numpy route for large CPU uint8 -> bf16 casts gives exactly ``obs.to(bf16)``: every value
+    0..127, strided input, C order on request, a value above 127 (fallback), other dtypes, inside
+    vmap (fallback), and below the size threshold (torch's route)."""
+    from zsceval.rl import networks
     from zsceval.rl.networks import cast_observation
 
     every = torch.arange(128, dtype=torch.uint8).repeat(3).reshape(2, 2, 8, 12)
+    channel_major = every.permute(0, 3, 1, 2).contiguous().permute(0, 2, 3, 1)
+    big = channel_major.clone()
+    big[0, 0, 0, 0] = 255
+    # below the size threshold: torch's cast, which keeps the layout even when C order is asked for
+    assert not cast_observation(channel_major, torch.bfloat16, contiguous=True).is_contiguous()
+    monkeypatch.setattr(networks, "FAST_CAST_MIN_ELEMENTS", 1)
     fast = cast_observation(every, torch.bfloat16)
     assert fast.dtype == torch.bfloat16 and torch.equal(fast, every.to(torch.bfloat16))
-    strided = every.permute(0, 3, 1, 2)
-    assert torch.equal(cast_observation(strided, torch.bfloat16), strided.to(torch.bfloat16))
-    assert cast_observation(strided, torch.bfloat16).shape == strided.shape
-    big = every.clone()
-    big[0, 0, 0, 0] = 255
-    assert torch.equal(cast_observation(big, torch.bfloat16), big.to(torch.bfloat16))
-    assert cast_observation(every, torch.float32).dtype == torch.float32
+    c_orders = []
+    for x in (channel_major, big):
+        kept = cast_observation(x, torch.bfloat16)
+        assert torch.equal(kept, x.to(torch.bfloat16)) and kept.stride() == x.to(torch.bfloat16).stride()
+        c_order = cast_observation(x, torch.bfloat16, contiguous=True)
+        assert torch.equal(c_order, x.to(torch.bfloat16))
+        c_orders.append(c_order.is_contiguous())
+    assert c_orders == [True, False]  # the value 255 takes torch's route, which keeps the layout
     assert torch.equal(cast_observation(every, torch.float32), every.float())
     batched = torch.func.vmap(lambda x: cast_observation(x, torch.bfloat16))(every)
     assert torch.equal(batched, every.to(torch.bfloat16))
-    assert cast_observation(torch.zeros(0, 4, dtype=torch.uint8), torch.bfloat16).shape == (0, 4)

@@ -150,7 +150,7 @@ class StackedPolicies(nn.Module):
         def shared_cast(o: torch.Tensor, co: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
             if co is not None:
                 return o, co
-            o = cast_observation(o, dtype)
+            o = cast_observation(o, dtype, contiguous=self.spec["model"]["kind"] == "mlp")
             return o, o
 
         with torch.autocast(obs.device.type, dtype=torch.bfloat16, enabled=self.bf16):

@@ -207,7 +207,9 @@ class Policy(nn.Module):
         """
         with self._autocast():
             if critic_obs is obs:  # `critic_obs: own`: cast the observation once for both networks
-                obs = critic_obs = cast_observation(obs, input_dtype(obs))
+                obs = critic_obs = cast_observation(
+                    obs, input_dtype(obs), self.spec["model"]["kind"] == "mlp"
+                )
             logits = self.actor.out(self.actor.trunk.sequence(obs, self._h(h_actor), starts))
             feats = self.critic.trunk.sequence(critic_obs, self._h(h_critic), starts, critic_extra)
             values = self.critic.out(feats)
