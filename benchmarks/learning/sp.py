@@ -2,8 +2,9 @@
 
 Prints one row per (layout, seed): final self-play sparse return (stochastic evaluation,
 ``run.eval_episodes`` episodes), training wall-clock, end-to-end env steps/s (all env steps /
-training wall-clock, collection + updates), and the wall-clock at which the training sparse
-return first reached the layout's target (cramped_room 150, coordination_ring 150,
+training wall-clock, collection + updates), the median seconds per iteration of collection and of
+the update (steadier than the rate on a shared machine), and the wall-clock at which the training
+sparse return first reached the layout's target (cramped_room 150, coordination_ring 150,
 counter_circuit 100). Then a mean per layout.
 
 Multi-recipe layouts (``counter_circuit_mr`` ...) train with the quick preset's ``by_dynamics``
@@ -63,6 +64,8 @@ def run_one(layout: str, seed: int, steps: int | None, overrides: list[str], out
         "train_wall_s": trainer.wall_time,
         "total_wall_s": time.perf_counter() - start,
         "env_steps_per_s": trainer.env_steps / trainer.wall_time,
+        "collect_s_median": statistics.median(m["collect_s"] for m in trainer.metrics),
+        "update_s_median": statistics.median(m["update_s"] for m in trainer.metrics),
         "target": target,
         "time_to_target_s": reached.get("time"),
         "steps_to_target": reached.get("steps"),
@@ -89,7 +92,7 @@ def main() -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; runs in {out}", flush=True)
     header = (
         f"{'layout':<18} {'seed':>4} {'env steps':>10} {'SP return':>9} {'train s':>8} {'steps/s':>8} "
-        f"{'t->target':>9}"
+        f"{'collect s':>9} {'update s':>8} {'t->target':>9}"
     )
     print(header, flush=True)
     rows = []
@@ -100,7 +103,8 @@ def main() -> None:
             ttt = f"{r['time_to_target_s']:.0f}s" if r["time_to_target_s"] is not None else "-"
             print(
                 f"{layout:<18} {seed:>4} {r['env_steps']:>10,} {r['final_sp_return']:>9.1f} "
-                f"{r['train_wall_s']:>8.0f} {r['env_steps_per_s']:>8,.0f} {ttt:>9}",
+                f"{r['train_wall_s']:>8.0f} {r['env_steps_per_s']:>8,.0f} {r['collect_s_median']:>9.3f} "
+                f"{r['update_s_median']:>8.3f} {ttt:>9}",
                 flush=True,
             )
     print("\nmean per layout:")
