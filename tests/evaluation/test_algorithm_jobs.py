@@ -106,3 +106,8 @@ def test_bench_passes_retries_to_the_executor(monkeypatch, tmp_path):
     assert seen["retries"] == 3 and seen["executor"] == "process" and "stop here" in res.output
     res = CliRunner().invoke(main, [*args, "--retries", "-1"])
     assert res.exit_code != 0 and "-1" in res.output
+    # the bench states every ego's budget before it starts
+    suite = SUITE.replace("[two_stage_a, two_stage_b]", "[sp, e3t, fcp]") + "algo_ego_steps:\n  fcp: 4000\n"
+    (tmp_path / "s.yaml").write_text(suite)
+    res = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "o2")])
+    assert "ego env steps: sp, e3t 800; fcp 4,000" in res.output, res.output

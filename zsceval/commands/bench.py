@@ -81,6 +81,10 @@ def bench(
     click.echo(
         f"suite {suite.name}: layouts {', '.join(suite.layouts)}; algorithms {', '.join(suite.algorithms)}"
     )
+    budgets = {}
+    for algo in suite.algorithms:
+        budgets.setdefault(suite.ego_budget(algo), []).append(algo)
+    click.echo("ego env steps: " + "; ".join(f"{', '.join(a)} {n:,}" for n, a in budgets.items()))
     try:
         tables = run_bench(
             suite, out, executor=executor, workers=workers, retries=retries, progress=progress,
