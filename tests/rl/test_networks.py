@@ -109,3 +109,14 @@ def test_cast_observation_equals_torch_cast_on_every_path(monkeypatch):
     assert torch.equal(cast_observation(every, torch.float32), every.float())
     batched = torch.func.vmap(lambda x: cast_observation(x, torch.bfloat16))(every)
     assert torch.equal(batched, every.to(torch.bfloat16))
+
+
+def test_cast_shared_casts_one_shared_input_once_and_leaves_two_alone():
+    from zsceval.rl.networks import cast_shared
+
+    obs = torch.randint(0, 20, (4, 5, 8, 3), dtype=torch.uint8)
+    a, c = cast_shared(obs, obs, torch.bfloat16, contiguous=True)
+    assert a is c and a.dtype == torch.bfloat16 and torch.equal(a, obs.to(torch.bfloat16))
+    other = obs.clone()
+    a, c = cast_shared(obs, other, torch.bfloat16, contiguous=True)
+    assert a is obs and c is other  # two inputs: each encoder casts its own

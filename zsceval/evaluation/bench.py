@@ -233,7 +233,7 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
         suite = _restrict(suite, "layouts", layouts)
     if algorithms:
         suite = _restrict(suite, "algorithms", algorithms)
-        # budgets of algorithms left out do not make another suite setting (check_suite_record)
+        # the budgets of algorithms left out go too (_validate refuses budgets of algorithms not run)
         kept = [(a, n) for a, n in suite.algo_ego_steps if a in suite.algorithms]
         suite = dataclasses.replace(suite, algo_ego_steps=tuple(kept))
     _validate(suite, path)

@@ -21,7 +21,7 @@ from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
 from zsceval.population.functional import Layout, SequenceForward
-from zsceval.rl.networks import cast_observation, masked_logits
+from zsceval.rl.networks import cast_shared, masked_logits
 from zsceval.rl.policy import Policy
 from zsceval.rl.valuenorm import ValueNorm
 
@@ -146,12 +146,11 @@ class StackedPolicies(nn.Module):
             return functional_call(module, params, (o, co, ha, hc, s))
 
         shared = critic_obs is obs  # `critic_obs: own`: select and cast the observation once for both
+        mlp = self.spec["model"]["kind"] == "mlp"
 
-        def shared_cast(o: torch.Tensor, co: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-            if co is not None:
-                return o, co
-            o = cast_observation(o, dtype, contiguous=self.spec["model"]["kind"] == "mlp")
-            return o, o
+        def inputs(select) -> tuple[torch.Tensor, torch.Tensor]:
+            o = select(obs)
+            return cast_shared(o, o if shared else select(critic_obs), dtype, contiguous=mlp)
 
         with torch.autocast(obs.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             if strategy == "vmap":
@@ -167,7 +166,7 @@ class StackedPolicies(nn.Module):
                 def rows(x: torch.Tensor) -> torch.Tensor:  # [N, hidden] -> [P, G, hidden]
                     return x.index_select(0, idx).view(P, G, x.shape[-1])
 
-                o, co = shared_cast(cols(obs), None if shared else cols(critic_obs))
+                o, co = inputs(cols)
                 logits, values = vmap(call, in_dims=(0, 1, 1, 0, 0, 1), out_dims=1)(
                     weights, o, co, rows(h_actor), rows(h_critic), cols(starts)
                 )
@@ -176,9 +175,7 @@ class StackedPolicies(nn.Module):
             else:
                 outs = []
                 for m, cols_m in layout.rows_of():
-                    o, co = shared_cast(
-                        obs.index_select(1, cols_m), None if shared else critic_obs.index_select(1, cols_m)
-                    )
+                    o, co = inputs(lambda x, cols_m=cols_m: x.index_select(1, cols_m))
                     outs.append(
                         call(
                             {k: v[m] for k, v in weights.items()},

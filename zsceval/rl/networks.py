@@ -23,7 +23,15 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["ActorNet", "CriticNet", "Encoder", "cast_observation", "input_dtype", "masked_logits"]
+__all__ = [
+    "ActorNet",
+    "CriticNet",
+    "Encoder",
+    "cast_observation",
+    "cast_shared",
+    "input_dtype",
+    "masked_logits",
+]
 
 _NEG = -1e9
 
@@ -82,6 +90,23 @@ def cast_observation(obs: torch.Tensor, dtype: torch.dtype, contiguous: bool = F
     bits = a.astype(np.int16, order="C" if contiguous else "K")
     bits |= _BF16_128
     return torch.from_numpy(bits).view(torch.bfloat16).sub_(128)
+
+
+def cast_shared(
+    obs: torch.Tensor, critic_obs: torch.Tensor, dtype: torch.dtype, contiguous: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(obs, critic_obs)`` for actor and critic: when they are one tensor (``model.critic_obs:
+    own``), that tensor cast once (:func:`cast_observation`) and returned twice, so neither encoder
+    casts it again; otherwise both unchanged (each encoder casts its own input).
+
+    Args:
+        obs, critic_obs: observation tensors of the actor and the critic (any shape).
+        dtype, contiguous: as :func:`cast_observation`.
+    """
+    if critic_obs is not obs:
+        return obs, critic_obs
+    x = cast_observation(obs, dtype, contiguous)
+    return x, x
 
 
 def _init(layer: nn.Module, gain: float) -> nn.Module:

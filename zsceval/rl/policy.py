@@ -10,7 +10,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from zsceval.rl.agent import ActOutput, register_agent, sample_actions
-from zsceval.rl.networks import ActorNet, CriticNet, cast_observation, input_dtype, masked_logits
+from zsceval.rl.networks import ActorNet, CriticNet, cast_shared, input_dtype, masked_logits
 from zsceval.rl.valuenorm import ValueNorm
 
 __all__ = ["Policy", "network_spec"]
@@ -206,10 +206,8 @@ class Policy(nn.Module):
             ``(log_probs [L, N], entropy [L, N], values [L, N])``, float32; values normalized.
         """
         with self._autocast():
-            if critic_obs is obs:  # `critic_obs: own`: cast the observation once for both networks
-                obs = critic_obs = cast_observation(
-                    obs, input_dtype(obs), self.spec["model"]["kind"] == "mlp"
-                )
+            mlp = self.spec["model"]["kind"] == "mlp"
+            obs, critic_obs = cast_shared(obs, critic_obs, input_dtype(obs), contiguous=mlp)
             logits = self.actor.out(self.actor.trunk.sequence(obs, self._h(h_actor), starts))
             feats = self.critic.trunk.sequence(critic_obs, self._h(h_critic), starts, critic_extra)
             values = self.critic.out(feats)

@@ -266,7 +266,8 @@ class PPOCore:
         """Learner k's chunks of the rollout (its value normalizer updated with its returns).
 
         Returns:
-            ``seq`` (``[L, S, ...]`` tensors), ``h_actor``/``h_critic`` (``[S, hidden]``),
+            ``seq`` (``[L, S, ...]`` tensors; no ``critic_obs`` when the critic reads ``obs``, which
+            :meth:`_minibatch` then aliases), ``h_actor``/``h_critic`` (``[S, hidden]``),
             ``weight`` (``float32 [L, S]`` or None when every step is the learner's) and
             ``returns`` (the learner's returns, for logging). ``others``: :meth:`other_actions`,
             chunked into ``seq["other_actions"]``.
