@@ -43,14 +43,28 @@ from zsceval.tbs.shaping import event_matrix, sample_coefficients
 
 __all__ = ["TBS", "TBSBestResponses", "TBSPool"]
 
-QUICK = {"pool_size": 6, "pool_steps": 600_000, "br_steps": 600_000}
-PAPER = {"pool_size": 10, "pool_steps": 5_000_000, "br_steps": 40_000_000}
+QUICK = {"pool_size": 6, "pool_steps": 2_000_000, "br_steps": 2_000_000, "games": 128, "shaping": 1.0}
+PAPER = {"pool_size": 10, "pool_steps": 5_000_000, "br_steps": 40_000_000, "games": 64, "shaping": 0.8}
 """Per preset: pairs per pool, env steps per pair, env steps per best response (TBS Table 4:
-5e6 per VDN run, 4e7 per DQN best response)."""
+5e6 per VDN run, 4e7 per DQN best response), games per learner (the ``pqn`` preset's ``num_envs``
+of one VDN run or one DQN best response: JaxMARL's 64 in ``paper``), and the share of the run over
+which the ordinary shaping is annealed (TBS Table 4: 4e6 of a VDN run's 5e6; ``quick``: the whole
+run)."""
 
 
-def _sizes(preset: str) -> dict[str, int]:
+def _sizes(preset: str) -> dict[str, Any]:
     return PAPER if preset == "paper" else QUICK
+
+
+def _run_steps(preset: str, cfg: TrainConfig, default: int) -> int:
+    """Env steps the run will train: ``--steps`` when given, else the plug-in's ``default``.
+
+    A plug-in's preset sits below the command line (:func:`~zsceval.rl.config.resolve_config`), so
+    ``cfg.run.total_steps`` is the user's only when it differs from the preset's own value."""
+    from zsceval.rl.config import layout_dynamics, load_preset
+
+    preset_total = load_preset(preset, TrainConfig(), layout_dynamics(cfg.env)).run.total_steps
+    return default if cfg.run.total_steps == preset_total else cfg.run.total_steps
 
 
 # -- stage 1: a pool of VDN pairs with random reward shaping ---------------------------------------
@@ -79,12 +93,17 @@ class TBSPool(Algorithm):
 
     @classmethod
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
-        """The value-based preset; the budget is ``pool_size x`` the per-pair steps."""
+        """The value-based preset, per pair: every pair plays as many games as one VDN run of the
+        preset (``num_envs = pool_size x`` 128 quick / 64 paper), the budget is ``pool_size x`` the
+        per-pair steps, and the ordinary shaping is annealed over the run (``paper``: its first
+        80%, TBS's 4e6 of 5e6 per pair)."""
+        sizes = _sizes(preset)
         out = pqn_preset(preset, cfg)
-        size = int(cfg.algo.get("pool_size", 0)) or _sizes(preset)["pool_size"]
-        per_pair = _sizes(preset)["pool_steps"]
-        out.setdefault("run", {})["total_steps"] = size * per_pair
-        out["shaping"] = {"horizon": size * (4_000_000 if preset == "paper" else per_pair)}
+        size = int(cfg.algo.get("pool_size", 0)) or sizes["pool_size"]
+        total = _run_steps(preset, cfg, size * sizes["pool_steps"])
+        out.setdefault("run", {})["total_steps"] = size * sizes["pool_steps"]
+        out.setdefault("env", {})["num_envs"] = size * sizes["games"]
+        out["shaping"] = {"horizon": int(sizes["shaping"] * total)}
         return out
 
     @property
@@ -172,21 +191,26 @@ class TBSBestResponses(Algorithm):
 
     @classmethod
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
-        """The value-based preset with 100-step rollouts in ``paper`` (TBS Table 4's DQN column)."""
+        """The value-based preset with 100-step rollouts in ``paper`` (TBS Table 4's DQN column),
+        per best response: as many games as one DQN run of the preset (``num_envs = (k + 1) x``
+        128 quick / 64 paper, k read from ``algo.clustering`` when it is there, else the budget's
+        expected ``max(2, N // 3)``), shaping annealed over the run (``paper``: 3e7 of 4e7)."""
         out = pqn_preset(preset, cfg)
         out["pqn"] = {**out.get("pqn", {}), "rollout_length": 100 if preset == "paper" else 32}
+        learners = _expected_clusters(_sizes(preset)["pool_size"]) + 1
+        clustering = str(cfg.algo.get("clustering", ""))
+        if clustering:
+            try:
+                learners = len(_read_clusters(clustering)) + 1
+            except ConfigError:  # reported with the file's name when the learners are built
+                pass
+        out.setdefault("env", {})["num_envs"] = learners * _sizes(preset)["games"]
         if preset == "paper":
-            out["shaping"] = {"horizon": 30_000_000}
+            out["shaping"] = {"horizon": int(0.75 * _run_steps(preset, cfg, 40_000_000 * learners))}
         return out
 
     def _clusters(self) -> list[list[int]]:
-        path = Path(self.options.clustering) / "clustering.json"
-        try:
-            labels = json.loads(path.read_text())["labels"]
-        except (OSError, KeyError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cannot read the pool's clustering from {path}: {exc}") from None
-        k = max(labels) + 1
-        return [[i for i, c in enumerate(labels) if c == j] for j in range(k)]
+        return _read_clusters(self.options.clustering)
 
     def build_learners(self, make_policy: Callable[[], Any]) -> dict[str, Any]:
         """``br_0 .. br_{k-1}`` and ``br_all``.
@@ -258,8 +282,8 @@ class TBSOptions:
     episodes: int = 8
     """Evaluation episodes per (held-out pair, seat) and per cross-play pairing."""
     pool_steps: int = 0
-    """Env steps per pool pair (0: the preset's, 6e5 quick / 5e6 paper); ``--steps`` sets the
-    per-best-response budget (default 6e5 quick / 4e7 paper)."""
+    """Env steps per pool pair (0: the preset's, 2e6 quick / 5e6 paper); ``--steps`` sets the
+    per-best-response budget (default 2e6 quick / 4e7 paper)."""
     tom_games: int = 32
     """Episodes of ToM training data per cluster (half with the best response in each seat)."""
     tom_epochs: int = 60
@@ -358,9 +382,29 @@ class TBS(Algorithm):
         return [pool, heldout, cluster, brs, ego, evaluate]
 
 
+def _read_clusters(folder: str) -> list[list[int]]:
+    """The pool's clusters (pair indices per cluster) from ``folder/clustering.json``.
+
+    Raises:
+        ConfigError: the file is missing or malformed (named).
+    """
+    path = Path(folder) / "clustering.json"
+    try:
+        labels = json.loads(path.read_text())["labels"]
+    except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read the pool's clustering from {path}: {exc}") from None
+    k = max(labels) + 1
+    return [[i for i, c in enumerate(labels) if c == j] for j in range(k)]
+
+
+def _expected_clusters(size: int) -> int:
+    """Clusters budgeted for before clustering has run: ``max(2, N // 3)``."""
+    return max(2, size // 3)
+
+
 def _br_budget(ctx: JobContext, preset: str) -> int:
     """Env steps of the ``tbs-br`` run: the per-BR budget times (expected clusters + 1); the
     cluster count is known only after clustering, so the run budgets for ``max(2, N // 3)``."""
     size = int(ctx.ego_options.get("pool_size", 0)) or _sizes(preset)["pool_size"]
     per_br = int(ctx.steps) if ctx.steps else _sizes(preset)["br_steps"]
-    return per_br * (max(2, size // 3) + 1)
+    return per_br * (_expected_clusters(size) + 1)

@@ -77,6 +77,33 @@ def test_pool_seeds_give_different_shaping_and_the_coefficients_resume():
     assert torch.equal(c.coefficients, a.coefficients)
 
 
+def test_pool_preset_gives_every_pair_the_games_of_one_vdn_run_and_anneals_shaping_over_the_run():
+    quick = resolve_config(preset="quick", overrides=["run.algo=tbs-pool", "algo.pool_size=5"])
+    vdn = resolve_config(preset="quick", overrides=["run.algo=vdn"])
+    assert quick.env.num_envs == 5 * vdn.env.num_envs  # 128 games per pair
+    assert quick.run.total_steps == 5 * 2_000_000
+    assert quick.shaping.horizon == quick.run.total_steps  # the default budget
+    given = resolve_config(preset="quick", overrides=["run.algo=tbs-pool", "algo.pool_size=5"],
+                           **{"run.total_steps": 7_000_000})  # fmt: skip
+    assert given.run.total_steps == 7_000_000 and given.shaping.horizon == 7_000_000  # --steps
+    paper = resolve_config(preset="paper", overrides=["run.algo=tbs-pool", "algo.pool_size=3"])
+    assert paper.env.num_envs == 3 * 64  # JaxMARL's NUM_ENVS per VDN run
+    assert paper.shaping.horizon == 3 * 4_000_000  # TBS Table 4: 4e6 of each pair's 5e6
+    user = resolve_config(preset="quick", overrides=["run.algo=tbs-pool", "env.num_envs=24"])
+    assert user.env.num_envs == 24  # the command line still wins
+
+
+def test_best_response_preset_gives_every_learner_the_games_of_one_dqn_run(tmp_path):
+    (tmp_path / "clustering.json").write_text(json.dumps({"labels": [0, 1, 2, 0, 1, 3], "k": 4}))
+    cfg = resolve_config(preset="quick", overrides=["run.algo=tbs-br", f"algo.clustering={tmp_path}"])
+    assert cfg.env.num_envs == (4 + 1) * 128
+    before = resolve_config(preset="quick", overrides=["run.algo=tbs-br"])  # not clustered yet
+    assert before.env.num_envs == (2 + 1) * 128
+    paper = resolve_config(preset="paper", overrides=["run.algo=tbs-br", f"algo.clustering={tmp_path}"],
+                           **{"run.total_steps": 8_000_000})  # fmt: skip
+    assert paper.env.num_envs == 5 * 64 and paper.shaping.horizon == 6_000_000  # 3e7 of 4e7
+
+
 def test_best_responses_draw_partners_only_from_their_cluster(tmp_path):
     (tmp_path / "clustering.json").write_text(json.dumps({"labels": [0, 1, 1, 0, 1], "k": 2}))
     cfg = resolve_config(
