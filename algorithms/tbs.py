@@ -16,7 +16,8 @@ The plug-ins here are the training stages; the rest are jobs (:mod:`zsceval.tbs.
 * ``tbs-pool``: the N pairs of one pool, trained population-batched in one run (the ``pqn`` core;
   each game plays one pair, agent 1 in seat 0 and agent 2 in seat 1; VDN over the pair).
 * ``tbs-br``: the k cluster best responses and the single best response, trained together in one
-  run against the frozen training pool (both seats); the budget is shared equally.
+  run against the frozen training pool (both seats); the run trains ``--steps`` env steps per
+  best response, ``(k + 1) x --steps`` in all (the ``tbs.brs`` job reads k from the clustering).
 * ``tbs``: the whole chain (``zsceval train --algo tbs``): pools, cross-play clustering, best
   responses, ToM models and the composite TBS agent, then the TBS evaluation protocol against the
   held-out pool with the paper's baselines (single BR, Random Selection, Oracle, CEM, CBPR).
@@ -364,10 +365,13 @@ class TBS(Algorithm):
         cid = f"{base}/cluster_{tag}_s{ctx.seed}" + (f"_k{fixed_k}" if fixed_k else "")
         cparams = {**common, "pool": pool.id, "episodes": episodes, "fixed_k": fixed_k}
         cluster = Job(cid, "tbs.cluster", cparams, needs=(pool.id,), out=cid)
+        per_br = int(ctx.steps) if ctx.steps else _sizes(preset)["br_steps"]
         brs = ctx.train_job(
-            cid.replace("/cluster_", "/brs_"), algo="tbs-br", seed=ctx.seed, steps=_br_budget(ctx, preset),
+            cid.replace("/cluster_", "/brs_"), algo="tbs-br", seed=ctx.seed, steps=per_br,
             algo_inputs={"pool": pool.id}, algo_job_dirs={"clustering": cluster.id},
         )  # fmt: skip
+        # the run trains per_br x (k + 1) env steps, k known once the clustering job has run
+        brs = dataclasses.replace(brs, kind="tbs.brs", params={**brs.params, "steps_per_br": per_br})
         ego_params = {
             **common, "pool": pool.id, "cluster": cluster.id, "brs": brs.id,
             "granularity": opts.get("granularity", "fine"), "window": int(opts.get("window", 0)),
@@ -398,13 +402,6 @@ def _read_clusters(folder: str) -> list[list[int]]:
 
 
 def _expected_clusters(size: int) -> int:
-    """Clusters budgeted for before clustering has run: ``max(2, N // 3)``."""
+    """Clusters assumed where a ``tbs-br`` config is resolved without its clustering: ``max(2, N // 3)``."""
     return max(2, size // 3)
 
-
-def _br_budget(ctx: JobContext, preset: str) -> int:
-    """Env steps of the ``tbs-br`` run: the per-BR budget times (expected clusters + 1); the
-    cluster count is known only after clustering, so the run budgets for ``max(2, N // 3)``."""
-    size = int(ctx.ego_options.get("pool_size", 0)) or _sizes(preset)["pool_size"]
-    per_br = int(ctx.steps) if ctx.steps else _sizes(preset)["br_steps"]
-    return per_br * (_expected_clusters(size) + 1)

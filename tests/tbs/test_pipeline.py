@@ -182,6 +182,9 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     clustering = json.loads((base / "cluster_n3_s0" / "clustering.json").read_text())
     assert len(clustering["labels"]) == 3 and 1 <= clustering["k"] <= 2
     assert (base / "cluster_n3_s0" / "similarity.png").stat().st_size > 0
+    trained = json.loads((base / "brs_n3_s0" / "run" / "eval.json").read_text())["env_steps"]
+    per_rollout = 16 * 32  # games x the quick tbs-br rollout
+    assert 2048 * (clustering["k"] + 1) <= trained < 2048 * (clustering["k"] + 1) + per_rollout  # --steps per BR
     tbs, meta = load_agent(out / "ego" / "run")
     assert type(tbs).agent_class == "tbs" and len(tbs.brs) == clustering["k"]
     frame = pd.read_parquet(out / "ego" / "tbs_eval" / "results.parquet")
@@ -198,9 +201,9 @@ def test_partial_flag_gives_every_stage_the_view_radius():
                      ego_options={"partial": True, "view_radius": 3})  # fmt: skip
     jobs = registry.get("tbs").jobs(ctx)
     kinds = {j.kind for j in jobs}
-    assert kinds == {"train", "tbs.cluster", "tbs.ego", "tbs.evaluate"}
+    assert kinds == {"train", "tbs.brs", "tbs.cluster", "tbs.ego", "tbs.evaluate"}
     for j in jobs:
-        if j.kind == "train":
+        if j.kind in ("train", "tbs.brs"):  # training runs (tbs.brs wraps train)
             assert "env.view_radius=3" in j.params["overrides"]
         else:
             assert j.params["view_radius"] == 3

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from zsceval.execution.jobs import job_kind
+from zsceval.execution.jobs import JobInputError, job_kind
 from zsceval.io import atomic_write_text
 
 __all__ = ["AGENTS", "cross_play_returns", "scaled_rewards", "summarize"]
@@ -116,6 +116,22 @@ def cluster_job(params: dict, out: Path, needs: dict) -> dict:
     if costs:
         plot_costs(costs, out / "costs.png", chosen=k)
     return {"k": k, "labels": labels, "self_play": np.diag(J).tolist()}
+
+
+@job_kind("tbs.brs")
+def best_responses_job(params: dict, out: Path, needs: dict) -> dict:
+    """The ``tbs-br`` run (:func:`zsceval.evaluation.pipeline.train_job`) with ``steps_per_br x
+    (k + 1)`` env steps: the k cluster best responses and the single one each get the per-BR
+    budget, k read from the clustering job (``params["algo_job_dirs"]["clustering"]``), which is
+    known only once that job has run (params: ``train``'s, plus ``steps_per_br``)."""
+    from zsceval.evaluation.pipeline import train_job
+
+    folder = Path(needs[params["algo_job_dirs"]["clustering"]])
+    try:
+        k = int(json.loads((folder / "clustering.json").read_text())["k"])
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        raise JobInputError(f"cannot read the pool's clustering from {folder / 'clustering.json'}: {exc}") from None
+    return train_job({**params, "steps": int(params["steps_per_br"]) * (k + 1)}, out, needs)
 
 
 def _tom_episodes(
