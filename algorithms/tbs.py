@@ -44,7 +44,7 @@ from zsceval.tbs.shaping import event_matrix, sample_coefficients
 
 __all__ = ["TBS", "TBSBestResponses", "TBSPool"]
 
-QUICK = {"pool_size": 6, "pool_steps": 2_000_000, "br_steps": 2_000_000, "games": 128, "shaping": 1.0}
+QUICK = {"pool_size": 6, "pool_steps": 2_000_000, "br_steps": 3_000_000, "games": 128, "shaping": 1.0}
 PAPER = {"pool_size": 10, "pool_steps": 5_000_000, "br_steps": 40_000_000, "games": 64, "shaping": 0.8}
 """Per preset: pairs per pool, env steps per pair, env steps per best response (TBS Table 4:
 5e6 per VDN run, 4e7 per DQN best response), games per learner (the ``pqn`` preset's ``num_envs``
@@ -284,7 +284,7 @@ class TBSOptions:
     """Evaluation episodes per (held-out pair, seat) and per cross-play pairing."""
     pool_steps: int = 0
     """Env steps per pool pair (0: the preset's, 2e6 quick / 5e6 paper); ``--steps`` sets the
-    per-best-response budget (default 2e6 quick / 4e7 paper)."""
+    per-best-response budget (default 3e6 quick / 4e7 paper)."""
     tom_games: int = 32
     """Episodes of ToM training data per cluster (half with the best response in each seat)."""
     tom_epochs: int = 60

@@ -187,6 +187,10 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     assert 2048 * (clustering["k"] + 1) <= trained < 2048 * (clustering["k"] + 1) + per_rollout  # --steps per BR
     tbs, meta = load_agent(out / "ego" / "run")
     assert type(tbs).agent_class == "tbs" and len(tbs.brs) == clustering["k"]
+    curves = json.loads((out / "ego" / "run" / "tom_curves.json").read_text())
+    assert len(curves["global"]["loss"]) == 1  # tom_epochs=1 over every cluster's episodes
+    for j in range(clustering["k"]):  # a cluster model has 1/k of them: k passes, the same gradient steps
+        assert len(curves[f"cluster_{j}"]["loss"]) == clustering["k"]
     frame = pd.read_parquet(out / "ego" / "tbs_eval" / "results.parquet")
     assert set(frame["agent"]) == {"TBS", "BR", "Random", "CEM", "CBPR", "Oracle"}
     assert len(frame) == 6 * 3 * 2  # agents x held-out pairs x seats (1 episode)

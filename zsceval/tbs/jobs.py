@@ -172,7 +172,8 @@ def _tom_episodes(
 def ego_job(params: dict, out: Path, needs: dict) -> dict:
     """ToM models and the composite agents (params: ``layout, pool, cluster, brs`` (job ids),
     ``granularity, window, seed, device``, optional ``tom_games`` (games per cluster, default 32),
-    ``tom_epochs`` (default 60), ``tom_epsilon`` (the best response's exploration while collecting,
+    ``tom_epochs`` (default 60: the global model's passes over all the episodes; a cluster
+    model makes as many gradient steps, i.e. k times the passes over its cluster's), ``tom_epsilon`` (the best response's exploration while collecting,
     default 0.1), ``tom_hidden`` (64))."""
     from zsceval.rl.checkpoint import load_agent, save_checkpoint
     from zsceval.tbs.agents import CBPRAgent, CEMAgent, RandomSelectionAgent, TBSAgent
@@ -202,7 +203,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     ]
     curves = {}
 
-    def fit(name: str, parts: list) -> ToMModel:
+    def fit(name: str, parts: list, passes: int) -> ToMModel:
         obs = torch.cat([d.obs for d in parts], 1)
         starts = torch.cat([d.starts for d in parts], 1)
         lab = torch.cat([d.labels for d in parts], 1)
@@ -212,11 +213,15 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
                 "granularity": concepts.granularity, "layout": layout}  # fmt: skip
         model = ToMModel(spec).to(device)
         gen = torch.Generator().manual_seed(seed)
-        curves[name] = train_tom(model, obs, starts, lab, epochs, generator=gen, mask=mask)
+        curves[name] = train_tom(model, obs, starts, lab, passes, generator=gen, mask=mask)
         return model.eval()
 
-    toms = [fit(f"cluster_{j}", [data[j]]) for j in range(k)]
-    global_tom = fit("global", data)
+    # Every model gets the global model's number of gradient steps: a cluster model sees 1/k of
+    # the episodes, so it makes k times the passes (with `epochs` passes each, the cluster models
+    # stayed at the loss of a constant predictor while the global one fell far below it).
+    total = sum(d.obs.shape[1] for d in data)
+    toms = [fit(f"cluster_{j}", [data[j]], epochs * max(1, round(total / data[j].obs.shape[1]))) for j in range(k)]
+    global_tom = fit("global", data, epochs)
     window = int(params.get("window", 0)) or None
     agents = {"tbs": TBSAgent(brs, toms, global_tom, window=window), "br": single}
     # seat s: the ego's candidates are the seat-s agents of the pool, the partner models the others'
