@@ -404,4 +404,3 @@ def _read_clusters(folder: str) -> list[list[int]]:
 def _expected_clusters(size: int) -> int:
     """Clusters assumed where a ``tbs-br`` config is resolved without its clustering: ``max(2, N // 3)``."""
     return max(2, size // 3)
-

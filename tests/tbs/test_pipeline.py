@@ -184,7 +184,8 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     assert (base / "cluster_n3_s0" / "similarity.png").stat().st_size > 0
     trained = json.loads((base / "brs_n3_s0" / "run" / "eval.json").read_text())["env_steps"]
     per_rollout = 16 * 32  # games x the quick tbs-br rollout
-    assert 2048 * (clustering["k"] + 1) <= trained < 2048 * (clustering["k"] + 1) + per_rollout  # --steps per BR
+    budget = 2048 * (clustering["k"] + 1)  # --steps per best response
+    assert budget <= trained < budget + per_rollout
     tbs, meta = load_agent(out / "ego" / "run")
     assert type(tbs).agent_class == "tbs" and len(tbs.brs) == clustering["k"]
     curves = json.loads((out / "ego" / "run" / "tom_curves.json").read_text())

@@ -130,7 +130,8 @@ def best_responses_job(params: dict, out: Path, needs: dict) -> dict:
     try:
         k = int(json.loads((folder / "clustering.json").read_text())["k"])
     except (OSError, KeyError, TypeError, ValueError) as exc:
-        raise JobInputError(f"cannot read the pool's clustering from {folder / 'clustering.json'}: {exc}") from None
+        path = folder / "clustering.json"
+        raise JobInputError(f"cannot read the pool's clustering from {path}: {exc}") from None
     return train_job({**params, "steps": int(params["steps_per_br"]) * (k + 1)}, out, needs)
 
 
@@ -173,7 +174,8 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     """ToM models and the composite agents (params: ``layout, pool, cluster, brs`` (job ids),
     ``granularity, window, seed, device``, optional ``tom_games`` (games per cluster, default 32),
     ``tom_epochs`` (default 60: the global model's passes over all the episodes; a cluster
-    model makes as many gradient steps, i.e. k times the passes over its cluster's), ``tom_epsilon`` (the best response's exploration while collecting,
+    model makes as many gradient steps, i.e. k times the passes over its cluster's),
+    ``tom_epsilon`` (the best response's exploration while collecting,
     default 0.1), ``tom_hidden`` (64))."""
     from zsceval.rl.checkpoint import load_agent, save_checkpoint
     from zsceval.tbs.agents import CBPRAgent, CEMAgent, RandomSelectionAgent, TBSAgent
@@ -220,7 +222,8 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     # the episodes, so it makes k times the passes (with `epochs` passes each, the cluster models
     # stayed at the loss of a constant predictor while the global one fell far below it).
     total = sum(d.obs.shape[1] for d in data)
-    toms = [fit(f"cluster_{j}", [data[j]], epochs * max(1, round(total / data[j].obs.shape[1]))) for j in range(k)]
+    passes = [epochs * max(1, round(total / d.obs.shape[1])) for d in data]
+    toms = [fit(f"cluster_{j}", [data[j]], passes[j]) for j in range(k)]
     global_tom = fit("global", data, epochs)
     window = int(params.get("window", 0)) or None
     agents = {"tbs": TBSAgent(brs, toms, global_tom, window=window), "br": single}
