@@ -370,7 +370,10 @@ def test_close_context_manager_and_finalizer_leave_no_child():
 
 SCRIPT = textwrap.dedent(
     """
-    import os, sys, time, numpy as np
+    import os, signal, sys, time, numpy as np
+    # Ctrl-C as in a terminal: a shell's background job (`cmd &`, e.g. CI under nohup) starts with
+    # SIGINT ignored, which children inherit, and then Python raises no KeyboardInterrupt at all.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from zsceval.envs.process_vector import ProcessBatchedEnv, CounterGame
     env = ProcessBatchedEnv(CounterGame, 4, num_workers=2)
     env.reset()
