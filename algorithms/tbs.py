@@ -26,9 +26,7 @@ The plug-ins here are the training stages; the rest are jobs (:mod:`zsceval.tbs.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -387,18 +385,13 @@ class TBS(Algorithm):
 
 
 def _read_clusters(folder: str) -> list[list[int]]:
-    """The pool's clusters (pair indices per cluster) from ``folder/clustering.json``.
+    """:func:`zsceval.tbs.jobs.read_clusters`, its error as a :class:`ConfigError`."""
+    from zsceval.tbs.jobs import read_clusters
 
-    Raises:
-        ConfigError: the file is missing or malformed (named).
-    """
-    path = Path(folder) / "clustering.json"
     try:
-        labels = json.loads(path.read_text())["labels"]
-    except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot read the pool's clustering from {path}: {exc}") from None
-    k = max(labels) + 1
-    return [[i for i, c in enumerate(labels) if c == j] for j in range(k)]
+        return read_clusters(folder)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _expected_clusters(size: int) -> int:

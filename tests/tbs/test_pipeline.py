@@ -104,6 +104,17 @@ def test_best_response_preset_gives_every_learner_the_games_of_one_dqn_run(tmp_p
     assert paper.env.num_envs == 5 * 64 and paper.shaping.horizon == 6_000_000  # 3e7 of 4e7
 
 
+def test_read_clusters_groups_pairs_by_label_and_names_a_broken_file(tmp_path):
+    from zsceval.execution.jobs import JobInputError
+    from zsceval.tbs.jobs import read_clusters
+
+    (tmp_path / "clustering.json").write_text(json.dumps({"labels": [1, 0, 2, 0, 1], "k": 3}))
+    assert read_clusters(tmp_path) == [[1, 3], [0, 4], [2]]
+    (tmp_path / "clustering.json").write_text('{"labels": [0, 1')
+    with pytest.raises(JobInputError, match="clustering.json"):
+        read_clusters(tmp_path)
+
+
 def test_best_responses_draw_partners_only_from_their_cluster(tmp_path):
     (tmp_path / "clustering.json").write_text(json.dumps({"labels": [0, 1, 1, 0, 1], "k": 2}))
     cfg = resolve_config(

@@ -102,6 +102,10 @@ def cast_shared(
     Args:
         obs, critic_obs: observation tensors of the actor and the critic (any shape).
         dtype, contiguous: as :func:`cast_observation`.
+
+    Returns:
+        ``(actor input, critic input)``: one tensor of ``dtype`` and ``obs``'s shape twice when
+        ``critic_obs is obs``, else ``obs`` and ``critic_obs`` as given.
     """
     if critic_obs is not obs:
         return obs, critic_obs

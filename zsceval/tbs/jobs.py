@@ -26,7 +26,7 @@ import torch
 from zsceval.execution.jobs import JobInputError, job_kind
 from zsceval.io import atomic_write_text
 
-__all__ = ["AGENTS", "cross_play_returns", "scaled_rewards", "summarize"]
+__all__ = ["AGENTS", "cross_play_returns", "read_clusters", "scaled_rewards", "summarize"]
 
 AGENTS = ("TBS", "BR", "Random", "CEM", "CBPR", "Oracle")
 """Rows of the TBS table, in the paper's order of discussion."""
@@ -118,6 +118,22 @@ def cluster_job(params: dict, out: Path, needs: dict) -> dict:
     return {"k": k, "labels": labels, "self_play": np.diag(J).tolist()}
 
 
+def read_clusters(folder: str | Path) -> list[list[int]]:
+    """The training pool's clusters as written by the ``tbs.cluster`` job: pair indices per
+    cluster, clusters in label order (``folder/clustering.json``, key ``labels``).
+
+    Raises:
+        JobInputError: the file is missing or malformed (the message names it).
+    """
+    path = Path(folder) / "clustering.json"
+    try:
+        labels = [int(c) for c in json.loads(path.read_text())["labels"]]
+        k = max(labels) + 1
+    except (OSError, KeyError, TypeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        raise JobInputError(f"cannot read the pool's clustering from {path}: {exc}") from None
+    return [[i for i, c in enumerate(labels) if c == j] for j in range(k)]
+
+
 @job_kind("tbs.brs")
 def best_responses_job(params: dict, out: Path, needs: dict) -> dict:
     """The ``tbs-br`` run (:func:`zsceval.evaluation.pipeline.train_job`) with ``steps_per_br x
@@ -126,12 +142,7 @@ def best_responses_job(params: dict, out: Path, needs: dict) -> dict:
     known only once that job has run (params: ``train``'s, plus ``steps_per_br``)."""
     from zsceval.evaluation.pipeline import train_job
 
-    folder = Path(needs[params["algo_job_dirs"]["clustering"]])
-    try:
-        k = int(json.loads((folder / "clustering.json").read_text())["k"])
-    except (OSError, KeyError, TypeError, ValueError) as exc:
-        path = folder / "clustering.json"
-        raise JobInputError(f"cannot read the pool's clustering from {path}: {exc}") from None
+    k = len(read_clusters(needs[params["algo_job_dirs"]["clustering"]]))
     return train_job({**params, "steps": int(params["steps_per_br"]) * (k + 1)}, out, needs)
 
 
@@ -186,10 +197,8 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     layout, seed = params["layout"], int(params["seed"])
     radius = int(params.get("view_radius", 0))
     firsts, seconds = _pool(_run(needs, params["pool"]), device)
-    clustering = json.loads((Path(needs[params["cluster"]]) / "clustering.json").read_text())
-    labels = clustering["labels"]
-    k = int(clustering["k"])
-    clusters = [[i for i, c in enumerate(labels) if c == j] for j in range(k)]
+    clusters = read_clusters(needs[params["cluster"]])
+    k = len(clusters)
     br_run = _run(needs, params["brs"])
     brs = [load_agent(br_run, f"br_{j}", device)[0].eval() for j in range(k)]
     single = load_agent(br_run, "br_all", device)[0].eval()
