@@ -286,7 +286,12 @@ class TBSOptions:
     tom_games: int = 32
     """Episodes of ToM training data per cluster (half with the best response in each seat)."""
     tom_epochs: int = 60
-    """Epochs of ToM training."""
+    """Epochs of the global ToM model over all the episodes (each cluster model makes as many
+    gradient steps); the parameters of the lowest held-out loss are kept (``tom_holdout``)."""
+    tom_lr: float = 3e-3
+    """Adam learning rate of the ToM models."""
+    tom_holdout: float = 0.25
+    """Fraction of each ToM model's episodes kept out of training for early stopping (0: none)."""
     tom_epsilon: float = 0.1
     """Exploration of the best response while the ToM episodes are collected (greedy agents in a
     deterministic game would repeat one episode; the partners, whose intentions are the labels,
@@ -374,7 +379,8 @@ class TBS(Algorithm):
             **common, "pool": pool.id, "cluster": cluster.id, "brs": brs.id,
             "granularity": opts.get("granularity", "fine"), "window": int(opts.get("window", 0)),
             "tom_games": int(opts.get("tom_games", 32)), "tom_epochs": int(opts.get("tom_epochs", 60)),
-            "tom_epsilon": float(opts.get("tom_epsilon", 0.1)),
+            "tom_epsilon": float(opts.get("tom_epsilon", 0.1)), "tom_lr": float(opts.get("tom_lr", 3e-3)),
+            "tom_holdout": float(opts.get("tom_holdout", 0.25)),
             "algo_inputs": {"pool": pool.id},
         }  # fmt: skip
         ego = Job(ctx.ego_id, "tbs.ego", ego_params, needs=(pool.id, cluster.id, brs.id), out=ctx.ego_id)

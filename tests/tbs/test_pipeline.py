@@ -203,6 +203,14 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     assert len(curves["global"]["loss"]) == 1  # tom_epochs=1 over every cluster's episodes
     for j in range(clustering["k"]):  # a cluster model has 1/k of them: k passes, the same gradient steps
         assert len(curves[f"cluster_{j}"]["loss"]) == clustering["k"]
+    # early stopping on a quarter of each model's episodes (tom_holdout 0.25): the kept epoch is the
+    # one of the lowest held-out loss, and the checkpoint's metadata says so
+    for name, c in curves.items():
+        best = c["val_epoch"][c["val_loss"].index(min(c["val_loss"]))]
+        assert c["best_epoch"] == [best]
+        assert meta["tom"][name]["best_epoch"] == best and meta["tom"][name]["heldout_loss"] == min(
+            c["val_loss"]
+        )
     frame = pd.read_parquet(out / "ego" / "tbs_eval" / "results.parquet")
     assert set(frame["agent"]) == {"TBS", "BR", "Random", "CEM", "CBPR", "Oracle"}
     assert len(frame) == 6 * 3 * 2  # agents x held-out pairs x seats (1 episode)

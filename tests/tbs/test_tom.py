@@ -2,6 +2,7 @@
 
 import math
 
+import pytest
 import torch
 
 from zsceval.envs.overcooked import OvercookedEnv
@@ -147,3 +148,63 @@ def test_collect_tom_data_with_random_policies():
     still = collect_tom_data(env, ego, Stay(), concepts, generator=torch.Generator().manual_seed(0))
     assert (still.interactions == 0).all() and (still.partner_actions == 4).all()
     assert not still.labels.any()
+
+
+def _val_loss(tom, obs, starts, labels, cols):
+    with torch.no_grad():
+        logits = tom.sequence(obs[:, cols], tom.initial_state(len(cols), "cpu"), starts[:, cols])
+    return float(tom_loss(logits, labels[:, cols]))
+
+
+def test_holdout_columns_are_not_trained_on():
+    obs, starts, labels = cue_data(B=16)
+    kw = dict(epochs=3, lr=3e-3, chunk_length=4, minibatch=8)
+    with_holdout = model(seed=2)
+    c = train_tom(
+        with_holdout, obs, starts, labels, generator=torch.Generator().manual_seed(5), holdout=0.25, **kw
+    )
+    # the same run by hand: draw the split first, then train on the other columns only
+    g = torch.Generator().manual_seed(5)
+    perm = torch.randperm(16, generator=g)
+    val, train = perm[:4].sort().values, perm[4:].sort().values
+    by_hand = model(seed=2)
+    c2 = train_tom(by_hand, obs[:, train], starts[:, train], labels[:, train], generator=g, **kw)
+    assert c["loss"] == c2["loss"]
+    # garbage labels on the held-out columns change the held-out curve, not the training
+    bad = labels.clone()
+    bad[:, val] = 1.0 - bad[:, val]
+    c3 = train_tom(
+        model(seed=2), obs, starts, bad, generator=torch.Generator().manual_seed(5), holdout=0.25, **kw
+    )
+    assert c3["loss"] == c["loss"] and c3["val_loss"] != c["val_loss"]
+    assert c["val_epoch"] == [0, 1, 2, 3] and len(c["val_loss"]) == 4
+
+
+def test_holdout_keeps_the_parameters_of_the_best_held_out_loss():
+    # labels unrelated to the observations: the model can only memorize its training columns, so the
+    # held-out loss falls (towards the label frequencies) and then rises
+    T, B = 16, 8
+    g = torch.Generator().manual_seed(0)
+    obs = torch.randint(0, 4, (T, B, *OBS), generator=g, dtype=torch.uint8)
+    starts = torch.zeros(T, B, dtype=torch.bool)
+    starts[0] = True
+    labels = (torch.rand(T, B, 3, generator=g) < 0.3).float()
+    tom = model(hidden=64, seed=1)
+    c = train_tom(tom, obs, starts, labels, epochs=150, lr=1e-2, chunk_length=16, minibatch=8,
+                  generator=torch.Generator().manual_seed(1), holdout=0.25)  # fmt: skip
+    vl, ve = c["val_loss"], c["val_epoch"]
+    best = ve[min(range(len(vl)), key=vl.__getitem__)]
+    assert c["best_epoch"] == [best] and 0 < best < 150
+    assert vl[-1] > min(vl) + 0.1 and c["loss"][-1] < c["loss"][best - 1] - 0.1  # it did overfit
+    perm = torch.randperm(B, generator=torch.Generator().manual_seed(1))
+    assert abs(_val_loss(tom, obs, starts, labels, perm[:2].sort().values) - min(vl)) < 1e-5
+    assert len(ve) == 1 + 50 and ve[-1] == 150  # measured every 150 // 50 = 3 epochs
+
+
+def test_holdout_rejects_bad_values():
+    obs, starts, labels = cue_data(B=4)
+    for bad in (-0.1, 1.0):
+        with pytest.raises(ValueError, match="holdout"):
+            train_tom(model(), obs, starts, labels, epochs=1, holdout=bad)
+    with pytest.raises(ValueError, match="2 columns"):
+        train_tom(model(), obs[:, :1], starts[:, :1], labels[:, :1], epochs=1, holdout=0.5)

@@ -187,7 +187,8 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     ``tom_epochs`` (default 60: the global model's passes over all the episodes; a cluster
     model makes as many gradient steps, i.e. k times the passes over its cluster's),
     ``tom_epsilon`` (the best response's exploration while collecting,
-    default 0.1), ``tom_hidden`` (64))."""
+    default 0.1), ``tom_hidden`` (64), ``tom_lr`` (Adam, 3e-3), ``tom_holdout`` (the fraction of
+    each model's episodes kept out of training for early stopping, 0.25; 0: none))."""
     from zsceval.rl.checkpoint import load_agent, save_checkpoint
     from zsceval.tbs.agents import CBPRAgent, CEMAgent, RandomSelectionAgent, TBSAgent
     from zsceval.tbs.concepts import build_concept_set
@@ -206,6 +207,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     games, epochs = int(params.get("tom_games", 32)), int(params.get("tom_epochs", 60))
     eps = float(params.get("tom_epsilon", 0.1))
     hidden = int(params.get("tom_hidden", 64))
+    lr, holdout = float(params.get("tom_lr", 3e-3)), float(params.get("tom_holdout", 0.25))
     data = [
         _tom_episodes(
             layout, brs[j], firsts, seconds, clusters[j], games, seed + j, device, concepts, radius, eps
@@ -224,7 +226,9 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
                 "granularity": concepts.granularity, "layout": layout}  # fmt: skip
         model = ToMModel(spec).to(device)
         gen = torch.Generator().manual_seed(seed)
-        curves[name] = train_tom(model, obs, starts, lab, passes, generator=gen, mask=mask)
+        curves[name] = train_tom(
+            model, obs, starts, lab, passes, lr=lr, generator=gen, mask=mask, holdout=holdout
+        )
         return model.eval()
 
     # Every model gets the global model's number of gradient steps: a cluster model sees 1/k of
@@ -245,13 +249,22 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
         )
     run = out / "run"
     meta = {"algo": "tbs", "layout": layout, "ego": "tbs", "env_spec": _env_spec(layout, radius),
-            "clusters": clusters, "tom": {n: {"final_loss": c["loss"][-1], "baseline": c["baseline"][0]}
-                                          for n, c in curves.items()}}  # fmt: skip
+            "clusters": clusters, "tom": {n: _tom_summary(c) for n, c in curves.items()}}  # fmt: skip
     save_checkpoint(run / "checkpoints", 0, agents, meta)
     atomic_write_text(run / "tom_curves.json", json.dumps(curves))
     summary = {"k": k, "clusters": clusters, "tom": meta["tom"]}
     atomic_write_text(run / "eval.json", json.dumps(summary, indent=2))
     return {"run": "run", **summary}
+
+
+def _tom_summary(curve: dict) -> dict:
+    """A ToM model's training in numbers (nats per step): the last training loss, the constant
+    predictor's loss and, with early stopping, the kept epoch and its held-out loss."""
+    out = {"final_loss": curve["loss"][-1] if curve["loss"] else None, "baseline": curve["baseline"][0]}
+    if "best_epoch" in curve:
+        best = curve["best_epoch"][0]
+        out.update({"best_epoch": best, "heldout_loss": curve["val_loss"][curve["val_epoch"].index(best)]})
+    return out
 
 
 def _env_spec(layout: str, view_radius: int = 0) -> dict:

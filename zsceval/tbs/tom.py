@@ -201,6 +201,7 @@ def train_tom(
     generator: torch.Generator | None = None,
     mask: torch.Tensor | None = None,
     max_grad_norm: float = 10.0,
+    holdout: float = 0.0,
 ) -> dict[str, list[float]]:
     """Fit ``model`` to next-concept labels (Eq. 4 / Eq. 10) with chunked truncated BPTT and Adam.
 
@@ -210,6 +211,14 @@ def train_tom(
     chunk (the "stored states" of recurrent PPO); inside a chunk the state is zeroed at episode
     starts. Gradients flow within a chunk only. Each epoch shuffles the ``(chunk, column)``
     sequences with ``generator`` and takes one Adam step per ``minibatch`` sequences.
+
+    Early stopping (``holdout > 0``): a random ``holdout`` fraction of the B columns (at least one,
+    and at least one left to train on; drawn with ``generator``) is not trained on. Before training,
+    after every ``max(1, epochs // 50)`` epochs and after the last, the model's loss on those
+    columns (whole sequences from a zero state) is measured, and the model ends with the parameters
+    of the lowest one. A cluster model sees a single cluster's episodes, and with many passes it
+    fits them far below the global model's loss; what Eq. 8 needs is how it predicts episodes it
+    has not seen.
 
     Args:
         model: the ToM model (trained in place, on its device).
@@ -223,12 +232,16 @@ def train_tom(
         generator: CPU torch generator for the shuffles (None: the global one).
         mask: ``bool [T, B]`` steps that count in the loss (e.g. ``known`` labels); None: all.
         max_grad_norm: gradient-norm clip.
+        holdout: fraction of the columns kept out of training for early stopping (0: none).
 
     Returns:
-        ``{"loss": [mean loss per epoch], "baseline": [label_entropy of the data]}`` in nats per step.
+        ``{"loss": [mean training loss per epoch], "baseline": [label_entropy of the training
+        data]}`` in nats per step; with ``holdout`` also ``"val_epoch"`` (epochs after which the
+        held-out loss was measured, 0 = before training), ``"val_loss"`` (that loss) and
+        ``"best_epoch"`` (``[epoch whose parameters the model keeps]``).
 
     Raises:
-        ValueError: mismatched shapes or non-positive sizes.
+        ValueError: mismatched shapes, non-positive sizes, or ``holdout`` outside [0, 1).
     """
     T, B = starts.shape
     if obs.shape[:2] != (T, B) or labels.shape[:2] != (T, B) or labels.shape[-1] != model.num_concepts:
@@ -240,6 +253,20 @@ def train_tom(
         raise ValueError(
             f"need epochs >= 0, chunk_length >= 1, minibatch >= 1; got {epochs}, {chunk_length}, {minibatch}"
         )
+    if not 0.0 <= holdout < 1.0:
+        raise ValueError(f"holdout must be in [0, 1), got {holdout}")
+    val_cols = None
+    if holdout > 0:
+        if B < 2:
+            raise ValueError(f"holdout needs at least 2 columns, got B = {B}")
+        n_val = min(B - 1, max(1, round(holdout * B)))
+        perm = torch.randperm(B, generator=generator)
+        val_cols, train_cols = perm[:n_val].sort().values, perm[n_val:].sort().values
+        val_data = (obs[:, val_cols], starts[:, val_cols], labels[:, val_cols])
+        val_mask = None if mask is None else mask[:, val_cols]
+        obs, starts, labels = obs[:, train_cols], starts[:, train_cols], labels[:, train_cols]
+        mask = None if mask is None else mask[:, train_cols]
+        T, B = starts.shape
     device = next(model.parameters()).device
     L = int(chunk_length)
     pad = (-T) % L  # pad T to a multiple of L; padded steps are masked out
@@ -258,9 +285,30 @@ def train_tom(
 
     obs_c, starts_c, labels_c, valid_c = chunks(obs_p), chunks(starts_p), chunks(labels_p), chunks(valid_p)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    curve = []
+    curve: list[float] = []
+    val_epochs: list[int] = []
+    val_curve: list[float] = []
+    best: tuple[float, int, dict] | None = None
+    every = max(1, int(epochs) // 50)
+
+    def validate(epoch: int) -> None:
+        nonlocal best
+        model.eval()
+        v_obs, v_starts, v_labels = (x.to(device) for x in val_data)
+        with torch.no_grad():
+            logits = model.sequence(v_obs, model.initial_state(v_obs.shape[1], device), v_starts)
+            v_mask = None if val_mask is None else val_mask.to(device)
+            loss = float(tom_loss(logits, v_labels.float(), v_mask))
+        model.train()
+        val_epochs.append(epoch)
+        val_curve.append(loss)
+        if best is None or loss < best[0]:
+            best = (loss, epoch, {k: v.detach().clone() for k, v in model.state_dict().items()})
+
     model.train()
-    for _ in range(int(epochs)):
+    if val_cols is not None:
+        validate(0)
+    for epoch in range(1, int(epochs) + 1):
         h0 = _chunk_states(model, obs_p, starts_p, L, device).reshape(C * B, -1)
         order = torch.randperm(C * B, generator=generator)
         total, weight = 0.0, 0.0
@@ -278,8 +326,14 @@ def train_tom(
             n = float(v.sum())
             total, weight = total + float(loss.detach()) * n, weight + n
         curve.append(total / max(weight, 1.0))
+        if val_cols is not None and (epoch % every == 0 or epoch == int(epochs)):
+            validate(epoch)
     model.eval()
-    return {"loss": curve, "baseline": [label_entropy(labels.cpu(), valid)]}
+    out: dict[str, list] = {"loss": curve, "baseline": [label_entropy(labels.cpu(), valid)]}
+    if best is not None:
+        model.load_state_dict(best[2])
+        out.update({"val_epoch": val_epochs, "val_loss": val_curve, "best_epoch": [best[1]]})
+    return out
 
 
 # -- data --------------------------------------------------------------------------------------------
