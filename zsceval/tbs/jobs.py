@@ -16,6 +16,7 @@ agents, and the TBS evaluation protocol (paper 000 Sec. 3.2-3.3 and Sec. 4).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -189,6 +190,9 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     ``tom_epsilon`` (the best response's exploration while collecting,
     default 0.1), ``tom_hidden`` (64), ``tom_lr`` (Adam, 3e-3), ``tom_holdout`` (the fraction of
     each model's episodes kept out of training for early stopping, 0.25; 0: none))."""
+    from tqdm.auto import tqdm
+
+    from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
     from zsceval.rl.checkpoint import load_agent, save_checkpoint
     from zsceval.tbs.agents import CBPRAgent, CEMAgent, RandomSelectionAgent, TBSAgent
     from zsceval.tbs.concepts import build_concept_set
@@ -208,6 +212,9 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     eps = float(params.get("tom_epsilon", 0.1))
     hidden = int(params.get("tom_hidden", 64))
     lr, holdout = float(params.get("tom_lr", 3e-3)), float(params.get("tom_holdout", 0.25))
+    bar = tqdm(total=k + 1, desc=f"tbs ToM {layout}", unit="model", leave=False,
+               disable=os.environ.get(JOB_PROGRESS_ENV) != "1")  # fmt: skip
+    bar.set_postfix_str("collecting episodes")
     data = [
         _tom_episodes(
             layout, brs[j], firsts, seconds, clusters[j], games, seed + j, device, concepts, radius, eps
@@ -226,9 +233,11 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
                 "granularity": concepts.granularity, "layout": layout}  # fmt: skip
         model = ToMModel(spec).to(device)
         gen = torch.Generator().manual_seed(seed)
+        bar.set_postfix_str(f"{name}: {passes} epochs on {obs.shape[1]} episodes")
         curves[name] = train_tom(
             model, obs, starts, lab, passes, lr=lr, generator=gen, mask=mask, holdout=holdout
         )
+        bar.update(1)
         return model.eval()
 
     # Every model gets the global model's number of gradient steps: a cluster model sees 1/k of
@@ -238,6 +247,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     passes = [epochs * max(1, round(total / d.obs.shape[1])) for d in data]
     toms = [fit(f"cluster_{j}", [data[j]], passes[j]) for j in range(k)]
     global_tom = fit("global", data, epochs)
+    bar.close()
     window = int(params.get("window", 0)) or None
     agents = {"tbs": TBSAgent(brs, toms, global_tom, window=window), "br": single}
     # seat s: the ego's candidates are the seat-s agents of the pool, the partner models the others'
