@@ -21,7 +21,7 @@ from zsceval.io import atomic_write_text
 from zsceval.rl.algorithm import JobContext
 from zsceval.rl.config import ConfigError, TrainConfig
 
-__all__ = ["CHAIN", "missing_inputs", "run_chain", "saved_chain"]
+__all__ = ["CHAIN", "chain_threads", "missing_inputs", "run_chain", "saved_chain"]
 
 CHAIN = "chain.json"
 """The chain's parameters, saved in the run folder (``--resume`` reads them)."""
@@ -40,6 +40,21 @@ def _context(params: dict[str, Any]) -> JobContext:
         ego_options[key.strip()[len("algo.") :]] = yaml.safe_load(raw)
     return JobContext(params["algo"], params["layout"], params["seed"], params["steps"], EGO, common,
                       ego_options=ego_options)  # fmt: skip
+
+
+def chain_threads(params: dict[str, Any]) -> int:
+    """``run.num_threads`` of the chain's jobs: the chain's overrides over its preset (0: torch's
+    default), capped by ``ZSCEVAL_MAX_THREADS`` (:func:`~zsceval.rl.trainer.choose_threads`).
+
+    Raises:
+        ConfigError: a malformed override or an unknown preset.
+    """
+    from zsceval.rl.config import resolve_config
+    from zsceval.rl.trainer import choose_threads
+
+    overrides = [o for o in params["overrides"] if not o.strip().startswith("algo.")]
+    cfg = resolve_config(preset=params["preset"], overrides=overrides, **{"env.layout": params["layout"]})
+    return choose_threads(cfg.run.num_threads)[0]
 
 
 def missing_inputs(algo_cls: type, cfg: TrainConfig, params: dict[str, Any]) -> list[str]:
@@ -91,6 +106,8 @@ def run_chain(params: dict[str, Any], out: str | Path, progress: bool = True) ->
         ConfigError: ``out`` holds another chain.
         zsceval.execution.jobs.JobError: a job failed (finished jobs stay finished).
     """
+    import torch
+
     from zsceval import registry
     from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
     from zsceval.execution.executors import run_jobs
@@ -107,9 +124,17 @@ def run_chain(params: dict[str, Any], out: str | Path, progress: bool = True) ->
     jobs = registry.get(params["algo"]).jobs(_context(params))
     previous = os.environ.get(JOB_PROGRESS_ENV)
     os.environ[JOB_PROGRESS_ENV] = "1" if progress else "0"
+    # Training jobs set run.num_threads themselves; the others (clustering, ToM models, evaluation)
+    # run with the process's count, which is torch's default (all cores) when a resumed chain has
+    # no training job left: two one-thread chains on two cores would then oversubscribe them.
+    threads_before = torch.get_num_threads()
+    threads = chain_threads(params)
+    if threads > 0:
+        torch.set_num_threads(threads)
     try:
         run_jobs(jobs, out, executor="local", progress=progress)
     finally:
+        torch.set_num_threads(threads_before)
         if previous is None:
             os.environ.pop(JOB_PROGRESS_ENV, None)
         else:

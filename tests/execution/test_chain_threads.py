@@ -1,0 +1,38 @@
+"""`zsceval train` chains run every job with the chain's `run.num_threads` (not only training jobs)."""
+
+import torch
+
+from zsceval.commands import chain
+from zsceval.rl.trainer import MAX_THREADS_ENV
+
+
+def params(*overrides, preset="quick"):
+    return {"algo": "fcp", "layout": "cramped_room", "seed": 0, "steps": None, "preset": preset,
+            "device": "cpu", "overrides": list(overrides)}  # fmt: skip
+
+
+def test_chain_threads_from_overrides_preset_and_cap(monkeypatch):
+    monkeypatch.delenv(MAX_THREADS_ENV, raising=False)
+    assert chain.chain_threads(params()) == 2  # the quick preset's run.num_threads
+    assert chain.chain_threads(params("run.num_threads=1", "algo.population_size=4")) == 1
+    assert chain.chain_threads(params("run.num_threads=1", "run.num_threads=3")) == 3  # the last wins
+    assert chain.chain_threads(params(preset="paper")) == 0  # torch's default
+    monkeypatch.setenv(MAX_THREADS_ENV, "1")  # `zsceval bench` with 2 workers on 2 cores
+    assert chain.chain_threads(params()) == 1
+
+
+def test_run_chain_sets_the_threads_for_its_jobs_and_restores_them(monkeypatch, tmp_path):
+    monkeypatch.delenv(MAX_THREADS_ENV, raising=False)
+    seen = []
+
+    def fake_run_jobs(jobs, out, **kwargs):
+        seen.append(torch.get_num_threads())
+        (out / chain.EGO / "run").mkdir(parents=True)
+        (out / chain.EGO / "run" / "eval.json").write_text("{}")
+
+    monkeypatch.setattr("zsceval.execution.executors.run_jobs", fake_run_jobs)
+    before = torch.get_num_threads()
+    want = 1 if before != 1 else 3
+    chain.run_chain(params(f"run.num_threads={want}"), tmp_path / "run", progress=False)
+    assert seen == [want]
+    assert torch.get_num_threads() == before
