@@ -284,7 +284,8 @@ class TBSOptions:
     """Env steps per pool pair (0: the preset's, 2e6 quick / 5e6 paper); ``--steps`` sets the
     per-best-response budget (default 3e6 quick / 4e7 paper)."""
     tom_games: int = 32
-    """Episodes of ToM training data per cluster (half with the best response in each seat)."""
+    """Episodes of ToM training data per pool pair (a cluster of m pairs: 32 m, half with the best
+    response in each seat)."""
     tom_epochs: int = 60
     """Epochs of the global ToM model over all the episodes (each cluster model makes as many
     gradient steps); the parameters of the lowest held-out loss are kept (``tom_holdout``)."""

@@ -201,8 +201,11 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     assert type(tbs).agent_class == "tbs" and len(tbs.brs) == clustering["k"]
     curves = json.loads((out / "ego" / "run" / "tom_curves.json").read_text())
     assert len(curves["global"]["loss"]) == 1  # tom_epochs=1 over every cluster's episodes
-    for j in range(clustering["k"]):  # a cluster model has 1/k of them: k passes, the same gradient steps
-        assert len(curves[f"cluster_{j}"]["loss"]) == clustering["k"]
+    assert meta["tom"]["global"]["episodes"] == 4 * 3  # tom_games=4 per pool pair
+    sizes = np.bincount(clustering["labels"])
+    for j in range(clustering["k"]):  # a cluster model has m_j / N of them: N / m_j passes, the same steps
+        assert meta["tom"][f"cluster_{j}"]["episodes"] == 4 * sizes[j]
+        assert len(curves[f"cluster_{j}"]["loss"]) == max(1, round(3 / sizes[j]))
     # early stopping on a quarter of each model's episodes (tom_holdout 0.25): the kept epoch is the
     # one of the lowest held-out loss, and the checkpoint's metadata says so
     for name, c in curves.items():

@@ -184,7 +184,8 @@ def _tom_episodes(
 @job_kind("tbs.ego")
 def ego_job(params: dict, out: Path, needs: dict) -> dict:
     """ToM models and the composite agents (params: ``layout, pool, cluster, brs`` (job ids),
-    ``granularity, window, seed, device``, optional ``tom_games`` (games per cluster, default 32),
+    ``granularity, window, seed, device``, optional ``tom_games`` (episodes per pool pair, default 32: a
+    cluster of m pairs gets 32 m),
     ``tom_epochs`` (default 60: the global model's passes over all the episodes; a cluster
     model makes as many gradient steps, i.e. k times the passes over its cluster's),
     ``tom_epsilon`` (the best response's exploration while collecting,
@@ -215,12 +216,11 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     bar = tqdm(total=k + 1, desc=f"tbs ToM {layout}", unit="model", leave=False,
                disable=os.environ.get(JOB_PROGRESS_ENV) != "1")  # fmt: skip
     bar.set_postfix_str("collecting episodes")
-    data = [
-        _tom_episodes(
-            layout, brs[j], firsts, seconds, clusters[j], games, seed + j, device, concepts, radius, eps
-        )
-        for j in range(k)
-    ]
+    data = []
+    for j, members in enumerate(clusters):  # tom_games episodes per pair: a cluster needs each partner
+        n_games = games * len(members)
+        data.append(_tom_episodes(layout, brs[j], firsts, seconds, members, n_games, seed + j, device,
+                                  concepts, radius, eps))  # fmt: skip
     curves = {}
 
     def fit(name: str, parts: list, passes: int) -> ToMModel:
@@ -237,6 +237,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
         curves[name] = train_tom(
             model, obs, starts, lab, passes, lr=lr, generator=gen, mask=mask, holdout=holdout
         )
+        curves[name]["episodes"] = [int(obs.shape[1])]
         bar.update(1)
         return model.eval()
 
@@ -268,9 +269,12 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
 
 
 def _tom_summary(curve: dict) -> dict:
-    """A ToM model's training in numbers (nats per step): the last training loss, the constant
-    predictor's loss and, with early stopping, the kept epoch and its held-out loss."""
-    out = {"final_loss": curve["loss"][-1] if curve["loss"] else None, "baseline": curve["baseline"][0]}
+    """A ToM model's training in numbers: its episodes (held-out ones included) and epochs, the last
+    training loss, the constant predictor's loss and, with early stopping, the kept epoch and its
+    held-out loss (losses in nats per step)."""
+    out = {"episodes": curve["episodes"][0], "epochs": len(curve["loss"]),
+           "final_loss": curve["loss"][-1] if curve["loss"] else None,
+           "baseline": curve["baseline"][0]}  # fmt: skip
     if "best_epoch" in curve:
         best = curve["best_epoch"][0]
         out.update({"best_epoch": best, "heldout_loss": curve["val_loss"][curve["val_epoch"].index(best)]})
