@@ -186,3 +186,24 @@ def test_batched_q_of_many_learners_equals_each_learner_alone_with_gradients():
     for g, p in zip(grads, learners.values(), strict=True):
         for a, w in zip(g, p.actor.parameters(), strict=True):
             assert torch.allclose(a, w.grad, atol=1e-5)
+
+
+@pytest.mark.parametrize("algo", ["vdn", "tbs-pool", "tbs-br"])
+@pytest.mark.parametrize("preset", ["quick", "paper"])
+def test_value_based_presets_run_float32_q_networks(algo, preset):
+    # the quick preset file turns bf16 on for the PPO algorithms; a greedy Q-agent's action gaps
+    # (~0.2 at Q ~ 30) are below bfloat16's resolution there, so the value-based presets turn it off
+    assert resolve_config(preset="quick", overrides=[], **{"run.algo": "sp"}).model.bf16
+    cfg = resolve_config(preset=preset, overrides=[], **{"env.layout": "counter_circuit", "run.algo": algo})
+    assert cfg.model.bf16 is False
+    # a user may still ask for it
+    cfg = resolve_config(preset=preset, overrides=["model.bf16=true"], **{"run.algo": algo})
+    assert cfg.model.bf16 is True
+
+
+def test_bf16_ties_close_q_values_that_float32_keeps_apart():
+    # why: two Q-values 0.04 apart near 30 round to the same bfloat16 number, and the arg-max then
+    # takes the lower action index
+    q = torch.tensor([[30.52, 30.56, 29.0]])
+    assert q.argmax(-1).item() == 1
+    assert q.bfloat16()[0, 0] == q.bfloat16()[0, 1] and q.bfloat16().argmax(-1).item() == 0
