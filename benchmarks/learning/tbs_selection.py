@@ -103,8 +103,9 @@ def main() -> None:
             for i in range(N):
                 share = np.bincount(picked[:, s, i], minlength=k) / picked.shape[0]
                 switches = int((picked[1:, s, i] != picked[:-1, s, i]).sum())
-                print(f"{i:4d} {s:4d} | " + " ".join(f"{fixed[j, s, i]:6.0f}" for j in range(k))
-                      + f" {single_ret[s, i]:6.0f} | {tbs_ret[s, i]:4.0f} {np.round(share, 2)} ({switches})")  # fmt: skip
+                returns = " ".join(f"{fixed[j, s, i]:6.0f}" for j in range(k))
+                tbs_part = f"{tbs_ret[s, i]:4.0f} {np.round(share, 2)} ({switches})"
+                print(f"{i:4d} {s:4d} | {returns} {single_ret[s, i]:6.0f} | {tbs_part}")
         row = {"TBS": float(tbs_ret.mean()), "BR (single)": float(single_ret.mean()),
                "cluster BR, random pick": float(fixed.mean()),
                "selection upper bound": float(fixed.max(0).mean())}  # fmt: skip
