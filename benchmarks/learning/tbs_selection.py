@@ -29,10 +29,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from zsceval.envs.overcooked import OvercookedEnv
 from zsceval.population.pool import PolicyPool
 from zsceval.rl.checkpoint import load_agent
-from zsceval.tbs.jobs import _env, _pool, read_clusters
-from zsceval.tbs.pool import GreedyPool
+from zsceval.tbs.jobs import read_clusters
+from zsceval.tbs.pool import GreedyPool, load_pool_agents
 
 
 @torch.no_grad()
@@ -46,7 +47,7 @@ def play(layout: str, ego, firsts, seconds, seed: int = 0) -> tuple[np.ndarray, 
     """
     N = len(firsts)
     B = 2 * N
-    env = _env(layout, B, "cpu", seed, 0)
+    env = OvercookedEnv(layout, num_envs=B, device="cpu", seed=seed)
     step = env.reset()
     rows = torch.arange(B)
     seat = rows // N  # game g: pair g % N, the ego in seat g // N
@@ -91,7 +92,7 @@ def main() -> None:
         label[members] = j
     summary = {}
     for name, pattern in (("training pool", "pool_*"), ("held-out pool", "heldout_*")):
-        firsts, seconds = _pool(next(base.glob(pattern)) / "run", "cpu")
+        firsts, seconds = load_pool_agents(next(base.glob(pattern)) / "run")
         N = len(firsts)
         fixed = np.stack([play(args.layout, br, firsts, seconds)[0] for br in brs])  # [k, 2, N]
         single_ret = play(args.layout, single, firsts, seconds)[0]

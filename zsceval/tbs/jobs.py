@@ -183,14 +183,19 @@ def _tom_episodes(
 
 @job_kind("tbs.ego")
 def ego_job(params: dict, out: Path, needs: dict) -> dict:
-    """ToM models and the composite agents (params: ``layout, pool, cluster, brs`` (job ids),
-    ``granularity, window, seed, device``, optional ``tom_games`` (episodes per pool pair, default 32: a
-    cluster of m pairs gets 32 m),
-    ``tom_epochs`` (default 60: the global model's passes over all the episodes; a cluster
-    model makes as many gradient steps, i.e. k times the passes over its cluster's),
-    ``tom_epsilon`` (the best response's exploration while collecting,
-    default 0.1), ``tom_hidden`` (64), ``tom_lr`` (Adam, 3e-3), ``tom_holdout`` (the fraction of
-    each model's episodes kept out of training for early stopping, 0.25; 0: none))."""
+    """ToM models and the composite agents.
+
+    Params: ``layout, pool, cluster, brs`` (job ids), ``granularity, window, seed, device``, and
+    optionally ``tom_games`` (episodes per pool pair, 32: a cluster of m pairs gets 32 m),
+    ``tom_epochs`` (60: the global model's passes over all the episodes; a cluster model of m of
+    the N pairs makes about as many gradient steps, ``round(N / m)`` times the passes),
+    ``tom_epsilon`` (the best response's exploration while collecting, 0.1), ``tom_hidden`` (64),
+    ``tom_lr`` (Adam, 3e-3) and ``tom_holdout`` (the fraction of each model's episodes kept out of
+    training for early stopping, 0.25; 0: none).
+
+    Raises:
+        JobInputError: an unreadable clustering (:func:`read_clusters`).
+    """
     from tqdm.auto import tqdm
 
     from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
@@ -241,9 +246,10 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
         bar.update(1)
         return model.eval()
 
-    # Every model gets the global model's number of gradient steps: a cluster model sees 1/k of
-    # the episodes, so it makes k times the passes (with `epochs` passes each, the cluster models
-    # stayed at the loss of a constant predictor while the global one fell far below it).
+    # Every model gets about the global model's number of gradient steps: a cluster model has
+    # m / N of the episodes, so it makes N / m times the passes (with `epochs` passes each, small
+    # clusters' models stayed at the loss of a constant predictor while the global one fell far
+    # below it).
     total = sum(d.obs.shape[1] for d in data)
     passes = [epochs * max(1, round(total / d.obs.shape[1])) for d in data]
     toms = [fit(f"cluster_{j}", [data[j]], passes[j]) for j in range(k)]
