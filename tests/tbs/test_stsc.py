@@ -172,7 +172,10 @@ def test_chooses_k_and_recovers_blocks(sizes, seed):
         result.labels, truth
     )  # blocks are contiguous: already in first-member order
     assert result.labels.dtype == np.int64
-    assert sorted(result.costs) == list(range(2, min(S.shape[0] - 1, 10) + 1))
+    eigenvalues = np.linalg.eigvalsh(normalized_affinity(S))
+    supported = int((eigenvalues >= stsc.MIN_EIGENVALUE).sum())  # the floor on candidate k
+    assert len(sizes) <= supported < S.shape[0]
+    assert sorted(result.costs) == list(range(2, min(supported, 10) + 1))
     assert min(result.costs.values()) >= S.shape[0] - 1e-9  # J >= n
     assert result.costs[len(sizes)] < S.shape[0] * 1.01  # nearly perfect at the true k
 
@@ -189,6 +192,60 @@ def test_recovers_shuffled_large_room_example_from_cross_play():
     assert result.k == 3
     np.testing.assert_array_equal(result.labels, relabel_by_first_member(truth))
     assert np.bincount(result.labels).tolist() == np.bincount(relabel_by_first_member(truth)).tolist()
+
+
+def _identical_blocks_pool():
+    """The similarity of a measured counter_circuit pool (cross-play returns from a run of the TBS
+    chain): pairs 2, 5, 6 and 8 never score, alone or together, so Eq. 5's 0/0 rule makes them
+    identical (similarity 1); 3 and 4 score 180 in every combination; 0, 1, 7 and 9 score only
+    with themselves (1 and 3: 20 of 220, similarity 0.05 after the clamp)."""
+    J = np.zeros((10, 10))
+    for i, r in [(0, 240), (1, 220), (7, 180), (9, 180)]:
+        J[i, i] = r
+    J[1, 3] = 20
+    J[np.ix_([3, 4], [3, 4])] = 180
+    return clustering_affinity(J)
+
+
+def test_identical_pairs_are_never_split():
+    """A block of identical pairs makes L rank one on the block; the null space then lets Eq. 6 align
+    each member with an axis of its own at cost n, so without the eigenvalue floor STSC's largest-k
+    rule splits the four never-scoring pairs (k = 9). With the floor the candidates stop at the six
+    eigenvalues near 1 and the blocks are found."""
+    S = _identical_blocks_pool()
+    eigenvalues = np.sort(np.linalg.eigvalsh(normalized_affinity(S)))[::-1]
+    assert (eigenvalues[:6] > 0.9).all() and (np.abs(eigenvalues[6:]) < 1e-3).all()
+    result = self_tuning_spectral_clustering(S)
+    assert result.k == 6
+    assert result.labels.tolist() == [0, 1, 2, 3, 3, 2, 2, 4, 2, 5]
+    assert max(result.costs) == 6
+    unfloored = self_tuning_spectral_clustering(S, min_eigenvalue=None)
+    assert unfloored.k > 6  # the split the floor prevents
+    assert len({int(unfloored.labels[i]) for i in (2, 5, 6, 8)}) > 1
+
+
+def test_a_pool_of_alike_pairs_is_one_cluster():
+    """Every pair alike (here: none ever scores, all similarities 1 by the 0/0 rule): one eigenvalue
+    above the floor, so one cluster, which STSC's candidates (k >= 2) could not answer."""
+    result = self_tuning_spectral_clustering(clustering_affinity(np.zeros((6, 6))))
+    assert result.k == 1 and result.labels.tolist() == [0] * 6
+
+
+@pytest.mark.parametrize(("s", "largest_candidate"), [(0.95, 3), (0.5, 4)])
+def test_eigenvalue_floor_on_similar_pairs(s, largest_candidate):
+    """Pairs 0-1 and 2-3 with similarity s within, a loner 4: L's eigenvalues are 1, 1, 1 and twice
+    (1 - s) / (1 + s) (0.026 for s = 0.95, 1/3 for s = 0.5; the floor is 0.05). So for s = 0.95 the
+    candidates stop at k = 3 and the three blocks are the answer; for s = 0.5 k = 4 (a split of one
+    pair) is a candidate too (k = n = 5 never is)."""
+    S = np.eye(5)
+    S[0, 1] = S[1, 0] = S[2, 3] = S[3, 2] = s
+    eigenvalues = np.sort(np.linalg.eigvalsh(normalized_affinity(S)))
+    r = (1 - s) / (1 + s)
+    np.testing.assert_allclose(eigenvalues, [r, r, 1, 1, 1], atol=1e-12)
+    result = self_tuning_spectral_clustering(S + 1e-4)
+    assert max(result.costs) == largest_candidate
+    if s > 0.9:
+        assert result.k == 3 and result.labels.tolist() == [0, 0, 1, 1, 2]
 
 
 def test_deterministic():

@@ -31,7 +31,17 @@ Method, as implemented here:
 5. **Labels.** Agent ``i`` joins cluster ``argmax_j |Z_ij|``; labels are renumbered so that clusters
    appear in order of their first member.
 
-Candidate ``k``: by default ``2 .. min(n - 1, 10)``. ``k = 1`` is never a candidate (as in STSC's
+Candidate ``k``: by default ``2 .. min(n - 1, 10)``, and never more than the number of eigenvalues of
+``L`` at least :data:`MIN_EIGENVALUE` (``0.05``). An eigenvector of (near) zero eigenvalue carries no
+affinity: for a block of identical pairs (similarity 1 within, e.g. pairs that never score, which
+Eq. 5's 0/0 rule makes identical) ``L`` has rank one on the block, and its null space together with
+the block's indicator spans every coordinate of the block. Eq. 6 ignores eigenvalues, so a rotation
+then aligns each member of the block with an axis of its own at cost ``J = n``: every ``k`` past the
+number of blocks is "perfectly aligned" and STSC's largest-``k`` rule splits identical pairs (measured
+on a counter_circuit pool: four pairs with similarity 1 to each other became four clusters, k = 9
+instead of 6). Two pairs of similarity ``s`` to each other and none to the rest give eigenvalues 1 and
+``(1 - s) / (1 + s)``, so the floor ``0.05`` keeps any two pairs more similar than about 0.9 together.
+When a single eigenvalue passes the floor (every pair alike) the pool is one cluster. ``k = 1`` is never a candidate (as in STSC's
 ``cluster_rotate``): a single eigenvector is trivially aligned (``J = n``), so it would always tie for
 the minimum. ``k = n`` is excluded too: ``n`` orthonormal eigenvectors form an orthogonal matrix that
 a rotation turns into the identity, so ``k = n`` would always be perfectly aligned. Consequently a pool
@@ -64,6 +74,7 @@ from scipy.cluster.vq import ClusterError, kmeans2
 __all__ = [
     "Clustering",
     "SELECTION_TOLERANCE",
+    "MIN_EIGENVALUE",
     "alignment_cost",
     "alignment_cost_grad",
     "givens_pairs",
@@ -81,6 +92,9 @@ __all__ = [
 SELECTION_TOLERANCE: float = 1e-3
 """Tolerance on the normalized cost ``(J / n - 1) / k`` within which the largest ``k`` wins
 (Zelnik-Manor's ``cluster_rotate``: ``max(Quality) - Quality <= 0.001``)."""
+
+MIN_EIGENVALUE: float = 0.05
+"""Smallest eigenvalue of ``L`` whose eigenvector may add a cluster (see the module docstring)."""
 
 DEFAULT_MAX_K: int = 10
 """Largest candidate number of clusters by default (TBS pools have 10 training pairs)."""
@@ -427,6 +441,7 @@ def _kmeans_labels(X: np.ndarray, k: int, seed: int, restarts: int) -> np.ndarra
 
 
 def _candidate_ks(n: int, k_range: tuple[int, int] | None) -> list[int]:
+    """Candidate ``k`` before the eigenvalue floor."""
     if k_range is None:
         return list(range(2, min(n - 1, DEFAULT_MAX_K) + 1))
     lo, hi = int(k_range[0]), int(k_range[1])
@@ -471,6 +486,7 @@ def self_tuning_spectral_clustering(
     seed: int = 0,
     kmeans_restarts: int = 10,
     zero_diagonal: bool = False,
+    min_eigenvalue: float | None = MIN_EIGENVALUE,
 ) -> Clustering:
     """Cluster agent pairs from their similarity matrix (TBS Sec. 3.2, Eq. 6; STSC).
 
@@ -488,10 +504,14 @@ def self_tuning_spectral_clustering(
         seed: seed of the random starts and of k-means.
         kmeans_restarts: k-means runs with ``assign="kmeans"``; the lowest distortion wins.
         zero_diagonal: drop the self-similarities (the STSC paper's affinity; :func:`normalized_affinity`).
+        min_eigenvalue: candidate ``k`` are at most the number of eigenvalues of ``L`` that are
+            ``>= min_eigenvalue`` (module docstring); ``None`` turns the floor off. Ignored with
+            ``fixed_k``.
 
     Returns:
         :class:`Clustering`; ``costs`` has the alignment cost of every evaluated ``k`` (with ``fixed_k``
-        only that ``k``). ``n <= 2`` without ``fixed_k`` is one cluster (``costs = {1: n}``).
+        only that ``k``). ``n <= 2`` without ``fixed_k``, and a pool with a single eigenvalue above
+        ``min_eigenvalue``, are one cluster (``costs = {1: n}``).
 
     Raises:
         ValueError: invalid ``S`` (see :func:`normalized_affinity`), ``k_range``, ``fixed_k`` or ``assign``;
@@ -513,6 +533,11 @@ def self_tuning_spectral_clustering(
         return Clustering(labels=np.zeros(n, dtype=np.int64), k=1, costs={1: float(n)})
 
     ks = _candidate_ks(n, k_range)
+    if min_eigenvalue is not None:
+        supported = int((scipy.linalg.eigvalsh(L) >= float(min_eigenvalue)).sum())
+        if supported < 2:
+            return Clustering(labels=np.zeros(n, dtype=np.int64), k=1, costs={1: float(n)})
+        ks = [k for k in ks if k <= supported] or [min(ks[0], supported)]
     V, _ = top_eigenvectors(S, ks[-1], zero_diagonal)
     costs: dict[int, float] = {}
     rotated: dict[int, np.ndarray] = {}
