@@ -163,6 +163,48 @@ def test_scaled_reward_divides_by_the_heldout_pairs_self_play_and_summarizes_wit
     assert table.loc["TBS", "sparse_return"] == pytest.approx(np.mean([50, 60, 20, 30, 0, 10]))
 
 
+def _run_frame(layout, pairs):
+    """Results of one TBS chain: ``pairs`` = [(oracle return, TBS return, BR return)] per held-out
+    pair, the same in both seats and 2 episodes."""
+    rows = []
+    for h, returns in enumerate(pairs):
+        for agent, ret in zip(("Oracle", "TBS", "BR"), returns, strict=True):
+            for seat in (0, 1):
+                for ep in range(2):
+                    rows.append({"agent": agent, "heldout": h, "seat": seat, "episode": ep,
+                                 "sparse_return": ret, "layout": layout})  # fmt: skip
+    return scaled_rewards(pd.DataFrame(rows))
+
+
+def test_runs_of_a_layout_pool_their_heldout_pairs_and_the_paired_difference(tmp_path):
+    """Two seeds of counter_circuit (2 and 1 held-out pairs with a scale; one that never scores) and a
+    single coordination_ring run (not pooled). Pooled TBS = mean of 0.5, 1.0, 0.25 over the three
+    scaled pairs; BR = mean of 0.75, 0.0, 0.5; TBS - BR = mean of -0.25, 1.0, -0.25."""
+    from zsceval.tbs.report import format_tbs, tbs_pooled, tbs_summary
+
+    runs = {"s0": _run_frame("counter_circuit", [(100, 50, 75), (40, 40, 0)]),
+            "s1": _run_frame("counter_circuit", [(200, 50, 100), (0, 0, 20)]),
+            "cr": _run_frame("coordination_ring", [(100, 10, 20), (100, 30, 40)])}  # fmt: skip
+    paths = []
+    for name, frame in runs.items():
+        path = tmp_path / name / "ego" / "tbs_eval" / "results.parquet"
+        path.parent.mkdir(parents=True)
+        frame.to_parquet(path)
+        paths.append(path)
+    pooled = tbs_pooled(paths, reps=300).set_index("agent")
+    assert set(pooled["layout"]) == {"counter_circuit"} and (pooled["runs"] == 2).all()
+    assert (pooled["heldout_pairs"] == 3).all()
+    assert pooled.loc["TBS", "scaled"] == pytest.approx((0.5 + 1.0 + 0.25) / 3)
+    assert pooled.loc["BR", "scaled"] == pytest.approx((0.75 + 0.0 + 0.5) / 3)
+    assert pooled.loc["TBS - BR", "scaled"] == pytest.approx((-0.25 + 1.0 - 0.25) / 3)
+    assert pooled.loc["Oracle", "scaled"] == pytest.approx(1.0)
+    low, high = pooled.loc["TBS - BR", ["scaled_low", "scaled_high"]]
+    assert -0.25 - 1e-9 <= low < pooled.loc["TBS - BR", "scaled"] < high <= 1.0 + 1e-9
+    text = format_tbs(tbs_summary(paths, reps=50), pooled=tbs_pooled(paths, reps=50))
+    assert "counter_circuit  (pooled over 2 runs: 3 held-out pairs with a scale)" in text
+    assert "TBS - BR" in text and "coordination_ring  (pooled" not in text
+
+
 TINY = ["--steps", "2048", "--no-progress"]
 _TINY_SET = ("env.num_envs=16", "env.horizon=100", "algo.pool_size=3", "algo.pool_steps=2048",
              "algo.tom_games=4",

@@ -104,12 +104,16 @@ def report(
     from zsceval.evaluation.manifest import ManifestError, load_manifest
 
     options = {"seed": seed, "reps": reps, "level": ci_level, "nonpositive_br": nonpositive_br}
-    from zsceval.tbs.report import find_tbs_results, format_tbs, tbs_summary
+    from zsceval.tbs.report import find_tbs_results, format_tbs, tbs_pooled, tbs_summary
 
     tbs_paths = find_tbs_results(directory)
     tbs = tbs_summary(tbs_paths, reps=reps, seed=seed) if tbs_paths else None
+    pooled = tbs_pooled(tbs_paths, reps=reps, seed=seed) if tbs_paths else None
     if tbs is not None and not (Path(directory) / "results.parquet").is_file():  # a TBS run, no bench
-        click.echo(json.dumps({"tbs": rep.records(tbs)}, indent=2) if as_json else format_tbs(tbs, ci_level))
+        if as_json:
+            click.echo(json.dumps({"tbs": rep.records(tbs), "tbs_pooled": rep.records(pooled)}, indent=2))
+        else:
+            click.echo(format_tbs(tbs, ci_level, pooled))
         return
     try:
         results, br_returns, features = rep.read_tables(directory)
@@ -149,6 +153,7 @@ def report(
             payload["interdependence"] = rep.records(inter)
         if tbs is not None:
             payload["tbs"] = rep.records(tbs)
+            payload["tbs_pooled"] = rep.records(pooled)
         if reference is not None:
             payload["comparison"] = {
                 "reference": reference[0],
@@ -169,7 +174,7 @@ def report(
         if inter is not None:
             blocks.append(format_interdependence(inter))
         if tbs is not None:
-            blocks.append(format_tbs(tbs, ci_level))
+            blocks.append(format_tbs(tbs, ci_level, pooled))
         notes = rep.bench_notes(directory, rep.mark_selected(features, loaded))
         if notes:
             blocks.insert(0, "\n".join(notes))

@@ -41,12 +41,14 @@ number of blocks is "perfectly aligned" and STSC's largest-``k`` rule splits ide
 on a counter_circuit pool: four pairs with similarity 1 to each other became four clusters, k = 9
 instead of 6). Two pairs of similarity ``s`` to each other and none to the rest give eigenvalues 1 and
 ``(1 - s) / (1 + s)``, so the floor ``0.05`` keeps any two pairs more similar than about 0.9 together.
-When a single eigenvalue passes the floor (every pair alike) the pool is one cluster. ``k = 1`` is never a candidate (as in STSC's
-``cluster_rotate``): a single eigenvector is trivially aligned (``J = n``), so it would always tie for
-the minimum. ``k = n`` is excluded too: ``n`` orthonormal eigenvectors form an orthogonal matrix that
-a rotation turns into the identity, so ``k = n`` would always be perfectly aligned. Consequently a pool
-of ``n <= 2`` pairs is one cluster unless ``fixed_k`` says otherwise, and STSC cannot answer "one
-cluster" for a larger pool without structure: it returns the best ``k >= 2``.
+When a single eigenvalue passes the floor (every pair alike) the pool is one cluster.
+
+``k = 1`` is never a candidate (as in STSC's ``cluster_rotate``): a single eigenvector is trivially
+aligned (``J = n``), so it would always tie for the minimum. ``k = n`` is excluded too: ``n``
+orthonormal eigenvectors form an orthogonal matrix that a rotation turns into the identity, so
+``k = n`` would always be perfectly aligned. Consequently a pool of ``n <= 2`` pairs is one cluster
+unless ``fixed_k`` says otherwise, and a larger pool is one cluster only through the eigenvalue floor
+(all pairs alike); otherwise STSC returns the best ``k >= 2``.
 
 ``fixed_k`` gives vanilla spectral clustering with a preset number of clusters (TBS Sec. 4.3.4 ablation,
 "TBS (fixed)"): either the STSC rotation for that ``k`` alone (``assign="rotation"``) or k-means on
