@@ -180,7 +180,7 @@ def test_runs_of_a_layout_pool_their_heldout_pairs_and_the_paired_difference(tmp
     """Two seeds of counter_circuit (2 and 1 held-out pairs with a scale; one that never scores) and a
     single coordination_ring run (not pooled). Pooled TBS = mean of 0.5, 1.0, 0.25 over the three
     scaled pairs; BR = mean of 0.75, 0.0, 0.5; TBS - BR = mean of -0.25, 1.0, -0.25."""
-    from zsceval.tbs.report import format_tbs, tbs_pooled, tbs_summary
+    from zsceval.tbs.report import format_tbs, plot_pooled, tbs_pooled, tbs_summary
 
     runs = {"s0": _run_frame("counter_circuit", [(100, 50, 75), (40, 40, 0)]),
             "s1": _run_frame("counter_circuit", [(200, 50, 100), (0, 0, 20)]),
@@ -203,6 +203,9 @@ def test_runs_of_a_layout_pool_their_heldout_pairs_and_the_paired_difference(tmp
     text = format_tbs(tbs_summary(paths, reps=50), pooled=tbs_pooled(paths, reps=50))
     assert "counter_circuit  (pooled over 2 runs: 3 held-out pairs with a scale)" in text
     assert "TBS - BR" in text and "coordination_ring  (pooled" not in text
+    written = plot_pooled(tbs_pooled(paths, reps=50), tmp_path / "figures")
+    assert [p.name for p in written] == ["tbs_pooled_counter_circuit.png"]
+    assert written[0].read_bytes()[:4] == b"\x89PNG"
 
 
 TINY = ["--steps", "2048", "--no-progress"]

@@ -104,7 +104,7 @@ def report(
     from zsceval.evaluation.manifest import ManifestError, load_manifest
 
     options = {"seed": seed, "reps": reps, "level": ci_level, "nonpositive_br": nonpositive_br}
-    from zsceval.tbs.report import find_tbs_results, format_tbs, tbs_pooled, tbs_summary
+    from zsceval.tbs.report import find_tbs_results, format_tbs, plot_pooled, tbs_pooled, tbs_summary
 
     tbs_paths = find_tbs_results(directory)
     tbs = tbs_summary(tbs_paths, reps=reps, seed=seed) if tbs_paths else None
@@ -114,6 +114,9 @@ def report(
             click.echo(json.dumps({"tbs": rep.records(tbs), "tbs_pooled": rep.records(pooled)}, indent=2))
         else:
             click.echo(format_tbs(tbs, ci_level, pooled))
+        if figures and len(pooled):
+            written = plot_pooled(pooled, directory / rep.FIGURES_DIR)
+            click.echo(f"wrote {len(written)} figure(s) to {directory / rep.FIGURES_DIR}", err=True)
         return
     try:
         results, br_returns, features = rep.read_tables(directory)
@@ -190,4 +193,6 @@ def report(
             )
         except ValueError as exc:
             raise click.ClickException(str(exc)) from exc
+        if pooled is not None and len(pooled):
+            written += plot_pooled(pooled, directory / rep.FIGURES_DIR)
         click.echo(f"wrote {len(written)} figure(s) to {directory / rep.FIGURES_DIR}", err=True)

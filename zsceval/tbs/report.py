@@ -10,7 +10,7 @@ import pandas as pd
 
 from zsceval.tbs.jobs import AGENTS, _cube, summarize
 
-__all__ = ["TBS_RESULTS", "find_tbs_results", "format_tbs", "tbs_pooled", "tbs_summary"]
+__all__ = ["TBS_RESULTS", "find_tbs_results", "format_tbs", "plot_pooled", "tbs_pooled", "tbs_summary"]
 
 TBS_RESULTS = "tbs_eval/results.parquet"
 """Where a ``tbs.evaluate`` job leaves its episodes, relative to the ego job's folder."""
@@ -78,6 +78,25 @@ def tbs_pooled(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.Data
                          "scaled_high": ci.high})  # fmt: skip
     columns = ["layout", "runs", "heldout_pairs", "agent", "scaled", "scaled_low", "scaled_high"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def plot_pooled(pooled: pd.DataFrame, folder: str | Path) -> list[Path]:
+    """One bar chart per layout of :func:`tbs_pooled` (scaled reward per agent with its CI; the paired
+    difference in the title), ``folder/tbs_pooled_<layout>.png``; nothing for an empty table."""
+    from zsceval.tbs.jobs import plot_tbs
+
+    written = []
+    for layout, g in pooled.groupby("layout", sort=True):
+        diff = g[g["agent"] == "TBS - BR"]
+        runs, pairs = int(g["runs"].iloc[0]), int(g["heldout_pairs"].iloc[0])
+        title = f"{layout}: {runs} runs pooled ({pairs} held-out pairs)"
+        if len(diff):
+            d = diff.iloc[0]
+            title += f"; TBS - BR {d.scaled:+.3f} [{d.scaled_low:+.3f}, {d.scaled_high:+.3f}]"
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        path = Path(folder) / f"tbs_pooled_{layout}.png"
+        written.append(plot_tbs(g[g["agent"] != "TBS - BR"], path, title=title))
+    return written
 
 
 def _pooled_cube(runs: list[pd.DataFrame], agent: str) -> np.ndarray:
