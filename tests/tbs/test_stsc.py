@@ -219,6 +219,8 @@ def test_identical_pairs_are_never_split():
     assert result.k == 6
     assert result.labels.tolist() == [0, 1, 2, 3, 3, 2, 2, 4, 2, 5]
     assert max(result.costs) == 6
+    cut = self_tuning_spectral_clustering(S, k_range=(7, 8))  # above the floor: k = 6 only
+    assert list(cut.costs) == [6] and cut.labels.tolist() == result.labels.tolist()
     unfloored = self_tuning_spectral_clustering(S, min_eigenvalue=None)
     assert unfloored.k > 6  # the split the floor prevents
     assert len({int(unfloored.labels[i]) for i in (2, 5, 6, 8)}) > 1

@@ -507,8 +507,8 @@ def self_tuning_spectral_clustering(
         kmeans_restarts: k-means runs with ``assign="kmeans"``; the lowest distortion wins.
         zero_diagonal: drop the self-similarities (the STSC paper's affinity; :func:`normalized_affinity`).
         min_eigenvalue: candidate ``k`` are at most the number of eigenvalues of ``L`` that are
-            ``>= min_eigenvalue`` (module docstring); ``None`` turns the floor off. Ignored with
-            ``fixed_k``.
+            ``>= min_eigenvalue`` (module docstring; a ``k_range`` wholly above that count is cut
+            down to it); ``None`` turns the floor off. Ignored with ``fixed_k``.
 
     Returns:
         :class:`Clustering`; ``costs`` has the alignment cost of every evaluated ``k`` (with ``fixed_k``
