@@ -535,12 +535,12 @@ def self_tuning_spectral_clustering(
         return Clustering(labels=np.zeros(n, dtype=np.int64), k=1, costs={1: float(n)})
 
     ks = _candidate_ks(n, k_range)
+    V, values = top_eigenvectors(S, n, zero_diagonal)  # one eigendecomposition: the floor and the k's
     if min_eigenvalue is not None:
-        supported = int((scipy.linalg.eigvalsh(L) >= float(min_eigenvalue)).sum())
+        supported = int((values >= float(min_eigenvalue)).sum())
         if supported < 2:
             return Clustering(labels=np.zeros(n, dtype=np.int64), k=1, costs={1: float(n)})
-        ks = [k for k in ks if k <= supported] or [min(ks[0], supported)]
-    V, _ = top_eigenvectors(S, ks[-1], zero_diagonal)
+        ks = [k for k in ks if k <= supported] or [supported]
     costs: dict[int, float] = {}
     rotated: dict[int, np.ndarray] = {}
     current = V[:, : ks[0]]
