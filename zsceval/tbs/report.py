@@ -67,6 +67,8 @@ def tbs_pooled(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.Data
         if len(runs) < 2:
             continue
         agents = [a for a in AGENTS if all(a in set(f["agent"]) for f in runs)]
+        if not agents:  # runs written by different versions share no agent: nothing to pool
+            continue
         data = {a: _pooled_cube(runs, a) for a in agents}
         if "TBS" in data and "BR" in data:
             data["TBS - BR"] = data["TBS"] - data["BR"]
@@ -82,10 +84,21 @@ def tbs_pooled(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.Data
 
 def plot_pooled(pooled: pd.DataFrame, folder: str | Path) -> list[Path]:
     """One bar chart per layout of :func:`tbs_pooled` (scaled reward per agent with its CI; the paired
-    difference in the title), ``folder/tbs_pooled_<layout>.png``; nothing for an empty table."""
+    difference in the title), saved atomically as ``folder/tbs_pooled_<layout>.png`` (``folder`` is
+    created).
+
+    Args:
+        pooled: the table of :func:`tbs_pooled`.
+        folder: output folder.
+
+    Returns:
+        The written paths, one per layout; none for an empty table.
+    """
     from zsceval.tbs.jobs import plot_tbs
 
     written = []
+    if len(pooled):
+        Path(folder).mkdir(parents=True, exist_ok=True)
     for layout, g in pooled.groupby("layout", sort=True):
         diff = g[g["agent"] == "TBS - BR"]
         runs, pairs = int(g["runs"].iloc[0]), int(g["heldout_pairs"].iloc[0])
@@ -93,7 +106,6 @@ def plot_pooled(pooled: pd.DataFrame, folder: str | Path) -> list[Path]:
         if len(diff):
             d = diff.iloc[0]
             title += f"; TBS - BR {d.scaled:+.3f} [{d.scaled_low:+.3f}, {d.scaled_high:+.3f}]"
-        Path(folder).mkdir(parents=True, exist_ok=True)
         path = Path(folder) / f"tbs_pooled_{layout}.png"
         written.append(plot_tbs(g[g["agent"] != "TBS - BR"], path, title=title))
     return written
