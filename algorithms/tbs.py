@@ -293,6 +293,11 @@ class TBSOptions:
     """Adam learning rate of the ToM models."""
     tom_holdout: float = 0.25
     """Fraction of each ToM model's episodes kept out of training for early stopping (0: none)."""
+    tom_global: str = "mixed"
+    """Episodes of the global ToM model: ``mixed`` (Eq. 11: the partner's cluster and the best
+    response's drawn independently, so every cluster's partners meet every cluster's BR) or
+    ``matched`` (each cluster's partners with its own BR only, the cluster models' episodes
+    pooled; an ablation)."""
     tom_epsilon: float = 0.1
     """Exploration of the best response while the ToM episodes are collected (greedy agents in a
     deterministic game would repeat one episode; the partners, whose intentions are the labels,
@@ -381,7 +386,7 @@ class TBS(Algorithm):
             "granularity": opts.get("granularity", "fine"), "window": int(opts.get("window", 0)),
             "tom_games": int(opts.get("tom_games", 32)), "tom_epochs": int(opts.get("tom_epochs", 60)),
             "tom_epsilon": float(opts.get("tom_epsilon", 0.1)), "tom_lr": float(opts.get("tom_lr", 3e-3)),
-            "tom_holdout": float(opts.get("tom_holdout", 0.25)),
+            "tom_holdout": float(opts.get("tom_holdout", 0.25)), "tom_global": str(opts.get("tom_global", "mixed")),
             "algo_inputs": {"pool": pool.id},
         }  # fmt: skip
         ego = Job(ctx.ego_id, "tbs.ego", ego_params, needs=(pool.id, cluster.id, brs.id), out=ctx.ego_id)

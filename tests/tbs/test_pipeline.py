@@ -208,6 +208,22 @@ def test_runs_of_a_layout_pool_their_heldout_pairs_and_the_paired_difference(tmp
     assert written[0].read_bytes()[:4] == b"\x89PNG"
 
 
+def test_global_tom_plan_gives_every_best_response_every_cluster_equally():
+    from zsceval.tbs.jobs import global_tom_plan
+
+    # N = 3, k = 2, 4 episodes per pair: 12 / 4 = 3 per (i, j) block, rounded up to 4 = 2 slots
+    assert global_tom_plan([[0, 1], [2]], 4) == [[0, 1, 2, 2], [0, 1, 2, 2]]
+    # N = 6, k = 2, 2 per pair: 3 per block -> 2 slots; the 4-member cluster is entered at j x 2
+    assert global_tom_plan([[0, 1, 2, 3], [4, 5]], 2) == [[0, 1, 4, 5], [2, 3, 4, 5]]
+    # one cluster: the whole budget, games x N episodes
+    assert global_tom_plan([[0, 1, 2]], 4) == [[0, 1, 2, 0, 1, 2]]
+    plan = global_tom_plan([[0, 3, 5], [1], [2, 4, 6, 7], [8, 9]], 32)  # N = 10, k = 4: 20 per block
+    for seq in plan:  # every BR meets every cluster with the same share of episodes
+        assert [sum(p in c for p in seq) for c in ([0, 3, 5], [1], [2, 4, 6, 7], [8, 9])] == [10] * 4
+    with pytest.raises(ValueError, match="non-empty"):
+        global_tom_plan([[0], []], 4)
+
+
 TINY = ["--steps", "2048", "--no-progress"]
 _TINY_SET = ("env.num_envs=16", "env.horizon=100", "algo.pool_size=3", "algo.pool_steps=2048",
              "algo.tom_games=4",
@@ -246,7 +262,8 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     assert type(tbs).agent_class == "tbs" and len(tbs.brs) == clustering["k"]
     curves = json.loads((out / "ego" / "run" / "tom_curves.json").read_text())
     assert len(curves["global"]["loss"]) == 1  # tom_epochs=1 over every cluster's episodes
-    assert meta["tom"]["global"]["episodes"] == 4 * 3  # tom_games=4 per pool pair
+    # Eq. 11: k^2 blocks (partner cluster i, BR j) of ceil(4 x 3 / k^2) episodes rounded up to even
+    assert meta["tom"]["global"]["episodes"] == {1: 12, 2: 16}[clustering["k"]]
     sizes = np.bincount(clustering["labels"])
     for j in range(clustering["k"]):  # a cluster model has m_j / N of them: N / m_j passes, the same steps
         assert meta["tom"][f"cluster_{j}"]["episodes"] == 4 * sizes[j]

@@ -5,7 +5,8 @@ agents, and the TBS evaluation protocol (paper 000 Sec. 3.2-3.3 and Sec. 4).
   greedy, ``episodes`` each; Eq. 5 similarity (+1e-4); self-tuning spectral clustering (Eq. 6) or a
   fixed k; writes ``xp.json``, ``clustering.json`` and the figures ``similarity.png``, ``costs.png``.
 * ``tbs.ego``: trains the k cluster ToM models (each on episodes of BR_i with cluster-i partners, both
-  seats) and the global ToM model (all those episodes, Eq. 11), then saves one checkpoint in
+  seats, Eq. 10) and the global ToM model (episodes of every BR_j with every cluster's partners,
+  Eq. 11), then saves one checkpoint in
   ``run/`` holding the TBS agent (the ego, ``tbs``) and the baselines' agents: the single best
   response (``br``), Random Selection, CEM and CBPR for each ego seat (``random_0``, ``cem_1``, ...).
 * ``tbs.evaluate``: every agent with every held-out pair in both seats (``episodes`` each), the
@@ -27,7 +28,7 @@ import torch
 from zsceval.execution.jobs import JobInputError, job_kind
 from zsceval.io import atomic_write_text
 
-__all__ = ["AGENTS", "cross_play_returns", "read_clusters", "scaled_rewards", "summarize"]
+__all__ = ["AGENTS", "cross_play_returns", "global_tom_plan", "read_clusters", "scaled_rewards", "summarize"]
 
 AGENTS = ("TBS", "BR", "Random", "CEM", "CBPR", "Oracle")
 """Rows of the TBS table, in the paper's order of discussion."""
@@ -181,6 +182,34 @@ def _tom_episodes(
         br.epsilon = 0.0
 
 
+def global_tom_plan(clusters: list[list[int]], games: int) -> list[list[int]]:
+    """The partners of the global ToM model's episodes, per best response (Eq. 11).
+
+    Eq. 11 draws the partner's cluster i and the best response's cluster j independently and
+    uniformly, so every (i, j) block gets the same number of episodes: ``games x N / k^2`` rounded
+    up to an even number (half with the best response in each seat), at least 2, about as many
+    episodes in all as the cluster models' ``games x N``. Within a block the members of cluster i
+    take turns, starting at member ``j x slots`` so that different best responses meet different
+    members of a large cluster.
+
+    Args:
+        clusters: pool-pair indices per cluster (k lists covering the N pairs).
+        games: ``tom_games``, episodes per pool pair.
+
+    Returns:
+        One list per best response j: the pool pair of each two consecutive games (seat 0, then
+        seat 1), ``2 x len`` games in all, as :func:`_tom_episodes` takes them.
+
+    Raises:
+        ValueError: no clusters, an empty cluster or ``games`` < 1.
+    """
+    if not clusters or any(not c for c in clusters) or games < 1:
+        raise ValueError(f"global_tom_plan needs non-empty clusters and games >= 1, got {clusters}, {games}")
+    k, n = len(clusters), sum(len(c) for c in clusters)
+    slots = max(1, -(-games * n // (2 * k * k)))  # ceil(games N / k^2 / 2) pairs of games per block
+    return [[c[(j * slots + s) % len(c)] for c in clusters for s in range(slots)] for j in range(k)]
+
+
 @job_kind("tbs.ego")
 def ego_job(params: dict, out: Path, needs: dict) -> dict:
     """ToM models and the composite agents.
@@ -190,11 +219,14 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     ``tom_epochs`` (60: the global model's passes over all the episodes; a cluster model of m of
     the N pairs makes about as many gradient steps, ``round(N / m)`` times the passes),
     ``tom_epsilon`` (the best response's exploration while collecting, 0.1), ``tom_hidden`` (64),
-    ``tom_lr`` (Adam, 3e-3) and ``tom_holdout`` (the fraction of each model's episodes kept out of
-    training for early stopping, 0.25; 0: none).
+    ``tom_lr`` (Adam, 3e-3), ``tom_holdout`` (the fraction of each model's episodes kept out of
+    training for early stopping, 0.25; 0: none) and ``tom_global`` (the global model's episodes:
+    ``mixed``, Eq. 11, every cluster's partners with every cluster's best response,
+    :func:`global_tom_plan`; ``matched``, the cluster models' episodes pooled, each cluster's
+    partners with its own best response only).
 
     Raises:
-        JobInputError: an unreadable clustering (:func:`read_clusters`).
+        JobInputError: an unreadable clustering (:func:`read_clusters`) or an unknown ``tom_global``.
     """
     from tqdm.auto import tqdm
 
@@ -226,6 +258,17 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
         n_games = games * len(members)
         data.append(_tom_episodes(layout, brs[j], firsts, seconds, members, n_games, seed + j, device,
                                   concepts, radius, eps))  # fmt: skip
+    mode = params.get("tom_global", "mixed")
+    if mode == "matched":
+        global_data = data
+    elif mode == "mixed":  # Eq. 11: the partner's cluster and the best response's drawn independently
+        global_data = [
+            _tom_episodes(layout, brs[j], firsts, seconds, plan, 2 * len(plan), seed + 7919 + j, device,
+                          concepts, radius, eps)
+            for j, plan in enumerate(global_tom_plan(clusters, games))
+        ]  # fmt: skip
+    else:
+        raise JobInputError(f"tom_global must be 'mixed' or 'matched', got {mode!r}")
     curves = {}
 
     def fit(name: str, parts: list, passes: int) -> ToMModel:
@@ -253,7 +296,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     total = sum(d.obs.shape[1] for d in data)
     passes = [epochs * max(1, round(total / d.obs.shape[1])) for d in data]
     toms = [fit(f"cluster_{j}", [data[j]], passes[j]) for j in range(k)]
-    global_tom = fit("global", data, epochs)
+    global_tom = fit("global", global_data, epochs)
     bar.close()
     window = int(params.get("window", 0)) or None
     agents = {"tbs": TBSAgent(brs, toms, global_tom, window=window), "br": single}
