@@ -352,6 +352,10 @@ class TBS(Algorithm):
                     "overrides": [*ctx.common.get("overrides", []), f"env.view_radius={radius}"],
                 },
             )
+        from zsceval.tbs.jobs import TOM_GLOBAL
+
+        if str(opts.get("tom_global", "mixed")) not in TOM_GLOBAL:
+            raise ConfigError(f"algo.tom_global must be one of {', '.join(TOM_GLOBAL)}, got {opts['tom_global']!r}")
         preset = ctx.common.get("preset", "quick")
         size = int(opts.get("pool_size", 0)) or _sizes(preset)["pool_size"]
         held = int(opts.get("heldout_size", 0)) or size

@@ -283,6 +283,20 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     assert report.exit_code == 0 and "TBS protocol" in report.output, report.output
 
 
+def test_unknown_tom_global_is_refused_before_any_job_runs():
+    from zsceval.rl.algorithm import JobContext
+    from zsceval.rl.config import ConfigError
+
+    ctx = JobContext("tbs", "counter_circuit", 0, None, "ego", {"layout": "counter_circuit", "overrides": []},
+                     ego_options={"tom_global": "global"})  # fmt: skip
+    with pytest.raises(ConfigError, match="must be one of mixed, matched, got 'global'"):
+        registry.get("tbs").jobs(ctx)
+    with pytest.raises(job_mod.JobInputError, match="tom_global must be one of mixed, matched"):
+        job_mod.JOB_KINDS["tbs.ego"]({"tom_global": "matched_", "layout": "counter_circuit", "seed": 0}, None, {})
+    ego = [j for j in registry.get("tbs").jobs(dataclasses.replace(ctx, ego_options={})) if j.kind == "tbs.ego"]
+    assert ego[0].params["tom_global"] == "mixed"  # Eq. 11 by default
+
+
 def test_partial_flag_gives_every_stage_the_view_radius():
     from zsceval.rl.algorithm import JobContext
 

@@ -28,10 +28,14 @@ import torch
 from zsceval.execution.jobs import JobInputError, job_kind
 from zsceval.io import atomic_write_text
 
-__all__ = ["AGENTS", "cross_play_returns", "global_tom_plan", "read_clusters", "scaled_rewards", "summarize"]
+__all__ = ["AGENTS", "TOM_GLOBAL", "cross_play_returns", "global_tom_plan", "read_clusters", "scaled_rewards", "summarize"]
 
 AGENTS = ("TBS", "BR", "Random", "CEM", "CBPR", "Oracle")
 """Rows of the TBS table, in the paper's order of discussion."""
+
+TOM_GLOBAL = ("mixed", "matched")
+"""The global ToM model's episodes (``tom_global``): Eq. 11's every cluster with every BR, or the
+cluster models' matched episodes pooled."""
 
 
 def _env(layout: str, games: int, device: Any, seed: int = 0, view_radius: int = 0):
@@ -236,6 +240,9 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     from zsceval.tbs.concepts import build_concept_set
     from zsceval.tbs.tom import ToMModel, train_tom
 
+    mode = params.get("tom_global", "mixed")
+    if mode not in TOM_GLOBAL:
+        raise JobInputError(f"tom_global must be one of {', '.join(TOM_GLOBAL)}, got {mode!r}")
     device = params.get("device", "cpu")
     layout, seed = params["layout"], int(params["seed"])
     radius = int(params.get("view_radius", 0))
@@ -258,17 +265,14 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
         n_games = games * len(members)
         data.append(_tom_episodes(layout, brs[j], firsts, seconds, members, n_games, seed + j, device,
                                   concepts, radius, eps))  # fmt: skip
-    mode = params.get("tom_global", "mixed")
     if mode == "matched":
         global_data = data
-    elif mode == "mixed":  # Eq. 11: the partner's cluster and the best response's drawn independently
+    else:  # "mixed", Eq. 11: the partner's cluster and the best response's drawn independently
         global_data = [
             _tom_episodes(layout, brs[j], firsts, seconds, plan, 2 * len(plan), seed + 7919 + j, device,
                           concepts, radius, eps)
             for j, plan in enumerate(global_tom_plan(clusters, games))
         ]  # fmt: skip
-    else:
-        raise JobInputError(f"tom_global must be 'mixed' or 'matched', got {mode!r}")
     curves = {}
 
     def fit(name: str, parts: list, passes: int) -> ToMModel:
