@@ -355,7 +355,9 @@ class TBS(Algorithm):
         from zsceval.tbs.jobs import TOM_GLOBAL
 
         if str(opts.get("tom_global", "mixed")) not in TOM_GLOBAL:
-            raise ConfigError(f"algo.tom_global must be one of {', '.join(TOM_GLOBAL)}, got {opts['tom_global']!r}")
+            raise ConfigError(
+                f"algo.tom_global must be one of {', '.join(TOM_GLOBAL)}, got {opts['tom_global']!r}"
+            )
         preset = ctx.common.get("preset", "quick")
         size = int(opts.get("pool_size", 0)) or _sizes(preset)["pool_size"]
         held = int(opts.get("heldout_size", 0)) or size
@@ -390,7 +392,8 @@ class TBS(Algorithm):
             "granularity": opts.get("granularity", "fine"), "window": int(opts.get("window", 0)),
             "tom_games": int(opts.get("tom_games", 32)), "tom_epochs": int(opts.get("tom_epochs", 60)),
             "tom_epsilon": float(opts.get("tom_epsilon", 0.1)), "tom_lr": float(opts.get("tom_lr", 3e-3)),
-            "tom_holdout": float(opts.get("tom_holdout", 0.25)), "tom_global": str(opts.get("tom_global", "mixed")),
+            "tom_holdout": float(opts.get("tom_holdout", 0.25)),
+            "tom_global": str(opts.get("tom_global", "mixed")),
             "algo_inputs": {"pool": pool.id},
         }  # fmt: skip
         ego = Job(ctx.ego_id, "tbs.ego", ego_params, needs=(pool.id, cluster.id, brs.id), out=ctx.ego_id)

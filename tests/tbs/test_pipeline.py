@@ -292,8 +292,12 @@ def test_unknown_tom_global_is_refused_before_any_job_runs():
     with pytest.raises(ConfigError, match="must be one of mixed, matched, got 'global'"):
         registry.get("tbs").jobs(ctx)
     with pytest.raises(job_mod.JobInputError, match="tom_global must be one of mixed, matched"):
-        job_mod.JOB_KINDS["tbs.ego"]({"tom_global": "matched_", "layout": "counter_circuit", "seed": 0}, None, {})
-    ego = [j for j in registry.get("tbs").jobs(dataclasses.replace(ctx, ego_options={})) if j.kind == "tbs.ego"]
+        job_mod.JOB_KINDS["tbs.ego"](
+            {"tom_global": "matched_", "layout": "counter_circuit", "seed": 0}, None, {}
+        )
+    ego = [
+        j for j in registry.get("tbs").jobs(dataclasses.replace(ctx, ego_options={})) if j.kind == "tbs.ego"
+    ]
     assert ego[0].params["tom_global"] == "mixed"  # Eq. 11 by default
 
 

@@ -28,7 +28,16 @@ import torch
 from zsceval.execution.jobs import JobInputError, job_kind
 from zsceval.io import atomic_write_text
 
-__all__ = ["AGENTS", "TOM_GLOBAL", "cross_play_returns", "global_tom_plan", "read_clusters", "scaled_rewards", "summarize"]
+__all__ = [
+    "AGENTS",
+    "TOM_GLOBAL",
+    "cross_play_returns",
+    "global_tom_plan",
+    "read_clusters",
+    "result_cube",
+    "scaled_rewards",
+    "summarize",
+]
 
 AGENTS = ("TBS", "BR", "Random", "CEM", "CBPR", "Oracle")
 """Rows of the TBS table, in the paper's order of discussion."""
@@ -349,8 +358,17 @@ def scaled_rewards(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _cube(frame: pd.DataFrame, col: str) -> np.ndarray:
-    """``float64 [episodes, held-out pairs, seats]`` of ``col`` (NaN where missing)."""
+def result_cube(frame: pd.DataFrame, col: str) -> np.ndarray:
+    """One agent's rows of a ``results.parquet`` as an array for the bootstrap.
+
+    Args:
+        frame: rows of one agent, columns ``episode, heldout, seat`` (ints from 0) and ``col``.
+        col: the value column, e.g. ``scaled`` or ``sparse_return``.
+
+    Returns:
+        ``float64 [episodes, held-out pairs, 2]`` (axis 2: the agent's seat); NaN where a cell has
+        no row or no value (a held-out pair without a scale).
+    """
     E, H = int(frame["episode"].max()) + 1, int(frame["heldout"].max()) + 1
     x = np.full((E, H, 2), np.nan)
     x[frame["episode"].to_numpy(), frame["heldout"].to_numpy(), frame["seat"].to_numpy()] = frame[
@@ -370,7 +388,7 @@ def summarize(frame: pd.DataFrame, reps: int = 2000, seed: int = 0) -> pd.DataFr
         sub = frame[frame["agent"] == agent]
         row: dict[str, Any] = {"agent": agent}
         for col in ("scaled", "sparse_return"):
-            x = _cube(sub, col)
+            x = result_cube(sub, col)
             keep = ~np.isnan(x).all(axis=(0, 2))  # held-out pairs with a scale
             if not keep.any():
                 row.update({col: np.nan, f"{col}_low": np.nan, f"{col}_high": np.nan})

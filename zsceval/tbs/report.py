@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from zsceval.tbs.jobs import AGENTS, _cube, summarize
+from zsceval.tbs.jobs import AGENTS, result_cube, summarize
 
 __all__ = ["TBS_RESULTS", "find_tbs_results", "format_tbs", "plot_pooled", "tbs_pooled", "tbs_summary"]
 
@@ -117,7 +117,7 @@ def _pooled_cube(runs: list[pd.DataFrame], agent: str) -> np.ndarray:
     episodes = max(int(f["episode"].max()) + 1 for f in runs)
     parts = []
     for f in runs:
-        x = _cube(f[f["agent"] == agent], "scaled")
+        x = result_cube(f[f["agent"] == agent], "scaled")
         parts.append(np.pad(x, ((0, episodes - x.shape[0]), (0, 0), (0, 0)), constant_values=np.nan))
     return np.concatenate(parts, axis=1)
 
