@@ -339,10 +339,18 @@ class TBS(Algorithm):
     @classmethod
     def jobs(cls, ctx: JobContext) -> list:
         """Training pool, held-out pool, cross-play clustering, best responses, ToM + the TBS agent
-        (the ego), and the TBS evaluation against the held-out pool."""
+        (the ego), and the TBS evaluation against the held-out pool.
+
+        Raises:
+            ConfigError: ``algo.tom_global`` is not one of :data:`zsceval.tbs.jobs.TOM_GLOBAL`.
+        """
         from zsceval.execution.jobs import Job
+        from zsceval.tbs.jobs import TOM_GLOBAL
 
         opts = dict(ctx.ego_options)
+        tom_global = str(opts.get("tom_global", "mixed"))
+        if tom_global not in TOM_GLOBAL:
+            raise ConfigError(f"algo.tom_global must be one of {', '.join(TOM_GLOBAL)}, got {tom_global!r}")
         radius = int(opts.get("view_radius", 2)) if opts.get("partial") else 0
         if radius:  # every training job sees the partial view; the other jobs build their envs with it
             ctx = dataclasses.replace(
@@ -351,12 +359,6 @@ class TBS(Algorithm):
                     **ctx.common,
                     "overrides": [*ctx.common.get("overrides", []), f"env.view_radius={radius}"],
                 },
-            )
-        from zsceval.tbs.jobs import TOM_GLOBAL
-
-        if str(opts.get("tom_global", "mixed")) not in TOM_GLOBAL:
-            raise ConfigError(
-                f"algo.tom_global must be one of {', '.join(TOM_GLOBAL)}, got {opts['tom_global']!r}"
             )
         preset = ctx.common.get("preset", "quick")
         size = int(opts.get("pool_size", 0)) or _sizes(preset)["pool_size"]
@@ -393,7 +395,7 @@ class TBS(Algorithm):
             "tom_games": int(opts.get("tom_games", 32)), "tom_epochs": int(opts.get("tom_epochs", 60)),
             "tom_epsilon": float(opts.get("tom_epsilon", 0.1)), "tom_lr": float(opts.get("tom_lr", 3e-3)),
             "tom_holdout": float(opts.get("tom_holdout", 0.25)),
-            "tom_global": str(opts.get("tom_global", "mixed")),
+            "tom_global": tom_global,
             "algo_inputs": {"pool": pool.id},
         }  # fmt: skip
         ego = Job(ctx.ego_id, "tbs.ego", ego_params, needs=(pool.id, cluster.id, brs.id), out=ctx.ego_id)

@@ -276,7 +276,8 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
                                   concepts, radius, eps))  # fmt: skip
     if mode == "matched":
         global_data = data
-    else:  # "mixed", Eq. 11: the partner's cluster and the best response's drawn independently
+    else:  # "mixed", Eq. 11: the partner's cluster and the best response's drawn independently;
+        # seeds seed + 7919 + j, apart from the cluster models' seed + j, so the episodes differ
         global_data = [
             _tom_episodes(layout, brs[j], firsts, seconds, plan, 2 * len(plan), seed + 7919 + j, device,
                           concepts, radius, eps)
