@@ -445,18 +445,19 @@ def test_report_names_skipped_algorithms_and_selected_partners(tmp_path):
 
 # -- 5. threads: concurrent jobs do not oversubscribe the cores -----------------------------------------
 def test_thread_cap_for_concurrent_jobs_and_note_when_cores_are_busy(monkeypatch, tmp_path):
+    from zsceval.rl import hardware as hw
     from zsceval.rl import trainer as tr
 
-    monkeypatch.setattr(tr.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
-    monkeypatch.setattr(tr, "usable_cores", lambda: 2)
+    monkeypatch.setattr(hw.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(hw, "usable_cores", lambda: 2)
     monkeypatch.delenv(tr.MAX_THREADS_ENV, raising=False)
     assert tr.choose_threads(2) == (2, None)
     monkeypatch.setenv(tr.MAX_THREADS_ENV, "1")
     assert tr.choose_threads(2) == (1, None) and tr.choose_threads(0) == (1, None)
     monkeypatch.delenv(tr.MAX_THREADS_ENV)
-    monkeypatch.setattr(tr.os, "getloadavg", lambda: (1.9, 1.0, 1.0))  # another run busy on 2 cores
+    monkeypatch.setattr(hw.os, "getloadavg", lambda: (1.9, 1.0, 1.0))  # another run busy on 2 cores
     threads, note = tr.choose_threads(2)
-    assert threads == 2 and "run.num_threads=1" in note  # a note, not a load-dependent change
+    assert threads == 2 and "run.num_threads=1" in note  # an explicit count is a note, not a change
 
     # the cap is recorded in the run's config, so a resume uses the same count
     monkeypatch.setenv(tr.MAX_THREADS_ENV, "1")
@@ -476,6 +477,7 @@ def test_bench_caps_threads_when_jobs_run_concurrently(tmp_path, monkeypatch):
         seen.append(os.environ.get(MAX_THREADS_ENV))
         raise JobError("stopped by the test", retryable=True)
 
+    monkeypatch.delenv(MAX_THREADS_ENV, raising=False)  # the test suite's own cap (conftest)
     monkeypatch.setattr(bench_mod, "run_jobs", fake)
     monkeypatch.setattr(bench_mod, "usable_cores", lambda: 2)
     suite = tmp_path / "tiny.yaml"

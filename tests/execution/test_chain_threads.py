@@ -3,7 +3,8 @@
 import torch
 
 from zsceval.commands import chain
-from zsceval.rl.trainer import MAX_THREADS_ENV
+from zsceval.rl import hardware
+from zsceval.rl.hardware import MAX_THREADS_ENV
 
 
 def params(*overrides, preset="quick"):
@@ -13,10 +14,11 @@ def params(*overrides, preset="quick"):
 
 def test_chain_threads_from_overrides_preset_and_cap(monkeypatch):
     monkeypatch.delenv(MAX_THREADS_ENV, raising=False)
-    assert chain.chain_threads(params()) == 2  # the quick preset's run.num_threads
+    monkeypatch.setattr(hardware, "auto_threads", lambda: (2, "two free cores"))
+    assert chain.chain_threads(params()) == 2  # the quick preset's run.num_threads: auto
     assert chain.chain_threads(params("run.num_threads=1", "algo.population_size=4")) == 1
     assert chain.chain_threads(params("run.num_threads=1", "run.num_threads=3")) == 3  # the last wins
-    assert chain.chain_threads(params(preset="paper")) == 0  # torch's default
+    assert chain.chain_threads(params("run.num_threads=0", preset="paper")) == 0  # torch's default
     monkeypatch.setenv(MAX_THREADS_ENV, "1")  # `zsceval bench` with 2 workers on 2 cores
     assert chain.chain_threads(params()) == 1
 

@@ -44,17 +44,18 @@ def _context(params: dict[str, Any]) -> JobContext:
 
 def chain_threads(params: dict[str, Any]) -> int:
     """``run.num_threads`` of the chain's jobs: the chain's overrides over its preset (0: torch's
-    default), capped by ``ZSCEVAL_MAX_THREADS`` (:func:`~zsceval.rl.trainer.choose_threads`).
+    default; ``auto`` resolved once for the chain), capped by ``ZSCEVAL_MAX_THREADS``
+    (:func:`~zsceval.rl.hardware.resolve_threads`).
 
     Raises:
         ConfigError: a malformed override or an unknown preset.
     """
     from zsceval.rl.config import resolve_config
-    from zsceval.rl.trainer import choose_threads
+    from zsceval.rl.hardware import resolve_threads
 
     overrides = [o for o in params["overrides"] if not o.strip().startswith("algo.")]
     cfg = resolve_config(preset=params["preset"], overrides=overrides, **{"env.layout": params["layout"]})
-    return choose_threads(cfg.run.num_threads)[0]
+    return resolve_threads(cfg.run.num_threads)[0]
 
 
 def missing_inputs(algo_cls: type, cfg: TrainConfig, params: dict[str, Any]) -> list[str]:

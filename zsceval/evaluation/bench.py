@@ -60,7 +60,7 @@ from zsceval.execution import Job, run_jobs
 from zsceval.io import atomic_path, atomic_write_text
 from zsceval.rl.algorithm import JobContext
 from zsceval.rl.config import ConfigError, coerce_value, resolve_config
-from zsceval.rl.trainer import MAX_THREADS_ENV, usable_cores
+from zsceval.rl.hardware import MAX_THREADS_ENV, usable_cores
 
 from . import pipeline  # noqa: F401  (registers the job kinds)
 from .human_proxy import HUMAN_PROXY_TABLE

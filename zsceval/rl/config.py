@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import types
 import typing
 from dataclasses import dataclass, field
 from importlib import resources
@@ -105,9 +106,11 @@ class ModelConfig:
     encoding. In fully observable Overcooked the own lossless encoding already holds the whole
     state (both players, all objects), so ``own`` is the same information at half the critic
     cost; ``joint`` is the ZSC-Eval setting."""
-    bf16: bool = False
+    bf16: bool | str = False
     """Run actor and critic under bfloat16 autocast (weights and optimizer stay float32). About
-    2x faster updates on CPUs with AVX512-BF16 and on recent GPUs; off reproduces float32 math."""
+    2x faster updates on CPUs with AVX512-BF16 or AMX and on recent GPUs, slower elsewhere (emulated);
+    off reproduces float32 math. ``auto`` (the presets): on only where the run's device computes
+    bf16 natively, resolved when the run starts and recorded in its config (``zsceval.rl.hardware``)."""
     obs_scale: float = 1.0
     """Observations (uint8 counts and 0/1 planes) are cast to float32 and multiplied by this.
     1.0 matches ZSC-Eval's effective input (it multiplies by 255 in the env and divides by 255
@@ -224,8 +227,10 @@ class RunConfig:
     """Env steps to train for (one joint action in one game is one env step)."""
     device: str = "cpu"
     """Torch device for env state, rollouts and networks (``cpu``, ``cuda``, ``cuda:1``)."""
-    num_threads: int = 0
-    """``torch.set_num_threads`` for the run; 0 keeps torch's default."""
+    num_threads: int | str = 0
+    """``torch.set_num_threads`` for the run; 0 keeps torch's default. ``auto`` (the presets): the
+    free cores, or 1 when another zsceval run is active or other processes hold the cores; resolved
+    when the run starts and recorded in its config (``zsceval.rl.hardware``)."""
     checkpoint_every: int = 1_000_000
     """Save a checkpoint at the first resumable point after every this many env steps."""
     keep_checkpoints: int = 3
@@ -301,6 +306,24 @@ def coerce_value(value: Any, tp: Any, key: str) -> Any:
         ConfigError: naming ``key`` and the expected type.
     """
     origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):  # ``bool | str`` etc.: a typed value or "auto"
+        args = typing.get_args(tp)
+        if isinstance(value, str) and str in args:
+            if value != "auto":
+                raise ConfigError(
+                    f"config key '{key}': use 'auto' or a value of type "
+                    f"{' or '.join(a.__name__ for a in args if a is not str)}, got {value!r}"
+                )
+            return value
+        for inner in args:
+            if inner is str:
+                continue
+            try:
+                return coerce_value(value, inner, key)
+            except ConfigError:
+                pass
+        names = " or ".join(a.__name__ for a in args if a is not str)
+        raise ConfigError(f"config key '{key}': cannot use {value!r} as {names} or 'auto'")
     try:
         if tp is bool:
             if isinstance(value, bool):
@@ -582,6 +605,12 @@ def validate(cfg: TrainConfig) -> None:
         (0.0 <= cfg.ppo.gae_lambda <= 1.0, f"ppo.gae_lambda must be in [0, 1], got {cfg.ppo.gae_lambda}"),
         (cfg.ppo.max_grad_norm > 0, f"ppo.max_grad_norm must be > 0, got {cfg.ppo.max_grad_norm}"),
         (cfg.run.total_steps >= 1, "run.total_steps must be >= 1"),
+        (
+            cfg.run.num_threads == "auto"
+            or (isinstance(cfg.run.num_threads, int) and cfg.run.num_threads >= 0),
+            "run.num_threads must be 'auto' or a count >= 0 (0 = torch's default), "
+            f"got {cfg.run.num_threads!r}",
+        ),
         (cfg.pqn.rollout_length >= 1, "pqn.rollout_length must be >= 1"),
         (
             cfg.pqn.epochs >= 1 and cfg.pqn.num_minibatches >= 1,

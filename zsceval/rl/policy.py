@@ -31,6 +31,10 @@ def network_spec(
     """
     model = dataclasses.asdict(model_cfg) if dataclasses.is_dataclass(model_cfg) else dict(model_cfg)
     model["cnn_channels"] = list(model["cnn_channels"])
+    if not isinstance(model.get("bf16", False), bool):  # ``auto`` outside a Trainer: decide for the CPU
+        from zsceval.rl.hardware import resolve_bf16
+
+        model["bf16"] = resolve_bf16(model["bf16"], "cpu")[0]
     if critic_extra:
         model["critic_extra"] = int(critic_extra)
     if not model.get("layer_norm", False):

@@ -56,6 +56,7 @@ from zsceval.rl.checkpoint import (
 from zsceval.rl.config import ConfigError, TrainConfig, config_from_dict, config_to_dict, validate
 from zsceval.rl.cores import get_core
 from zsceval.rl.envs import make_env
+from zsceval.rl.hardware import MAX_THREADS_ENV, resolve_bf16, resolve_threads  # noqa: F401 (re-exported)
 from zsceval.rl.play import play, summarize
 from zsceval.rl.policy import Policy, network_spec
 from zsceval.rl.runner import EpisodeRunner
@@ -96,51 +97,34 @@ def resolve_device(name: str) -> torch.device:
         raise ConfigError(f"run.device: {exc}") from None
 
 
-MAX_THREADS_ENV = "ZSCEVAL_MAX_THREADS"
-"""Upper bound on ``run.num_threads`` of new runs; ``zsceval bench`` sets it to cores // workers when
-it runs several jobs at once (torch threads of concurrent runs oversubscribing the cores made each run
-~7x slower on a 2-core machine; docs/performance.md)."""
+def choose_threads(requested: int | str) -> tuple[int, str | None]:
+    """The torch thread count of a new run and a note for the user, if any
+    (:func:`zsceval.rl.hardware.resolve_threads`: ``auto``, or a count capped by
+    ``ZSCEVAL_MAX_THREADS``). The result is recorded in the run's config so a resume uses the same
+    count (results depend on it)."""
+    return resolve_threads(requested)
 
 
-def usable_cores() -> int:
-    """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+def resolve_hardware(cfg: TrainConfig, device: torch.device) -> tuple[TrainConfig, list[str]]:
+    """``cfg`` with ``model.bf16`` and ``run.num_threads`` made concrete for this machine and device
+    (``auto`` resolved, :mod:`zsceval.rl.hardware`), and the notes that say what was chosen.
 
-
-def choose_threads(requested: int) -> tuple[int, str | None]:
-    """The torch thread count of a new run and a note for the user, if any.
-
-    ``requested`` (``run.num_threads``; 0 = torch's default) is capped by ``ZSCEVAL_MAX_THREADS``
-    (set by ``zsceval bench`` for concurrent jobs); the result is recorded in the run's config so a
-    resume uses the same count (results depend on it). When the machine's free cores (cores minus
-    the 1-minute load average) are fewer than the threads, a note suggests ``run.num_threads=1``;
-    the count is not changed from the load, which would make results depend on it.
+    Raises:
+        ConfigError: a value other than a boolean / count or ``auto``.
     """
-    threads = requested
-    cap = os.environ.get(MAX_THREADS_ENV)
-    if cap:
-        try:
-            limit = max(1, int(cap))
-        except ValueError:
-            limit = None
-        if limit is not None and (threads <= 0 or threads > limit):
-            threads = limit
-    want = threads if threads > 0 else torch.get_num_threads()
+    notes = []
     try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return threads, None
-    free = usable_cores() - int(round(load))
-    if want > 1 and free < want:
-        return threads, (
-            f"note: {want} torch threads but only about {max(free, 0)} of {usable_cores()} cores are free "
-            f"(load average {load:.1f}); concurrent runs that oversubscribe the cores are many times "
-            "slower each: with other runs going, pass --set run.num_threads=1"
-        )
-    return threads, None
+        threads, note = resolve_threads(cfg.run.num_threads)
+        bf16, bf16_note = resolve_bf16(cfg.model.bf16, device)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    notes += [n for n in (note, bf16_note) if n]
+    cfg = dataclasses.replace(
+        cfg,
+        run=dataclasses.replace(cfg.run, num_threads=threads),
+        model=dataclasses.replace(cfg.model, bf16=bf16),
+    )
+    return cfg, notes
 
 
 class Trainer:
@@ -165,12 +149,9 @@ class Trainer:
         validate(cfg)
         self.notes: list[str] = []
         """Things the user should know (threads lowered or oversubscribed); the CLI prints them."""
-        if not resume:  # a resumed run keeps its recorded thread count: results depend on it
-            threads, note = choose_threads(cfg.run.num_threads)
-            if threads != cfg.run.num_threads:
-                cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, num_threads=threads))
-            if note:
-                self.notes.append(note)
+        if not resume:  # a resumed run keeps its recorded threads and bf16: results depend on them
+            cfg, notes = resolve_hardware(cfg, resolve_device(cfg.run.device))
+            self.notes += notes
         self.cfg, self.run_dir, self.progress = cfg, Path(run_dir), progress
         if not resume and (self.run_dir / CONFIG).exists():
             if not list_checkpoints(self.run_dir):
