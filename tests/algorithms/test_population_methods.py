@@ -177,6 +177,19 @@ def test_plugin_presets_give_the_stage_budgets_and_the_user_wins():
     assert list(mep.ppo.entropy_milestones) == [0, 30_000_000, 50_000_000]
 
 
+@pytest.mark.parametrize("algo", ["fcp", "mep", "trajedi", "hsp"])
+def test_quick_stage2_anneals_entropy_over_the_egos_own_budget(algo):
+    """ZSC-Eval's stage 2 anneals entropy 0.2 -> 0.05 -> 0.01 at 0, T/2 and T for any budget T;
+    the quick preset used to keep SP's 0.05 -> 0.01 at 2M (a 15M ego ended its exploration at 2M)."""
+    cfg = resolve_config(preset="quick", **{"run.algo": algo, "run.total_steps": 15_000_000})
+    assert list(cfg.ppo.entropy_coefs) == [0.2, 0.05, 0.01]
+    assert list(cfg.ppo.entropy_milestones) == [0, 7_500_000, 15_000_000]
+    assert cfg.shaping.horizon == 15_000_000 and cfg.model.recurrent
+    cfg = resolve_config(preset="quick", overrides=["ppo.entropy_coefs=[0.1]", "ppo.entropy_milestones=[0]"],
+                         **{"run.algo": algo, "run.total_steps": 4_000_000})  # fmt: skip
+    assert list(cfg.ppo.entropy_coefs) == [0.1]  # the user wins
+
+
 # -- end to end through the CLI, killed and resumed -----------------------------------------------------
 TINY = ["--layout", "cramped_room", "--steps", "1600", "--no-progress",
         "--set", "population.size=3", "--set", "population.stage1_steps=800",
@@ -272,3 +285,38 @@ def test_hsp_population_split_and_bench_placement():
     assert not any("egos/hsp" in i for i in ids[0])
     # HSP and MEP share one MEP stage-1 population
     assert sum(i == "cramped_room/stage1/mep-stage1" for phase in ids for i in phase) == 1
+
+
+# -- stage 1: per member exactly self-play, and trained past the take-off --------------------------------
+SP_TAKEOFF = {"cramped_room": 1_800_000, "coordination_ring": 2_700_000, "counter_circuit": 3_500_000}
+"""Env steps at which quick self-play's training return first reaches 100 (docs/performance.md,
+counter_circuit 3.3-3.5M)."""
+
+
+@pytest.mark.parametrize("layout", sorted(SP_TAKEOFF))
+def test_quick_stage1_members_train_well_past_the_self_play_take_off(layout):
+    cfg = resolve_config(preset="quick", **{"run.algo": "fcp-stage1", "env.layout": layout})
+    assert cfg.population.stage1_steps >= 2 * SP_TAKEOFF[layout]
+
+
+def test_a_one_member_stage1_run_is_self_play_bit_for_bit(tmp_path):
+    from safetensors.torch import load_file
+
+    common = ["--layout", "cramped_room", "--no-progress", "--preset", "quick", "--seed", "3",
+              "--set", "env.num_envs=8", "--set", "env.horizon=100", "--set", "run.eval_episodes=0",
+              "--set", "run.num_threads=1", "--set", "ppo.epochs=1", "--set", "ppo.num_minibatches=2",
+              "--set", "model.bf16=false"]  # fmt: skip
+    res = invoke("train", "--algo", "sp", "--out", tmp_path / "sp", "--steps", "3200", *common)
+    assert res.exit_code == 0, res.output
+    res = invoke("train", "--algo", "fcp-stage1", "--out", tmp_path / "s1", *common,
+                 "--set", "population.stage1_size=1", "--set", "population.stage1_steps=3200")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    sp = load_file(final_weights_path(tmp_path / "sp"))
+    member = load_file(final_weights_path(tmp_path / "s1"))
+    assert {k.split(".", 1)[1] for k in sp} == {k.split(".", 1)[1] for k in member}
+    for key, value in sp.items():
+        assert torch.equal(value, member["member_00." + key.split(".", 1)[1]]), key
+
+
+def final_weights_path(run: Path) -> str:
+    return str(sorted((run / "checkpoints").glob("step_*"))[-1] / "policies.safetensors")

@@ -62,18 +62,20 @@ def sliding_window(total: int, size: int, seed: int) -> list[int]:
 
 
 def stage2_preset(preset: str, cfg: TrainConfig) -> dict[str, Any]:
-    """A recurrent ego (GRU); ``paper``: ZSC-Eval's budget and schedules for the population size
-    (5e7 / 8e7 / 1e8 steps for 12 / 24 / 36, entropy 0.2 -> 0.05 -> 0.01 at 0 / half / all of it,
-    shaping annealed over the whole run, 100 games)."""
+    """A recurrent ego (GRU) with ZSC-Eval's stage-2 schedules over its whole budget T: entropy
+    0.2 -> 0.05 -> 0.01 at 0 / T/2 / T and shaping annealed over T (zsceval-facts "Training
+    settings"). ``paper`` also sets ZSC-Eval's T for the population size (5e7 / 8e7 / 1e8 steps for
+    12 / 24 / 36) and 100 games; other presets keep their T (``run.total_steps``, e.g. ``--steps``).
+    """
     out: dict[str, Any] = {"model": {"recurrent": True}}
     if preset == "paper":
         size = population_size(cfg)
         total = PAPER_STEPS.get(size, round(50_000_000 * size / 12))
         out["run"] = {"total_steps": total}
-        out["ppo"] = {"entropy_coefs": [0.2, 0.05, 0.01], "entropy_milestones": [0, total // 2, total]}
-        out["shaping"] = {"horizon": total}
     else:
-        out["shaping"] = {"horizon": cfg.run.total_steps}
+        total = cfg.run.total_steps
+    out["ppo"] = {"entropy_coefs": [0.2, 0.05, 0.01], "entropy_milestones": [0, total // 2, total]}
+    out["shaping"] = {"horizon": total}
     return out
 
 
