@@ -16,8 +16,14 @@ estimator stays in log space (``log pi_bar = logsumexp_k l~_k - log N``) and can
 gradient of each member's expectation has a direct part and a score-function part
 (``(d - b) * grad l~_i`` with the baseline b = the member's mean d), and every member's data counts
 for every member through pi_bar (the full population, not one sampled partner). After each rollout
-the members take one Adam step on ``-weight * JSD`` (weight 0.1), then the normal PPO update, as
-ZSC-Eval's separate JSD actor step (``traj_use_co_update`` off; algorithms-facts section 3).
+the members take one step on ``-weight * JSD`` (weight 0.1) with their PPO actor optimizer, then
+the normal PPO update, as ZSC-Eval's separate JSD actor step (``traj_use_co_update`` off;
+``zsceval/algorithms/population/traj.py: Traj_Trainer.train`` then ``r_mappo.py:
+R_MAPPO.update_actor``; algorithms-facts section 3). The step shares Adam's moments with PPO's
+updates (:meth:`~zsceval.rl.update.PPOCore.actor_step`), so it scales with the weight against
+PPO's gradients; a separate Adam would move each weight about one learning rate whatever the
+weight. As there, each member's actor gradient is clipped at ``ppo.max_grad_norm``; unlike there
+(defect 3), gradients are zeroed before the step, so none are left from the last PPO minibatch.
 
 Stage 2 is FCP's: a recurrent ego against the members' init / mid / final checkpoints, uniform arms.
 """
@@ -123,13 +129,6 @@ class TrajeDiStage1(PopulationSelfPlay):
             out["algo"] = {"jsd_games": 32}
         return out
 
-    def _optimizer(self) -> torch.optim.Optimizer:
-        if getattr(self, "optimizer", None) is None:
-            params = [q for p in self.learners.values() for q in p.actor.parameters()]
-            cfg = self.config.ppo
-            self.optimizer = torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps)
-        return self.optimizer
-
     def _rows(self, buffer: Any) -> torch.Tensor:
         """Flat rows (``game * n + seat``) used by the JSD step."""
         B, n = buffer.actions.shape[1:3]
@@ -139,7 +138,15 @@ class TrajeDiStage1(PopulationSelfPlay):
         return (games.unsqueeze(1) * n + torch.arange(n, device=games.device)).reshape(-1)
 
     def on_rollout(self, buffer: Any, episodes: Any) -> None:
-        """One Adam step of every member on ``-jsd_weight * JSD`` (per-member gradient clipping)."""
+        """One step of every member's PPO actor optimizer on ``-jsd_weight * JSD`` (gradients zeroed
+        before and after, per-member clipping; :meth:`~zsceval.rl.update.PPOCore.actor_step`).
+
+        Raises:
+            RuntimeError: the learning core has no ``actor_step`` (TrajeDi needs the ``ppo`` core).
+        """
+        core = self.learning_core
+        if not hasattr(core, "actor_step"):
+            raise RuntimeError("TrajeDi's JSD step needs the ppo core's actor optimizers (learning_core)")
         flat, T = buffer.flat, buffer.T
         rows = self._rows(buffer)
         pick = lambda x: flat(x)[:T].index_select(1, rows)  # noqa: E731
@@ -151,27 +158,13 @@ class TrajeDiStage1(PopulationSelfPlay):
         )
         jsd, surrogate = trajectory_jsd(logp, owner, starts, self.options.jsd_gamma)
         loss = -self.options.jsd_weight * surrogate
-        opt = self._optimizer()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        for p in policies:
-            torch.nn.utils.clip_grad_norm_(p.actor.parameters(), self.config.ppo.max_grad_norm)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        core.actor_step(loss)
         self.last_stats = {"trajedi/jsd": float(jsd), "trajedi/jsd_loss": float(loss.detach())}
 
     def after_iteration(self, iteration: int, env_steps: int, stats: dict[str, float], episodes: Any) -> None:
         """Log the members' curves and the JSD estimate."""
         super().after_iteration(iteration, env_steps, stats, episodes)
         stats.update(getattr(self, "last_stats", {}))
-
-    def state_dict(self) -> dict[str, Any]:
-        """The JSD step's Adam state."""
-        return {"optimizer": self._optimizer().state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        self._optimizer().load_state_dict(state["optimizer"])
 
 
 @register("trajedi", "TrajeDi: recurrent ego vs a trajectory-diverse population (Lupu et al. 2021).")

@@ -177,6 +177,9 @@ class Algorithm:
         """The learners, set by the trainer after :meth:`build_learners`."""
         self.num_arms = 1
         """How many arms :meth:`arms` returned, set by the trainer."""
+        self.learning_core: Any = None
+        """The learning core (:attr:`core`), set by the trainer once built; a plug-in that steps the
+        learners' optimizers itself uses it (TrajeDi: ``PPOCore.actor_step``)."""
 
     @classmethod
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:

@@ -224,6 +224,7 @@ class Trainer:
             device=self.device,
         )
         self.core = core_cls(self.learners, cfg, self.env, self.device, self.algorithm)
+        self.algorithm.learning_core = self.core
         self.iteration = 0
         self.env_steps = 0
         self.wall_time = 0.0

@@ -11,7 +11,9 @@ Feed-forward policies use L = 1, i.e. independent samples.
 
 Plug-in hooks (:class:`~zsceval.rl.algorithm.Algorithm`): ``training_reward`` builds each step's
 reward; ``extra_loss(name, minibatch, outputs)`` adds a term to a learner's loss and
-``extra_parameters(name)`` gives parameters that this learner's optimizer also trains.
+``extra_parameters(name)`` gives parameters that this learner's optimizer also trains. A plug-in
+reaches the core as ``algorithm.learning_core``: :meth:`PPOCore.actor_step` steps the learners'
+PPO actor optimizers on a loss of its own (TrajeDi's JSD step).
 """
 
 from __future__ import annotations
@@ -462,6 +464,59 @@ class PPOCore:
             torch.cat([b["returns"].reshape(-1) for b in batches.values()]).mean()
         )
         return out
+
+    # -- plug-in steps -------------------------------------------------------------------------------
+    def actor_step(self, loss: torch.Tensor) -> torch.Tensor:
+        """One step of every learner's PPO actor optimizer on a plug-in's ``loss`` (TrajeDi's JSD
+        step; ZSC-Eval ``R_MAPPO.update_actor``). The step shares Adam's moments with PPO's updates,
+        so its size scales with the loss against PPO's gradients.
+
+        Gradients are zeroed before and after; each learner's actor gradient is clipped at
+        ``ppo.max_grad_norm``. With stacked learners the learners' gradients are copied into the
+        stacked parameters, stepped by the stacked actor Adam, and the weights copied back.
+
+        Args:
+            loss: scalar computed with the learners' own actor parameters (``Policy.actor``).
+
+        Returns:
+            ``float32 [K]`` each learner's actor gradient norm before clipping.
+        """
+        cfg = self.cfg.ppo
+        if self.stacked is None:
+            opts = [self.optimizers[name]["actor"] for name in self.learners]
+        else:
+            self._sync_stacked_from_policies()
+            opts = [self.stacked_optimizers["actor"]]
+        for opt in opts:
+            opt.zero_grad(set_to_none=True)
+        for p in self.policies:
+            p.actor.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.stacked is None:
+            norms = torch.stack(
+                [
+                    torch.nn.utils.clip_grad_norm_(p.actor.parameters(), cfg.max_grad_norm)
+                    for p in self.policies
+                ]
+            )
+        else:
+            named = [dict(p.named_parameters()) for p in self.policies]
+            with torch.no_grad():
+                for key, t in self.stacked.stacked("actor.").items():
+                    if key not in named[0] or all(n[key].grad is None for n in named):
+                        continue  # a buffer, or a parameter the loss does not use
+                    t.grad = torch.stack(
+                        [n[key].grad if n[key].grad is not None else torch.zeros_like(n[key]) for n in named]
+                    ).to(t.dtype)
+            norms = self.stacked.clip_grad_norm_per_member(cfg.max_grad_norm, "actor.")
+        for opt in opts:
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        for p in self.policies:
+            p.actor.zero_grad(set_to_none=True)
+        if self.stacked is not None:
+            self._sync_policies_from_stacked()
+        return norms.detach()
 
     @torch.no_grad()
     def _sync_stacked_from_policies(self) -> None:
