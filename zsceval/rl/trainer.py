@@ -149,8 +149,18 @@ class Trainer:
         validate(cfg)
         self.notes: list[str] = []
         """Things the user should know (threads lowered or oversubscribed); the CLI prints them."""
-        if not resume:  # a resumed run keeps its recorded threads and bf16: results depend on them
-            cfg, notes = resolve_hardware(cfg, resolve_device(cfg.run.device))
+        if resume and (Path(run_dir) / CONFIG).exists():
+            # a resumed run keeps its recorded threads and bf16 (results depend on them), also when
+            # the caller passes a config that still says ``auto``
+            saved = load_run_config(run_dir)
+            if not isinstance(cfg.run.num_threads, int):
+                cfg = dataclasses.replace(
+                    cfg, run=dataclasses.replace(cfg.run, num_threads=saved.run.num_threads)
+                )
+            if not isinstance(cfg.model.bf16, bool):
+                cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, bf16=saved.model.bf16))
+        cfg, notes = resolve_hardware(cfg, resolve_device(cfg.run.device))  # what is still ``auto``
+        if not resume:
             self.notes += notes
         self.cfg, self.run_dir, self.progress = cfg, Path(run_dir), progress
         if not resume and (self.run_dir / CONFIG).exists():
