@@ -34,6 +34,18 @@ import click
     default=None,
     help="Attempts after a job's first failure. [default: 1 for process and ray, 0 for local]",
 )
+@click.option(
+    "--device",
+    default=None,
+    help="Torch device of every job (cpu, cuda, cuda:1), replacing the suite's `device`. "
+    "[default: the suite's]",
+)
+@click.option(
+    "--plan",
+    is_flag=True,
+    default=False,
+    help="Print the env steps of every stage, what the folder already holds and the hours left; run nothing.",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.option(
     "--report/--no-report", default=True, show_default=True, help="Print the BR-Prox table at the end."
@@ -46,7 +58,7 @@ import click
     help="Moderate/expert split of the printed table: mid/final checkpoints, or BR return <= median.",
 )
 def bench(
-    suite_name, algos, layouts, out, executor, workers, force, retries, progress, report, levels
+    suite_name, algos, layouts, out, executor, workers, force, retries, device, plan, progress, report, levels
 ) -> None:
     """Run whatever is missing of a suite: partner generation and selection, ego training, evaluation.
 
@@ -59,8 +71,20 @@ def bench(
       zsceval bench --suite overcooked-quick
       zsceval bench --suite overcooked --layouts counter_circuit --algos sp --executor process --workers 2
     """
+    import dataclasses
+
     from zsceval.commands._common import check_writable, job_failure, write_error
-    from zsceval.evaluation.bench import SuiteError, check_device, check_suite_record, load_suite, run_bench
+    from zsceval.evaluation.bench import (
+        SuiteError,
+        build_phases,
+        check_device,
+        check_suite_record,
+        env_step_budget,
+        estimate_hours,
+        format_budget,
+        load_suite,
+        run_bench,
+    )
     from zsceval.execution import JobError
 
     try:
@@ -69,15 +93,19 @@ def bench(
             algorithms=algos.split(",") if algos else None,
             layouts=layouts.split(",") if layouts else None,
         )
+        if device is not None:
+            suite = dataclasses.replace(suite, device=device)
     except SuiteError as exc:
         raise click.ClickException(str(exc)) from None
     out = out or f"bench/{suite.name}"
     try:
-        check_device(suite)
+        if not plan:  # a plan for a GPU suite can be printed anywhere
+            check_device(suite)
         check_suite_record(suite, out, force=force)  # before any output is written
     except SuiteError as exc:
         raise click.ClickException(str(exc)) from None
-    check_writable(out)
+    if not plan:
+        check_writable(out)
     click.echo(
         f"suite {suite.name}: layouts {', '.join(suite.layouts)}; algorithms {', '.join(suite.algorithms)}"
     )
@@ -85,6 +113,17 @@ def bench(
     for algo in suite.algorithms:
         budgets.setdefault(suite.ego_budget(algo), []).append(algo)
     click.echo("ego env steps: " + "; ".join(f"{', '.join(a)} {n:,}" for n, a in budgets.items()))
+    try:
+        budget = env_step_budget(suite, build_phases(suite)[0], out)
+    except (ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(format_budget(budget))
+    hours, how = estimate_hours(suite, budget, workers if executor != "local" else 1)
+    click.echo(
+        f"training left: about {hours:.1f} h ({how})" if hours is not None else f"training left: {how}"
+    )
+    if plan:
+        return
     try:
         tables = run_bench(
             suite, out, executor=executor, workers=workers, retries=retries, progress=progress,

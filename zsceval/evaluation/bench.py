@@ -11,6 +11,8 @@ algorithms, seeds and budgets::
     ego_steps: 2000000            # each ego's env steps (SP, E3T: ZSC-Eval 1e7) ...
     algo_ego_steps:               # ... unless its algorithm has its own (ZSC-Eval: stage 2 and COLE 5x SP's)
       fcp: 10000000
+    algo_overrides:               # training-config overrides of one algorithm's runs (after `overrides`)
+      cole: [population.size=25]
     preset: quick                 # training preset of every run
     overrides: []                 # training config overrides of every run, e.g. [env.num_envs=64]
     device: cpu
@@ -142,6 +144,11 @@ class Suite:
     """Torch device of every job."""
     overrides: tuple[str, ...] = ()
     """Training-config overrides (``key=value``) applied to every run."""
+    algo_overrides: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Per-algorithm training-config overrides (algorithm, ``key=value`` strings), applied after
+    ``overrides`` to every job that algorithm declares (its stage-1 runs too); from the suite's
+    ``algo_overrides`` mapping, e.g. ``{cole: [population.size=25]}`` (COLE's 25 slots next to the
+    co-play methods' population of 12)."""
     partners: PartnerBudget = field(default_factory=PartnerBudget)
     """Partner generation and selection budget."""
     evaluation_episodes: int = 10
@@ -167,7 +174,15 @@ class Suite:
         d["evaluation"] = {"episodes": d.pop("evaluation_episodes"), "human_proxy": d.pop("human_proxy")}
         d["layout_partners"] = {name: asdict(budget) for name, budget in self.layout_partners}
         d["algo_ego_steps"] = dict(self.algo_ego_steps)
+        d["algo_overrides"] = {a: list(o) for a, o in self.algo_overrides}
         return d
+
+    def algo_common(self, algo: str, common: dict) -> dict:
+        """``common`` job params with ``algo``'s ``algo_overrides`` appended to its overrides."""
+        extra = dict(self.algo_overrides).get(algo, ())
+        if not extra:
+            return common
+        return {**common, "overrides": [*common.get("overrides", []), *extra]}
 
 
 class SuiteError(ValueError):
@@ -217,7 +232,8 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
     _check_keys(edata, {"episodes", "human_proxy"}, path, "evaluation.")
     values = {"name": path.stem, "layouts": [], "algorithms": []}
     algo_steps = _algo_ego_steps(data.get("algo_ego_steps") or {}, path)
-    sections = ("partners", "evaluation", "layout_partners", "algo_ego_steps")
+    algo_over = _algo_overrides(data.get("algo_overrides") or {}, path)
+    sections = ("partners", "evaluation", "layout_partners", "algo_ego_steps", "algo_overrides")
     values.update({k: v for k, v in data.items() if k not in sections})
     if "episodes" in edata:
         values["evaluation_episodes"] = edata["episodes"]
@@ -228,6 +244,7 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
         partners=base,
         layout_partners=layout_partners,
         algo_ego_steps=algo_steps,
+        algo_overrides=algo_over,
     )
     if layouts:
         suite = _restrict(suite, "layouts", layouts)
@@ -235,7 +252,8 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
         suite = _restrict(suite, "algorithms", algorithms)
         # the budgets of algorithms left out go too (_validate refuses budgets of algorithms not run)
         kept = [(a, n) for a, n in suite.algo_ego_steps if a in suite.algorithms]
-        suite = dataclasses.replace(suite, algo_ego_steps=tuple(kept))
+        over = [(a, o) for a, o in suite.algo_overrides if a in suite.algorithms]
+        suite = dataclasses.replace(suite, algo_ego_steps=tuple(kept), algo_overrides=tuple(over))
     _validate(suite, path)
     return suite
 
@@ -295,6 +313,24 @@ def _algo_ego_steps(data: dict, path: Path) -> tuple[tuple[str, int], ...]:
             out[str(name)] = coerce_value(steps, int, f"algo_ego_steps.{name}")
         except ConfigError as exc:
             raise SuiteError(f"{path}: {exc}") from None
+    return tuple(sorted(out.items()))
+
+
+def _algo_overrides(data: dict, path: Path) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Resolve the ``algo_overrides`` mapping (algorithm name -> list of ``key=value`` overrides).
+
+    Raises:
+        SuiteError: not a mapping of lists of strings (naming the file and key).
+    """
+    if not isinstance(data, dict):
+        raise SuiteError(f"{path}: algo_overrides must map algorithm names to override lists, "
+                         "e.g. {cole: [population.size=25]}")  # fmt: skip
+    out = {}
+    for name, items in data.items():
+        items = [items] if isinstance(items, str) else items
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise SuiteError(f"{path}: algo_overrides.{name} must be a list of key=value strings")
+        out[str(name)] = tuple(items)
     return tuple(sorted(out.items()))
 
 
@@ -360,6 +396,16 @@ def _validate(suite: Suite, path: Path) -> None:
                 f"{path}: algo_ego_steps names {algo!r}, which the suite does not run; its algorithms: "
                 f"{', '.join(suite.algorithms)}"
             )
+    for algo, items in suite.algo_overrides:
+        if algo not in suite.algorithms:
+            raise SuiteError(
+                f"{path}: algo_overrides names {algo!r}, which the suite does not run; its algorithms: "
+                f"{', '.join(suite.algorithms)}"
+            )
+        try:
+            resolve_config(preset=suite.preset, overrides=[*suite.overrides, *items], **{"run.algo": algo})
+        except ConfigError as exc:
+            raise SuiteError(f"{path}: algo_overrides.{algo}: {exc}") from None
     for key, value in [
         ("ego_seeds", suite.ego_seeds),
         ("ego_steps", suite.ego_steps),
@@ -576,12 +622,13 @@ def ego_jobs(
         cls = registry.get(algo)
         for s in range(suite.ego_seeds):
             seed, steps = suite.seed + 1000 + s, suite.ego_budget(algo)
-            ctx = JobContext(algo, layout, seed, steps, f"{layout}/egos/{algo}/s{s}", common, partners)
+            common_a = suite.algo_common(algo, common)
+            ctx = JobContext(algo, layout, seed, steps, f"{layout}/egos/{algo}/s{s}", common_a, partners)
             jobs = cls.jobs(ctx)
             ego = [j for j in jobs if j.id == ctx.ego_id]
             if len(ego) != 1:
                 raise SuiteError(f"algorithm '{algo}' must declare exactly one job with id {ctx.ego_id!r}")
-            egos.append(ego[0])
+            egos.append(_with_checkpoint_trail(ego[0]))
             for j in jobs:
                 if j.id == ctx.ego_id:
                     continue
@@ -589,6 +636,22 @@ def ego_jobs(
                     raise SuiteError(f"two different jobs share the id {j.id!r} (algorithm '{algo}')")
                 stages[j.id] = j
     return egos, list(stages.values())
+
+
+def _with_checkpoint_trail(job: Job) -> Job:
+    """An ego training job that keeps ``EGO_CHECKPOINTS`` evenly spaced checkpoints (and the final
+    one): ``ego.evaluate`` scores ZSC-Eval's checkpoint of the curve, not the last one
+    (:mod:`zsceval.evaluation.ego_checkpoint`). Other kinds, and jobs that set their own, are kept."""
+    from .ego_checkpoint import EGO_CHECKPOINTS
+
+    steps = job.params.get("steps")
+    if job.kind != "train" or not steps or "checkpoint_every" in job.params:
+        return job
+    trail = {
+        "checkpoint_every": max(1, int(steps) // EGO_CHECKPOINTS),
+        "keep_checkpoints": EGO_CHECKPOINTS + 1,
+    }
+    return dataclasses.replace(job, params={**job.params, **trail})
 
 
 def build_phases(suite: Suite) -> tuple[list[list[Job]], dict]:
@@ -724,6 +787,114 @@ def _partner_set_br_jobs(suite: Suite, lay: str, sel_candidates: list[str]) -> d
         needs = tuple(dict.fromkeys([*ref_a[:2], *ref_b[:2]]))
         jobs[key] = Job(jid, "train", params, needs=needs, out=jid)
     return jobs
+
+
+ASSUMED_RATES = {("quick", "cpu"): 30_000, ("paper", "cpu"): 3_000}
+"""Env steps/s of one training process, assumed for the time estimate before any job of the folder
+has run (quick preset, MLP, float32: 30-50k on the project's 2-core CPU, docs/performance.md)."""
+
+
+def _stage_of(job_id: str) -> str:
+    parts = job_id.split("/")
+    if "candidates" in parts:
+        return "candidates (biased agent + its BR)"
+    if "stage1" in parts:
+        return f"stage 1: {parts[parts.index('stage1') + 1]}"
+    if "egos" in parts:
+        return f"ego: {parts[parts.index('egos') + 1]}"
+    return parts[1] if len(parts) > 1 else job_id
+
+
+def _trained_steps(run: Path) -> tuple[int, float]:
+    """``(env steps, training seconds)`` a (possibly unfinished) run has logged in ``metrics.csv``."""
+    metrics = run / "metrics.csv"
+    if not metrics.is_file():
+        return 0, 0.0
+    try:
+        last = pd.read_csv(metrics, usecols=["env_steps", "wall_time_s"]).tail(1)
+    except (ValueError, OSError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return 0, 0.0
+    if last.empty:
+        return 0, 0.0
+    return int(last["env_steps"].iloc[0]), float(last["wall_time_s"].iloc[0])
+
+
+def env_step_budget(suite: Suite, static: list[list[Job]], root: str | Path | None = None) -> pd.DataFrame:
+    """Env steps of every training stage of a suite, and how many a folder already holds.
+
+    Counts the training jobs of phases 1-3 (``steps`` of each ``train`` job: candidates with their
+    BRs, stage-1 populations, egos) and the mid-checkpoint BRs of the late phase (K per layout; one
+    per pair of the 2K partners for games of more than two players), whose ids depend on the
+    selection. Evaluation episodes are not counted.
+
+    Returns:
+        one row per stage: ``stage, jobs, env_steps, done_steps, train_s`` (``done_steps``: what the
+        runs under ``root`` have logged, finished or not; ``train_s``: their training seconds).
+    """
+    rows: dict[str, dict] = {}
+    root = Path(root) if root is not None else None
+
+    def add(stage: str, steps: int, out: str | None) -> None:
+        empty = {"stage": stage, "jobs": 0, "env_steps": 0, "done_steps": 0, "train_s": 0.0}
+        row = rows.setdefault(stage, empty)
+        row["jobs"] += 1
+        row["env_steps"] += int(steps)
+        if root is not None and out is not None:
+            done, secs = _trained_steps(root / out / "run")
+            row["done_steps"] += min(done, int(steps))
+            row["train_s"] += secs
+
+    seen = set()
+    for job in (j for phase in static for j in phase):
+        if job.kind != "train" or job.id in seen:
+            continue
+        seen.add(job.id)
+        add(_stage_of(job.id), job.params.get("steps") or 0, job.out)
+    for layout in suite.layouts:
+        lay = resolve_scenario(layout)
+        pb = suite.budget(lay)
+        count = pb.k if num_players(lay) <= 2 else len(list(itertools.combinations(range(2 * pb.k), 2)))
+        brs = root / lay / "partners" if root is not None else None
+        for _ in range(count):
+            add("mid-checkpoint BRs", pb.mid_br_steps, None)
+        if brs is not None and brs.is_dir():  # their ids depend on the selection: count what is there
+            row = rows["mid-checkpoint BRs"]
+            for run in brs.glob("*/*/run"):
+                done, secs = _trained_steps(run)
+                row["done_steps"] += min(done, pb.mid_br_steps)
+                row["train_s"] += secs
+    return pd.DataFrame(list(rows.values()), columns=["stage", "jobs", "env_steps", "done_steps", "train_s"])
+
+
+def estimate_hours(suite: Suite, budget: pd.DataFrame, workers: int = 1) -> tuple[float | None, str]:
+    """Hours left for the suite's training, and how the rate was found.
+
+    The rate is the folder's own (env steps / training seconds of the runs it holds, once they add
+    up to 1e6 env steps), else :data:`ASSUMED_RATES` for the suite's preset and device (None where
+    there is no figure, e.g. CUDA before any job ran); ``workers`` concurrent jobs divide the time.
+    """
+    done, secs = int(budget["done_steps"].sum()), float(budget["train_s"].sum())
+    left = int(budget["env_steps"].sum()) - done
+    if done >= 1_000_000 and secs > 0:
+        rate, how = done / secs, "measured on this folder's runs"
+    else:
+        device = "cuda" if str(suite.device).startswith("cuda") else str(suite.device)
+        rate = ASSUMED_RATES.get((suite.preset, device))
+        if rate is None:
+            return None, f"no figure for preset {suite.preset!r} on {device} until a job has run"
+        how = f"assumed for preset {suite.preset!r} on {device}"
+    return left / (rate * max(1, workers)) / 3600, f"{rate:,.0f} env steps/s per job, {how}"
+
+
+def format_budget(budget: pd.DataFrame) -> str:
+    """The budget table as text (stage, jobs, env steps, done)."""
+    lines = [f"{'stage':<36} {'jobs':>5} {'env steps':>15} {'done':>7}"]
+    for row in budget.itertuples():
+        frac = row.done_steps / row.env_steps if row.env_steps else 0.0
+        lines.append(f"{row.stage:<36} {row.jobs:>5} {row.env_steps:>15,} {frac:>6.0%}")
+    total, done = int(budget["env_steps"].sum()), int(budget["done_steps"].sum())
+    lines.append(f"{'total':<36} {int(budget['jobs'].sum()):>5} {total:>15,} {done / max(total, 1):>6.0%}")
+    return "\n".join(lines)
 
 
 def _write_table(frame: pd.DataFrame, path: Path) -> None:

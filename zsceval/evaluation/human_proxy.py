@@ -155,7 +155,10 @@ def ego_human_proxy(params: dict, out: Path, needs: dict) -> dict:
     from zsceval.human.partners import load_human_proxy
 
     device = params.get("device", "cpu")
-    ego, _ = load_policy(Path(needs[params["ego"]]) / "run", None, device)
+    from zsceval.evaluation.ego_checkpoint import scored_ego_checkpoint
+
+    ckpt, scored = scored_ego_checkpoint(Path(needs[params["ego"]]), params.get("algorithm"))
+    ego, _ = load_policy(ckpt, None, device)
     proxy, _ = load_human_proxy(Path(needs[params["proxy"]]), params["layout"], device)
     gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)) + 17)
     labels = {"algorithm": params["algorithm"], "ego_seed": int(params["ego_seed"])}
@@ -169,4 +172,5 @@ def ego_human_proxy(params: dict, out: Path, needs: dict) -> dict:
         labels=labels,
     )
     frame.to_parquet(out / HUMAN_PROXY_TABLE)
-    return {"rows": len(frame), "mean_sparse_return": float(frame["sparse_return"].mean())}
+    return {"rows": len(frame), "mean_sparse_return": float(frame["sparse_return"].mean()),
+            "scored_checkpoint": scored}  # fmt: skip

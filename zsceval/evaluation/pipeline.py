@@ -22,7 +22,9 @@ Stages for one layout:
    self-contained folder, measure each BR's return with its partner in both seats, write the
    manifest (checksums) and ``br_returns.parquet``.
 6. ``ego.evaluate``: an ego agent against the partner set, every seat, E episodes:
-   ``results.parquet`` rows in the schema of :mod:`zsceval.evaluation.metrics`.
+   ``results.parquet`` rows in the schema of :mod:`zsceval.evaluation.metrics`. The ego's scored
+   checkpoint is ZSC-Eval's (:mod:`zsceval.evaluation.ego_checkpoint`: after the training curve's
+   maximum, the point nearest its 80th percentile), recorded in the job's result.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from zsceval.execution.jobs import JobInputError, job_kind
 from zsceval.rl.checkpoint import CheckpointError, list_checkpoints, load_policy, save_checkpoint
 
 from .combinations import br_key, seat_combinations
+from .ego_checkpoint import scored_ego_checkpoint
 from .manifest import (
     BRReference,
     CombinationBR,
@@ -377,9 +380,15 @@ def load_partner_set(manifest_path: str | Path, layout: str, device: str = "cpu"
 @job_kind("ego.evaluate")
 def ego_evaluate(params: dict, out: Path, needs: dict) -> dict:
     """An ego agent vs the partner set (params: ``layout, algorithm, ego_seed, episodes, seed, device,
-    ego`` (train-job id), ``partners`` (manifest-job id)); writes ``results.parquet``."""
+    ego`` (train-job id), ``partners`` (manifest-job id)); writes ``results.parquet``.
+
+    The ego's scored checkpoint follows ZSC-Eval
+    (:func:`~zsceval.evaluation.ego_checkpoint.scored_ego_checkpoint`), not simply its last one; the
+    result's ``scored_checkpoint`` records which (step, training return, rule, fallback)."""
     device = params.get("device", "cpu")
-    ego, _ = load_policy(Path(needs[params["ego"]]) / "run", None, device)
+    ego_dir = Path(needs[params["ego"]])
+    ckpt, scored = scored_ego_checkpoint(ego_dir, params.get("algorithm"))
+    ego, _ = load_policy(ckpt, None, device)
     partners = load_partner_set(Path(needs[params["partners"]]) / "manifest.json", params["layout"], device)
     gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)))
     labels = {"algorithm": params["algorithm"], "ego_seed": int(params["ego_seed"])}
@@ -393,7 +402,11 @@ def ego_evaluate(params: dict, out: Path, needs: dict) -> dict:
         labels=labels,
     )
     frame.to_parquet(out / "results.parquet")
-    return {"rows": len(frame), "mean_sparse_return": float(frame["sparse_return"].mean())}
+    return {
+        "rows": len(frame),
+        "mean_sparse_return": float(frame["sparse_return"].mean()),
+        "scored_checkpoint": scored,
+    }
 
 
 from zsceval.evaluation import human_proxy  # noqa: E402, F401  (registers the human-proxy job kinds)

@@ -1,0 +1,115 @@
+"""Suite budgets: per-algorithm overrides, the env steps of every stage, the hours left (issue 31)."""
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from zsceval.cli import main
+from zsceval.evaluation import bench as bm
+
+SUITE = """
+name: tiny-s12
+seed: 0
+layouts: [cramped_room]
+algorithms: [sp, fcp, cole]
+ego_seeds: 2
+ego_steps: 1000
+algo_ego_steps: {fcp: 5000, cole: 7000}
+preset: quick
+overrides: [population.size=6, population.stage1_steps=300]
+algo_overrides:
+  cole: [population.size=9]
+partners: {candidates: 3, candidate_steps: 2000, k: 2, mid_br_steps: 400, checkpoints: 2}
+"""
+
+
+@pytest.fixture
+def suite_file(tmp_path):
+    path = tmp_path / "tiny-s12.yaml"
+    path.write_text(SUITE)
+    return path
+
+
+def test_algo_overrides_reach_only_that_algorithms_jobs(suite_file):
+    suite = bm.load_suite(suite_file)
+    assert suite.to_dict()["algo_overrides"] == {"cole": ["population.size=9"]}
+    egos = {j.id: j for j in bm.build_phases(suite)[1]["cramped_room"]["egos"]}
+    assert egos["cramped_room/egos/cole/s0"].params["overrides"][-1] == "population.size=9"
+    assert "population.size=9" not in egos["cramped_room/egos/fcp/s1"].params["overrides"]
+    assert "population.size=9" not in egos["cramped_room/egos/sp/s0"].params["overrides"]
+    assert bm.load_suite(suite_file, algorithms=["sp"]).algo_overrides == ()  # left out with cole
+
+
+def test_algo_overrides_errors_name_the_file_and_key(suite_file):
+    text = suite_file.read_text()
+    suite_file.write_text(text.replace("cole: [population.size=9]", "e3t: [population.size=9]"))
+    with pytest.raises(bm.SuiteError, match="algo_overrides names 'e3t'.*its algorithms: sp, fcp, cole"):
+        bm.load_suite(suite_file)
+    suite_file.write_text(text.replace("population.size=9]", "population.sise=9]"))
+    with pytest.raises(bm.SuiteError, match=r"tiny-s12.yaml: algo_overrides.cole: unknown config key"):
+        bm.load_suite(suite_file)
+    suite_file.write_text(text.replace("cole: [population.size=9]", "cole: {population.size: 9}"))
+    with pytest.raises(bm.SuiteError, match="algo_overrides.cole must be a list"):
+        bm.load_suite(suite_file)
+
+
+def test_env_step_budget_counts_every_training_stage(suite_file, tmp_path):
+    suite = bm.load_suite(suite_file)
+    static = bm.build_phases(suite)[0]
+    budget = bm.env_step_budget(suite, static).set_index("stage")
+    # population 6 -> ceil(6 / 3 * 5 / 4) = 3 stage-1 members of 300 steps each
+    assert budget.loc["candidates (biased agent + its BR)", ["jobs", "env_steps"]].tolist() == [3, 6000]
+    assert budget.loc["stage 1: fcp-stage1", "env_steps"] == 900
+    assert budget.loc["ego: sp", ["jobs", "env_steps"]].tolist() == [2, 2000]
+    assert budget.loc["ego: fcp", "env_steps"] == 10000 and budget.loc["ego: cole", "env_steps"] == 14000
+    assert budget.loc["mid-checkpoint BRs", ["jobs", "env_steps"]].tolist() == [2, 800]
+    assert budget["env_steps"].sum() == 6000 + 900 + 2000 + 10000 + 14000 + 800
+    assert budget["done_steps"].sum() == 0
+    # what a folder holds: logged env steps of finished and unfinished runs, capped at each budget
+    root = tmp_path / "out"
+    for job, steps in [("cramped_room/egos/sp/s0", 1000), ("cramped_room/candidates/c001/train", 1500)]:
+        run = root / job / "run"
+        run.mkdir(parents=True)
+        frame = pd.DataFrame({"env_steps": [steps // 2, steps], "wall_time_s": [1.0, 2.0]})
+        frame.to_csv(run / "metrics.csv")
+    br = root / "cramped_room" / "partners" / "mid_br" / "c000" / "run"
+    br.mkdir(parents=True)
+    pd.DataFrame({"env_steps": [9999], "wall_time_s": [4.0]}).to_csv(br / "metrics.csv")
+    done = bm.env_step_budget(suite, static, root).set_index("stage")
+    assert done.loc["ego: sp", "done_steps"] == 1000
+    assert done.loc["candidates (biased agent + its BR)", "done_steps"] == 1500
+    assert done.loc["mid-checkpoint BRs", "done_steps"] == 400  # capped at its budget
+    assert done["train_s"].sum() == 8.0
+
+
+def test_hours_left_from_the_folders_rate_or_the_assumed_one(suite_file):
+    suite = bm.load_suite(suite_file)
+    budget = pd.DataFrame({"stage": ["a", "b"], "jobs": [1, 1], "env_steps": [2_000_000, 5_200_000],
+                           "done_steps": [2_000_000, 0], "train_s": [100.0, 0.0]})  # fmt: skip
+    hours, how = bm.estimate_hours(suite, budget, workers=2)
+    assert hours == pytest.approx(5_200_000 / (20_000 * 2) / 3600) and "measured" in how
+    budget["done_steps"] = [500_000, 0]  # too little to measure: the preset's assumed rate
+    hours, how = bm.estimate_hours(suite, budget)
+    assert hours == pytest.approx(6_700_000 / bm.ASSUMED_RATES[("quick", "cpu")] / 3600) and "assumed" in how
+
+
+def test_shipped_s12_suite_has_the_reference_budgets():
+    suite = bm.load_suite("overcooked-s12")
+    budget = bm.env_step_budget(suite, bm.build_phases(suite)[0]).set_index("stage")
+    assert budget.loc["candidates (biased agent + its BR)", "jobs"] == 36
+    assert budget.loc["mid-checkpoint BRs", "env_steps"] == 10 * 10_000_000
+    assert budget.loc["stage 1: mep-stage1", "env_steps"] == 5 * 10_000_000
+    for algo in ("fcp", "mep", "trajedi", "hsp", "cole"):
+        assert budget.loc[f"ego: {algo}", "env_steps"] == 3 * 50_000_000
+    assert budget.loc["ego: sp", "env_steps"] == budget.loc["ego: e3t", "env_steps"] == 3 * 10_000_000
+    assert budget["env_steps"].sum() == 1_420_000_000
+
+
+def test_plan_prints_the_budget_and_runs_nothing(suite_file, tmp_path):
+    out = tmp_path / "bench"
+    res = CliRunner().invoke(main, ["bench", "--suite", str(suite_file), "--out", str(out), "--plan",
+                                    "--device", "cuda"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "33,700" in res.output and "training left:" in res.output
+    assert "no figure for preset 'quick' on cuda" in res.output
+    assert not out.exists()
