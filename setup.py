@@ -45,8 +45,10 @@ setup(
     extras_require={
         # rliable: its probability of improvement is the reference value of a statistics test.
         # pettingzoo: the interop tests run PettingZoo's conformance tests on the adapter.
-        # flask: the browser-play tests (zsceval play).
-        "test": ["pytest>=7", "ruff>=0.4", "rliable>=1.2,<1.3", "pettingzoo>=1.24", "flask>=3.0"],
+        # flask: the browser-play tests (zsceval play). import-linter: the layer contracts (.importlinter).
+        "test": [
+            "pytest>=7", "ruff>=0.4", "rliable>=1.2,<1.3", "pettingzoo>=1.24", "flask>=3.0", "import-linter>=2.1",
+        ],
         # The reference simulator used by the parity tests (PyPI `overcooked`, old_dynamics flag).
         "reference": ["overcooked==0.2.1"],
         "ray": ["ray>=2.9"],
