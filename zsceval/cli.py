@@ -52,6 +52,17 @@ class LazyGroup(click.Group):
             return unavailable
         return getattr(module, attr)
 
+    def invoke(self, ctx: click.Context):
+        """Run the subcommand; a folder that another process writes is a one-line error."""
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            from zsceval.execution.locks import FolderLockedError
+
+            if isinstance(exc, FolderLockedError):
+                raise click.ClickException(str(exc)) from None
+            raise
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):

@@ -59,6 +59,7 @@ import yaml
 from zsceval import registry
 from zsceval.envs.scenarios import env_flags, num_players, resolve_scenario
 from zsceval.execution import Job, run_jobs
+from zsceval.execution.locks import FolderLock
 from zsceval.io import atomic_path, atomic_write_text
 from zsceval.rl.algorithm import JobContext
 from zsceval.rl.config import ConfigError, coerce_value, resolve_config
@@ -999,6 +1000,12 @@ def run_bench(
     check_device(suite)
     diffs = check_suite_record(suite, root, force=force)
     root.mkdir(parents=True, exist_ok=True)
+    with FolderLock(root, "bench"):
+        return _run_locked(suite, root, diffs, executor, workers, retries, progress, log)
+
+
+def _run_locked(suite, root, diffs, executor, workers, retries, progress, log) -> dict[str, Any]:
+    """:func:`run_bench` once the bench folder is locked."""
     if diffs:
         log("--force: replacing a run of another suite setting (" + "; ".join(diffs) + ")")
         for name in TABLES:

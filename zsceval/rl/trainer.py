@@ -45,6 +45,7 @@ from tqdm.auto import tqdm
 
 from zsceval import registry
 from zsceval.envs.overcooked.env import resolve_device as resolve_env_device
+from zsceval.execution.locks import FolderLock
 from zsceval.rl.checkpoint import (
     CheckpointError,
     atomic_write_text,
@@ -147,6 +148,16 @@ class Trainer:
         self, cfg: TrainConfig, run_dir: str | Path, *, resume: bool = False, progress: bool = True
     ) -> None:
         validate(cfg)
+        self.lock = FolderLock(run_dir, "run").acquire()
+        """One writer per run folder (:mod:`zsceval.execution.locks`), released by :meth:`train`
+        and :meth:`close`."""
+        try:
+            self._build(cfg, run_dir, resume, progress)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _build(self, cfg: TrainConfig, run_dir: str | Path, resume: bool, progress: bool) -> None:
         self.notes: list[str] = []
         """Things the user should know (threads lowered or oversubscribed); the CLI prints them."""
         if resume and (Path(run_dir) / CONFIG).exists():
@@ -452,6 +463,12 @@ class Trainer:
         Returns:
             The final evaluation summary (also written to ``eval.json``).
         """
+        try:
+            return self._train(on_iteration)
+        finally:
+            self.lock.release()
+
+    def _train(self, on_iteration: Callable[[Trainer, dict], None] | None) -> dict[str, Any]:
         cfg = self.cfg
         self.run_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.run_dir / CONFIG, yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
@@ -546,8 +563,10 @@ class Trainer:
         return summary
 
     def close(self) -> None:
-        """Stop the training env's worker processes, if it has any (Football); idempotent."""
+        """Stop the training env's worker processes, if it has any (Football), and release the run
+        folder's lock; idempotent."""
         _close(self.env)
+        self.lock.release()
 
     def _tensorboard(self):
         if not self.cfg.run.tensorboard:

@@ -1,0 +1,120 @@
+"""One writer per folder: a lock file in every run, bench and partner folder (issue 38).
+
+Two processes writing one ``--out`` used to merge two runs silently (one's config and first
+checkpoint, the other's later checkpoints). :class:`FolderLock` takes ``<folder>/.zsceval.lock``
+atomically (``O_CREAT | O_EXCL``) with the owner's pid, host, start time and command; a second
+writer is refused with the owner named. A lock whose process is gone (same host, pid not alive) is
+stale and taken over. The process that holds a lock may take it again (a trainer built twice in one
+process); it is released on :meth:`FolderLock.release`, on leaving the ``with`` block, or at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LOCK_NAME", "FolderLock", "FolderLockedError"]
+
+LOCK_NAME = ".zsceval.lock"
+"""File name of the lock inside a locked folder."""
+
+
+class FolderLockedError(RuntimeError):
+    """Another live process writes the folder (the message names it and the way out)."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class FolderLock:
+    """Exclusive write access to ``folder`` (created if missing).
+
+    Args:
+        folder: the run, bench or partner folder.
+        what: what the folder holds, for the message (``run``, ``bench``, ``partner folder``).
+
+    Raises (from :meth:`acquire`):
+        FolderLockedError: a live process on this host, or a process on another host, holds it.
+    """
+
+    def __init__(self, folder: str | Path, what: str = "folder") -> None:
+        self.folder, self.what = Path(folder), what
+        self.path = self.folder / LOCK_NAME
+        self.held = False
+
+    def _owner(self) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def acquire(self) -> FolderLock:
+        """Take the lock (idempotent for the holder); returns ``self``."""
+        if self.held:
+            return self
+        self.folder.mkdir(parents=True, exist_ok=True)
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+              "command": " ".join(sys.argv)[:300]}  # fmt: skip
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                owner = self._owner()
+                if owner is None:  # being written right now, or unreadable: look again
+                    time.sleep(0.05)
+                    owner = self._owner()
+                if owner is not None and owner.get("host") == me["host"]:
+                    pid = int(owner.get("pid", -1))
+                    if pid == me["pid"]:  # this process already holds it
+                        break
+                    if not _alive(pid):  # stale: its process is gone
+                        self.path.unlink(missing_ok=True)
+                        continue
+                if owner is None:
+                    self.path.unlink(missing_ok=True)
+                    continue
+                raise FolderLockedError(
+                    f"{self.folder} is in use: another zsceval process writes this {self.what} (pid "
+                    f"{owner.get('pid')} on {owner.get('host')}, since {owner.get('started')}: "
+                    f"{owner.get('command', '?')}). Wait for it to finish or stop it, or choose another "
+                    f"--out; if that process is gone (e.g. on another machine), delete {self.path}"
+                ) from None
+            else:
+                with os.fdopen(fd, "w") as fh:
+                    json.dump(me, fh)
+                break
+        self.held = True
+        atexit.register(self.release)
+        return self
+
+    def release(self) -> None:
+        """Remove the lock if this process holds it (idempotent)."""
+        if not self.held:
+            return
+        self.held = False
+        owner = self._owner()
+        if (
+            owner is not None
+            and owner.get("pid") == os.getpid()
+            and owner.get("host") == socket.gethostname()
+        ):
+            self.path.unlink(missing_ok=True)
+
+    def __enter__(self) -> FolderLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
