@@ -47,7 +47,8 @@ setup(
         # pettingzoo: the interop tests run PettingZoo's conformance tests on the adapter.
         # flask: the browser-play tests (zsceval play). import-linter: the layer contracts (.importlinter).
         "test": [
-            "pytest>=7", "ruff>=0.4", "rliable>=1.2,<1.3", "pettingzoo>=1.24", "flask>=3.0", "import-linter>=2.1",
+            "pytest>=7", "ruff>=0.4", "rliable>=1.2,<1.3", "pettingzoo>=1.24", "flask>=3.0",
+            "import-linter>=2.1",
         ],
         # The reference simulator used by the parity tests (PyPI `overcooked`, old_dynamics flag).
         "reference": ["overcooked==0.2.1"],
@@ -62,5 +63,63 @@ setup(
         # `pip install wheel psutil six "gym<0.26"` and `pip install --no-build-isolation -e ".[football]"`.
         "football": ["gfootball==2.10.2", "gym<0.26", "psutil>=5.9"],
     },
-    entry_points={"console_scripts": ["zsceval=zsceval.cli:main"]},
+    # Every registry is filled from these groups (zsceval/plugins.py); a third-party plug-in
+    # declares the same groups. Name = registry name, value = the object (suites: a package of YAML).
+    entry_points={
+        "console_scripts": ["zsceval=zsceval.cli:main"],
+        "zsceval.algorithms": [
+            "biased = zsceval.algorithms.biased:Biased",
+            "br = zsceval.algorithms.br:BestResponse",
+            "cole = zsceval.algorithms.cole:COLE",
+            "e3t = zsceval.algorithms.e3t:E3T",
+            "fcp = zsceval.algorithms.fcp:FCP",
+            "fcp-stage1 = zsceval.algorithms.fcp:FCPStage1",
+            "hsp = zsceval.algorithms.hsp:HSP",
+            "mep = zsceval.algorithms.mep:MEP",
+            "mep-stage1 = zsceval.algorithms.mep:MEPStage1",
+            "sp = zsceval.algorithms.sp:SelfPlay",
+            "tbs = zsceval.algorithms.tbs:TBS",
+            "tbs-br = zsceval.algorithms.tbs:TBSBestResponses",
+            "tbs-pool = zsceval.algorithms.tbs:TBSPool",
+            "trajedi = zsceval.algorithms.trajedi:TrajeDi",
+            "trajedi-stage1 = zsceval.algorithms.trajedi:TrajeDiStage1",
+            "vdn = zsceval.algorithms.vdn:VDN",
+        ],
+        "zsceval.agents": [
+            "epsilon_mixture = zsceval.algorithms.e3t:EpsilonMixtureAgent",
+            "human-proxy = zsceval.human.proxy:HumanProxy",
+            "interdep_probe = zsceval.interdependence.probe:ScriptedProbe",
+            "mixture = zsceval.population.mixture:MixtureAgent",
+            "ppo = zsceval.rl.policy:Policy",
+            "q = zsceval.rl.qpolicy:QPolicy",
+            "tbs = zsceval.tbs.agents:TBSAgent",
+            "tbs-cbpr = zsceval.tbs.agents:CBPRAgent",
+            "tbs-cem = zsceval.tbs.agents:CEMAgent",
+            "tbs-random = zsceval.tbs.agents:RandomSelectionAgent",
+            "tbs-tom = zsceval.tbs.tom:ToMModel",
+        ],
+        "zsceval.cores": [
+            "ppo = zsceval.rl.update:PPOCore",
+            "pqn = zsceval.rl.pqn:PQNCore",
+        ],
+        "zsceval.envs": [
+            "football = zsceval.envs.builtin:make_football",
+            "overcooked = zsceval.envs.builtin:make_overcooked",
+            "toy = zsceval.envs.builtin:make_toy",
+        ],
+        "zsceval.jobs": [
+            "candidate.evaluate = zsceval.evaluation.pipeline:candidate_evaluate",
+            "ego.evaluate = zsceval.evaluation.pipeline:ego_evaluate",
+            "ego.human_proxy = zsceval.evaluation.human_proxy:ego_human_proxy",
+            "partners.human_proxy = zsceval.evaluation.human_proxy:partners_human_proxy",
+            "partners.manifest = zsceval.evaluation.pipeline:partners_manifest",
+            "partners.select = zsceval.evaluation.pipeline:partners_select",
+            "tbs.brs = zsceval.tbs.jobs:best_responses_job",
+            "tbs.cluster = zsceval.tbs.jobs:cluster_job",
+            "tbs.ego = zsceval.tbs.jobs:ego_job",
+            "tbs.evaluate = zsceval.tbs.jobs:evaluate_job",
+            "train = zsceval.evaluation.pipeline:train_job",
+        ],
+        "zsceval.suites": ["zsceval = zsceval.suites"],
+    },
 )

@@ -191,7 +191,7 @@ class HSP(PopulationEgo):
         """MEP's shared stage-1 population, the biased candidates (the bench's, or this chain's own
         with the quick suite's partner budget when trained alone), and the ego."""
         from zsceval.evaluation.bench import candidate_jobs, load_suite
-        from zsceval.rl.config import resolve_config
+        from zsceval.rl.config import check_episode_budget, resolve_config
 
         common = ctx.common
         s1 = resolve_config(
@@ -200,6 +200,9 @@ class HSP(PopulationEgo):
             **{"run.algo": cls.stage1_algo, **env_flags(ctx.layout)},
         )
         size = population_size(s1)
+        per_member = s1.env.num_envs // stage1_size(s1)
+        reader = "stage 2 (each member's checkpoints)"
+        check_episode_budget(s1, "population.stage1_steps", s1.population.stage1_steps, per_member, reader)
         ego_cfg = resolve_config(
             preset=common.get("preset", "quick"),
             overrides=list(common.get("overrides", [])),

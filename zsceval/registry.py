@@ -1,34 +1,36 @@
-"""Registry of ZSC algorithm plug-ins, with entry-point discovery.
+"""Registry of ZSC algorithm plug-ins, filled from the entry-point group ``zsceval.algorithms``.
 
-Built-in algorithms live in ``zsceval.algorithms`` (the repository's ``algorithms/`` folder) and
-register themselves with the :func:`register` decorator when imported. Third-party packages
-declare an entry point in the group ``zsceval.algorithms``::
+Built-in algorithms (the package ``zsceval.algorithms``, the repository's ``algorithms/`` folder)
+are declared in ``setup.py`` exactly as a third-party package declares its own::
 
     [project.entry-points."zsceval.algorithms"]
     my_algo = "my_package.my_algo:MyAlgo"     # an Algorithm subclass, registered as "my_algo"
-    # or a module whose import calls @register itself: my_algo = "my_package.my_algo"
 
-Nothing is imported until the first lookup (:func:`get`, :func:`names`, :func:`describe`); then
-the built-ins are imported and every entry point is loaded once. A plug-in whose import fails
-does not break the others: looking it up raises :class:`PluginLoadError` naming the missing
-package. Registering a name twice raises :class:`DuplicateAlgorithmError`.
+Convention (:mod:`zsceval.plugins`): the entry point's name is the algorithm's registry name and
+its value the class. Importing its module may register it with the :func:`register` decorator
+(``@register("sp", "Self-play ...")``, which also names the description); otherwise it is
+registered under the entry point's name with the first line of its docstring as description.
+
+Nothing is imported until a lookup, and a lookup imports only what it needs: :func:`get` loads
+the entry point of that name only, :func:`names` reads the names from the metadata alone, and
+:func:`describe` loads them all. A plug-in whose import fails does not break the others:
+looking it up raises :class:`PluginLoadError` naming the entry point and the exception.
+Registering a name twice raises :class:`DuplicateAlgorithmError`.
 """
 
 from __future__ import annotations
 
 import difflib
-import importlib
-import importlib.metadata
-import importlib.util
-import pkgutil
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+
+from zsceval.plugins import EntryPointsMissingError, PluginGroup, PluginLoadError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "DuplicateAlgorithmError",
+    "EntryPointsMissingError",
     "PluginLoadError",
     "UnknownAlgorithmError",
     "describe",
@@ -39,6 +41,7 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "zsceval.algorithms"
 BUILTIN_PACKAGE = "zsceval.algorithms"
+"""The package of the built-in algorithms (:func:`reset` forgets its modules)."""
 
 
 class UnknownAlgorithmError(KeyError):
@@ -52,10 +55,6 @@ class DuplicateAlgorithmError(ValueError):
     """An algorithm name was registered twice."""
 
 
-class PluginLoadError(ImportError):
-    """A plug-in's module could not be imported (the message names the missing package)."""
-
-
 @dataclass(frozen=True)
 class Entry:
     """A registered algorithm: its class, one-line description and where it came from."""
@@ -67,8 +66,7 @@ class Entry:
 
 
 _registry: dict[str, Entry] = {}
-_failed: dict[str, PluginLoadError] = {}
-_discovered = False
+_plugins = PluginGroup(ENTRY_POINT_GROUP, "algorithm")
 
 
 def register(name: str, description: str | None = None, cls: type | None = None) -> Any:
@@ -108,103 +106,61 @@ def register(name: str, description: str | None = None, cls: type | None = None)
     return decorator if cls is None else decorator(cls)
 
 
-def _import_builtins() -> None:
-    """Import every module of the built-in plug-in package (``algorithms/``).
-
-    In an installed package that is ``zsceval.algorithms``; in a source checkout that is not
-    installed (``PYTHONPATH=.``), the ``algorithms/`` folder next to ``zsceval/`` is mapped to
-    that name, exactly as ``setup.py``'s ``package_dir`` does.
-    """
-    try:
-        pkg = importlib.import_module(BUILTIN_PACKAGE)
-    except ModuleNotFoundError as exc:
-        if exc.name != BUILTIN_PACKAGE:
-            raise
-        folder = Path(__file__).resolve().parent.parent / "algorithms"
-        spec = importlib.util.spec_from_file_location(
-            BUILTIN_PACKAGE, folder / "__init__.py", submodule_search_locations=[str(folder)]
-        )
-        if spec is None or spec.loader is None:
-            return
-        pkg = importlib.util.module_from_spec(spec)
-        sys.modules[BUILTIN_PACKAGE] = pkg
-        spec.loader.exec_module(pkg)
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{BUILTIN_PACKAGE}.{info.name}")
-
-
-def _entry_points() -> list[importlib.metadata.EntryPoint]:
-    return sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
-
-
-def _load_entry_point(ep: importlib.metadata.EntryPoint) -> None:
-    dist = getattr(ep.dist, "name", None) or "an unknown distribution"
-    try:
-        obj = ep.load()
-    except ImportError as exc:
-        missing = getattr(exc, "name", None)
-        what = f"the package '{missing}' is not installed" if missing else str(exc)
-        _failed[ep.name] = PluginLoadError(
-            f"algorithm plug-in '{ep.name}' (entry point '{ep.value}' of {dist}) cannot be imported: "
-            f"{what}. Install it (pip install {missing or '<package>'}) or uninstall {dist}."
-        )
+def _adopt(name: str, obj: Any) -> None:
+    """Register the object of entry point ``name`` unless importing its module registered it."""
+    if name in _registry:
         return
-    if isinstance(obj, type) and ep.name not in _registry:
-        register(ep.name, cls=obj)
-    elif ep.name not in _registry:
-        _failed[ep.name] = PluginLoadError(
-            f"entry point '{ep.name}' of {dist} ({ep.value}) registered no algorithm named '{ep.name}'"
-        )
+    if not isinstance(obj, type):
+        raise TypeError(f"{obj!r} is not a class and its module registered no algorithm named '{name}'")
+    register(name, cls=obj)
 
 
-def _discover() -> None:
-    global _discovered
-    if _discovered:
-        return
-    _discovered = True
-    _import_builtins()
-    for ep in _entry_points():
-        _load_entry_point(ep)
+def _load(name: str) -> None:
+    """Load the entry point ``name`` if one is declared (at most once)."""
+    if name not in _registry and name in _plugins:
+        _plugins.load(name, _adopt)
 
 
 def reset() -> None:
-    """Forget every registration and rediscover at the next lookup (for tests)."""
-    global _discovered
+    """Forget every registration and the entry points loaded; the next lookup loads them again
+    (for tests that install a plug-in)."""
     _registry.clear()
-    _failed.clear()
-    _discovered = False
+    _plugins.forget()
     for mod in [m for m in sys.modules if m == BUILTIN_PACKAGE or m.startswith(BUILTIN_PACKAGE + ".")]:
         del sys.modules[mod]
 
 
 def names() -> list[str]:
-    """Sorted names of the registered algorithms (after discovery)."""
-    _discover()
-    return sorted(_registry)
+    """Sorted names of the algorithms: registered ones and declared entry points (none imported).
+
+    Raises:
+        EntryPointsMissingError: zsceval is not installed (its entry points are missing).
+    """
+    return sorted(set(_registry) | set(_plugins.names()))
 
 
 def describe() -> list[tuple[str, str]]:
-    """``(name, description)`` pairs, sorted; plug-ins that failed to load are listed with the error."""
-    _discover()
+    """``(name, description)`` pairs, sorted; loads every entry point. Plug-ins that failed to load
+    are listed with the error."""
+    failed = _plugins.load_all(_adopt)
     rows = [(e.name, e.description) for e in _registry.values()]
-    rows += [(n, f"(failed to load) {err}") for n, err in _failed.items() if n not in _registry]
+    rows += [(n, f"(failed to load) {err}") for n, err in failed.items() if n not in _registry]
     return sorted(rows)
 
 
 def get(name: str) -> type:
-    """The algorithm class registered as ``name``.
+    """The algorithm class registered as ``name``, loading its entry point (only) if needed.
 
     Raises:
-        PluginLoadError: the plug-in declaring ``name`` could not be imported.
+        PluginLoadError: the entry point declaring ``name`` could not be loaded (it and the
+            exception are named).
         UnknownAlgorithmError: no such name (lists the valid ones, suggests the closest).
+        EntryPointsMissingError: zsceval is not installed (its entry points are missing).
     """
-    _discover()
+    _load(name)
     if name in _registry:
         return _registry[name].cls
-    if name in _failed:
-        raise _failed[name]
-    valid = sorted(_registry)
+    valid = names()
     close = difflib.get_close_matches(name, valid, n=1)
     hint = f" Did you mean '{close[0]}'?" if close else ""
     raise UnknownAlgorithmError(

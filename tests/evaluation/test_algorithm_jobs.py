@@ -18,7 +18,7 @@ algorithms: [two_stage_a, two_stage_b]
 ego_seeds: 1
 ego_steps: 800
 preset: quick
-overrides: [env.num_envs=8, ppo.rollout_length=100, run.eval_episodes=2]
+overrides: [env.num_envs=8, env.horizon=100, ppo.rollout_length=100, run.eval_episodes=2]
 partners:
   candidates: 2
   candidate_steps: 800

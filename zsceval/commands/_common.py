@@ -1,6 +1,6 @@
-"""Helpers shared by the commands: parsing budgets, checking output folders, job-failure messages,
-and a folder's record of the settings it holds (refuse a conflicting change instead of silently
-redoing or deleting finished work)."""
+"""Helpers shared by the commands: parsing budgets, checking output folders, and the click errors of
+failed writes and jobs. The settings records of output folders are library code
+(:mod:`zsceval.evaluation.records`)."""
 
 from __future__ import annotations
 
@@ -65,31 +65,3 @@ def job_failure(exc: Exception) -> click.ClickException:
     else:
         advice = "(a rerun would fail the same way: change the setting named above first)"
     return click.ClickException(f"{exc}\n{advice}")
-
-
-def flatten(d: dict, prefix: str = "") -> dict:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists stay values)."""
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and v:
-            out.update(flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
-def differences(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> list[str]:
-    """``key: old -> new`` for every flattened key whose value differs (keys in ``ignore`` skipped)."""
-    import json
-
-    def plain(d: dict) -> dict:  # tuples as lists, as they read back from YAML
-        return json.loads(json.dumps(d, default=str))
-
-    a, b = flatten(plain(old)), flatten(plain(new))
-    diffs = []
-    for key in sorted(set(a) | set(b)):
-        if key in ignore:
-            continue
-        if a.get(key) != b.get(key):
-            diffs.append(f"{key}: {a.get(key, '(unset)')!r} -> {b.get(key, '(unset)')!r}")
-    return diffs

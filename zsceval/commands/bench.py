@@ -86,6 +86,7 @@ def bench(
         run_bench,
     )
     from zsceval.execution import JobError
+    from zsceval.plugins import PluginLoadError
 
     try:
         suite = load_suite(
@@ -95,7 +96,7 @@ def bench(
         )
         if device is not None:
             suite = dataclasses.replace(suite, device=device)
-    except SuiteError as exc:
+    except (SuiteError, PluginLoadError) as exc:
         raise click.ClickException(str(exc)) from None
     out = out or f"bench/{suite.name}"
     try:
@@ -115,7 +116,7 @@ def bench(
     click.echo("ego env steps: " + "; ".join(f"{', '.join(a)} {n:,}" for n, a in budgets.items()))
     try:
         budget = env_step_budget(suite, build_phases(suite)[0], out)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, PluginLoadError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(format_budget(budget))
     hours, how = estimate_hours(suite, budget, workers if executor != "local" else 1)
@@ -129,7 +130,7 @@ def bench(
             suite, out, executor=executor, workers=workers, retries=retries, progress=progress,
             log=click.echo, force=force,
         )  # fmt: skip
-    except SuiteError as exc:
+    except (SuiteError, PluginLoadError) as exc:
         raise click.ClickException(str(exc)) from None
     except (JobError, ValueError) as exc:
         raise job_failure(exc) from None

@@ -2,170 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import click
-import torch
 
-from zsceval.rl.checkpoint import CheckpointError, check_compatible, load_policy
-from zsceval.rl.config import ConfigError, EnvConfig
-from zsceval.rl.envs import make_env
-from zsceval.rl.play import PlayResult, mean_ci, play, summarize
-from zsceval.rl.trainer import resolve_device
-
-
-def cross_play_setup(
-    agent_path: str, partner_path: str, layout: str, episodes: int, device: str = "cpu", seed: int = 0
-):
-    """Load two saved agents and build the evaluation env and sampling generator of ``zsceval eval``.
-
-    The env repeats the agent's saved env config (name, horizon, agents) on ``layout`` with
-    ``min(episodes, 1024)`` games, standard starts and no seat shuffling; the action-sampling
-    generator is seeded ``seed + 1``. :func:`cross_play` and trajectory recording
-    (:func:`zsceval.interop.trajectory.record_cross_play`) share it, so recorded episodes are the
-    evaluated ones.
-
-    Returns:
-        ``(agent, partner, env, generator, env_cfg)``.
-
-    Raises:
-        CheckpointError: missing/corrupt checkpoint, or trained on another layout/obs spec.
-        ConfigError: unknown layout or device.
-    """
-    dev = resolve_device(device)
-    agent, agent_meta = load_policy(agent_path, device=dev)
-    partner, partner_meta = load_policy(partner_path, device=dev)
-    saved_env = agent_meta.get("config", {}).get("env", {})
-    known = {f.name for f in dataclasses.fields(EnvConfig)}
-    env_cfg = dataclasses.replace(
-        EnvConfig(**{k: v for k, v in saved_env.items() if k in known}),
-        layout=layout,
-        num_envs=min(episodes, 1024),
-        randomize_seats=False,
-        random_start_prob=0.0,
-    )
-    env = make_env(env_cfg, device=dev, seed=seed, evaluation=True)
-    spec = env.spec_dict()
-    check_compatible(agent_meta, spec, f"agent {agent_path}")
-    check_compatible(partner_meta, spec, f"partner {partner_path}")
-    return agent, partner, env, torch.Generator(dev).manual_seed(seed + 1), env_cfg
-
-
-def cross_play(
-    agent_path: str, partner_path: str, layout: str, episodes: int, device: str = "cpu", seed: int = 0
-) -> dict:
-    """Play ``agent`` with ``partner`` in both seatings for ``episodes`` episodes each.
-
-    Args:
-        agent_path: run dir, checkpoint dir or meta.json (``PATH#policy`` picks a policy).
-        partner_path: same for the partner.
-        layout: layout name; both checkpoints must have been trained on its observation spec.
-        episodes: episodes per seating.
-        device: torch device.
-        seed: seed of env and action sampling.
-
-    Returns:
-        JSON-able dict: per seating summaries (seat of the agent, mean sparse return, 95% CI,
-        events per seat) and the pooled mean with its CI.
-
-    Raises:
-        CheckpointError: missing/corrupt checkpoint, or trained on another layout/obs spec.
-        ConfigError: unknown layout.
-    """
-    agent, partner, env, gen, env_cfg = cross_play_setup(
-        agent_path, partner_path, layout, episodes, device, seed
-    )
-    seatings, results = [], []
-    n = env.num_agents
-    for agent_seat in range(n):
-        seats = [partner] * n
-        seats[agent_seat] = agent
-        result = play(env, seats, episodes, gen)
-        results.append(result)
-        seatings.append({"agent_seat": agent_seat, **summarize(result)})
-    pooled = PlayResult(
-        torch.cat([r.sparse for r in results]),
-        torch.cat([r.shaped for r in results]),
-        torch.cat([r.events for r in results]),
-        results[0].event_names,
-    )
-    mean, lo, hi = mean_ci(pooled.sparse)
-    return {
-        "layout": env.layout.name,
-        "agent": agent_path,
-        "partner": partner_path,
-        "episodes_per_seating": episodes,
-        "env": dataclasses.asdict(env_cfg),
-        "seatings": seatings,
-        "pooled": {
-            "episodes": int(pooled.sparse.numel()),
-            "sparse_return_mean": mean,
-            "sparse_return_ci95": [lo, hi],
-        },
-    }
-
-
-def partner_set_play(
-    agent_path: str, manifest: str, layout: str, episodes: int, device: str, seed: int
-) -> dict:
-    """Play ``agent`` with every partner of a partner-set manifest in every seat; BR-Prox per partner.
-
-    BR-Prox per (partner, seat) = min(1, R(agent, partner) / R(BR, partner)), 1 when the BR return
-    is <= 0 (ZSC-Eval Sec. 4.3); the BR returns come from the set's ``br_returns.parquet`` (per
-    seat) or, without it, the manifest's per-partner BR return.
-
-    Raises:
-        ManifestError: another layout, missing or altered files (checked before any game is played).
-        CheckpointError: the agent cannot be loaded or was trained on another observation spec.
-    """
-    from pathlib import Path
-
-    import pandas as pd
-
-    from zsceval.envs.overcooked import OvercookedEnv
-    from zsceval.evaluation.manifest import load_manifest
-    from zsceval.evaluation.matches import evaluate_agent
-    from zsceval.evaluation.metrics import br_prox, iqm
-    from zsceval.evaluation.pipeline import load_partner_set
-
-    dev = resolve_device(device)
-    partners = load_partner_set(manifest, layout, dev)
-    agent, meta = load_policy(agent_path, device=dev)
-    check_compatible(meta, OvercookedEnv(layout, num_envs=1).spec_dict(), f"agent {agent_path}")
-    gen = torch.Generator(dev).manual_seed(seed)
-    frame = evaluate_agent(layout, agent, partners, episodes=episodes, generator=gen, device=dev)
-    units = frame.groupby(["partner", "partner_level", "seat"], as_index=False)["sparse_return"].mean()
-    br_file = Path(manifest).parent / "br_returns.parquet"
-    if br_file.is_file():
-        br = pd.read_parquet(br_file).groupby(["partner", "seat"], as_index=False)["br_return"].mean()
-        units = units.merge(br, on=["partner", "seat"])
-    else:
-        stored = {p.id: p.br.br_return for p in load_manifest(manifest, verify=False).partners}
-        units["br_return"] = units["partner"].map(stored)
-    units["br_prox"] = br_prox(units["sparse_return"].to_numpy(), units["br_return"].to_numpy())
-    return {
-        "layout": layout,
-        "agent": agent_path,
-        "partner_set": str(manifest),
-        "episodes_per_seat": episodes,
-        "br_prox_iqm": float(iqm(units["br_prox"].to_numpy())),
-        "units": units.to_dict(orient="records"),
-    }
-
-
-def _interdependence(agent_path, partner_path, layout, episodes, device, seed) -> dict:
-    """Interdependence counts of fresh episodes of the pair (same env and seed as ``cross_play``)."""
-    from zsceval.evaluation.interdependence import interdependence_summary, play_with_interdependence
-
-    agent, partner, env, gen, _ = cross_play_setup(agent_path, partner_path, layout, episodes, device, seed)
-    frame = play_with_interdependence(env, agent, partner, episodes, generator=gen)
-    per_seat = interdependence_summary(frame, by=("seat",))
-    return {
-        "episodes_per_seating": episodes,
-        "seatings": per_seat.to_dict(orient="records"),
-        "pooled": interdependence_summary(frame, by=()).to_dict(orient="records")[0],
-    }
+from zsceval.evaluation.cross_play import cross_play, cross_play_interdependence
+from zsceval.rl.checkpoint import CheckpointError
+from zsceval.rl.config import ConfigError
 
 
 @click.command(name="evaluate")
@@ -230,21 +73,15 @@ def evaluate(
         raise click.UsageError("give exactly one of --partner and --partner-set")
     human = None
     if partner_set is not None:
-        from zsceval.human.partners import (
-            HumanProxyError,
-            is_human_proxy,
-            load_human_proxy,
-            resolve_proxy_dir,
-        )
+        from zsceval.evaluation.partner_set import human_proxy_partner
 
-        if is_human_proxy(partner_set):
-            folder = resolve_proxy_dir(partner_set, layout)
-            try:
-                _, record = load_human_proxy(folder, layout)
-            except (HumanProxyError, ValueError) as exc:
-                raise click.ClickException(str(exc)) from None
-            human = record
-            partner, partner_set = f"{folder / record['checkpoint']}#human_proxy", None
+        try:
+            proxy = human_proxy_partner(partner_set, layout)
+        except ValueError as exc:  # HumanProxyError, unknown layout
+            raise click.ClickException(str(exc)) from None
+        if proxy is not None:  # play the human model as the partner
+            partner, human = proxy
+            partner_set = None
     if save_trajectories is not None and partner_set is not None:
         raise click.UsageError("--save-trajectories works with --partner, not with --partner-set")
     if interdependence and partner is None:
@@ -253,6 +90,7 @@ def evaluate(
         raise click.UsageError("--gif works with --partner (not --partner-set)")
     if partner_set is not None:
         from zsceval.evaluation.manifest import ManifestError
+        from zsceval.evaluation.partner_set import partner_set_play
 
         try:
             out = partner_set_play(agent, partner_set, layout, episodes, device, seed)
@@ -283,13 +121,16 @@ def evaluate(
     except (CheckpointError, ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     if human is not None:
-        out["human_proxy"] = {"layout": human["layout"], "test_accuracy": human["metrics"].get("test")}
+        out["human_proxy"] = human
     if interdependence:
-        out["interdependence"] = _interdependence(agent, partner, layout, episodes, device, seed)
+        out["interdependence"] = cross_play_interdependence(agent, partner, layout, episodes, device, seed)
     if gif_dir is not None:
-        from zsceval.commands.render import seating_gifs
+        from zsceval.render.seating import seating_gifs
 
-        out["gifs"] = seating_gifs(agent, partner, layout, gif_dir, device, seed)
+        try:
+            out["gifs"] = seating_gifs(agent, partner, layout, gif_dir, device, seed)
+        except CheckpointError as exc:
+            raise click.ClickException(str(exc)) from None
         if not as_json:
             click.echo(f"wrote {', '.join(out['gifs'])}")
     if as_json:

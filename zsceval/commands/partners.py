@@ -2,52 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import click
-import yaml
 
-from zsceval.commands._common import check_writable, differences, job_failure, parse_steps, write_error
-from zsceval.io import atomic_write_text
-
-RECORD = "partners.yaml"
-"""The working folder's record of the settings its candidates were generated with."""
-
-DEFAULTS = {
-    "seed": 0,
-    "preset": "quick",
-    "device": "cpu",
-    "steps": None,
-    "weight_sampling": "reference",
-    "candidates": 8,
-}
-
-
-def _suite(
-    layout: str,
-    candidates: int,
-    k: int,
-    steps: int | None,
-    seed: int,
-    preset: str,
-    device: str,
-    weight_sampling: str = "reference",
-):
-    from zsceval.evaluation.bench import PartnerBudget, Suite
-
-    budget = PartnerBudget(candidates=candidates, k=min(k, candidates), weight_sampling=weight_sampling)
-    if steps is not None:
-        budget = dataclasses.replace(budget, candidate_steps=steps, mid_br_steps=steps)
-    return Suite(
-        name="partners",
-        layouts=(layout,),
-        algorithms=(),
-        seed=seed,
-        preset=preset,
-        device=device,
-        partners=budget,
-    )
+from zsceval.commands._common import check_writable, job_failure, parse_steps, write_error
 
 
 @click.group(name="partners")
@@ -98,39 +57,23 @@ _common = [
 
 
 def _settings(out: str, layout: str, given: dict, force: bool) -> dict:
-    """The settings of this call: the folder's record (``partners.yaml``, written by ``generate``) for
-    what was not given, the defaults otherwise; a given value that differs from the record is refused
-    without ``--force``.
+    """:func:`~zsceval.evaluation.partner_runs.resolve_settings`, its errors as click errors."""
+    from zsceval.evaluation.partner_runs import PartnerSettingsError, resolve_settings
 
-    Raises:
-        click.ClickException: conflicting settings (names the differences and the way out), or an
-            unreadable record.
-    """
-    path = Path(out) / RECORD
-    record = {}
-    if path.is_file():
-        try:
-            record = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise click.ClickException(f"{path} is not valid YAML ({exc}); fix or delete it") from None
-    wanted = {
-        "layout": layout,
-        **{k: (v if v is not None else record.get(k, DEFAULTS[k])) for k, v in given.items()},
-    }
-    if record and not force:
-        diffs = differences({k: record.get(k) for k in wanted}, wanted)
-        if diffs:
-            raise click.ClickException(
-                f"{out} holds partners generated with other settings ({path}):\n  "
-                + "\n  ".join(diffs)
-                + "\nOmit these options to use the recorded ones, pass --force to redo the jobs whose "
-                "inputs changed, or choose another --out."
-            )
-    return wanted
+    try:
+        return resolve_settings(out, layout, given, force)
+    except PartnerSettingsError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
-def _write_record(out: str, settings: dict) -> None:
-    atomic_write_text(Path(out) / RECORD, yaml.safe_dump(settings, sort_keys=False))
+def _check(suite, what: str) -> None:
+    from zsceval.evaluation.bench import SuiteError
+    from zsceval.evaluation.partner_runs import check_partner_suite
+
+    try:
+        check_partner_suite(suite, what)
+    except SuiteError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _resolve_layout(layout: str) -> str:
@@ -160,33 +103,26 @@ def generate(layout, out, seed, preset, device, steps, weight_sampling, force, c
     """Train behavior-preferring candidates (pi_w with its BR) and compute their behavior features.
 
     The settings are recorded in OUT/partners.yaml, which `partners select` reads."""
-    from zsceval.evaluation.bench import SuiteError, _validate, build_phases, check_device
-    from zsceval.execution import JobError, run_jobs
+    from zsceval.evaluation.partner_runs import generate_partners, partner_suite, write_settings
+    from zsceval.execution import JobError
 
     layout = _resolve_layout(layout)
     out = out or f"eval_partners/{layout}"
     given = {"seed": seed, "preset": preset, "device": device, "steps": parse_steps(steps),
              "weight_sampling": weight_sampling, "candidates": candidates}  # fmt: skip
     st = _settings(out, layout, given, force)
-    suite = _suite(layout, st["candidates"], 1, st["steps"], st["seed"], st["preset"], st["device"],
-                   st["weight_sampling"])  # fmt: skip
-    try:
-        _validate(suite, "partners generate")
-        check_device(suite)
-    except SuiteError as exc:
-        raise click.ClickException(str(exc)) from None
+    suite = partner_suite(st, k=1)
+    _check(suite, "partners generate")
     check_writable(out)
-    _write_record(out, st)
-    phases, _ = build_phases(suite)
+    write_settings(out, st)
     try:
-        results = run_jobs(phases[0] + phases[1], out, modules=("zsceval.evaluation.pipeline",))
+        returns = generate_partners(suite, out)
     except JobError as exc:
         raise job_failure(exc) from None
     except OSError as exc:
         raise write_error(exc) from None
-    for job_id, res in sorted(results.items()):
-        if job_id.endswith("/evaluate"):
-            click.echo(f"{job_id.split('/')[-2]}: return with its BR {res['final_return']:.1f}")
+    for candidate, final_return in returns:
+        click.echo(f"{candidate}: return with its BR {final_return:.1f}")
 
 
 @partners.command(name="select")
@@ -212,8 +148,8 @@ def select(
     """Select k candidates by BR-Div (k-DPP), train BRs of their mid checkpoints, write the manifest.
 
     Settings not given are read from OUT/partners.yaml (written by `generate`)."""
-    from zsceval.evaluation.bench import SuiteError, _validate, build_phases, check_device, late_phases
-    from zsceval.execution import JobError, run_jobs
+    from zsceval.evaluation.partner_runs import partner_suite, select_partners, write_settings
+    from zsceval.execution import JobError
 
     layout = _resolve_layout(layout)
     out = out or f"eval_partners/{layout}"
@@ -222,32 +158,17 @@ def select(
     st = _settings(out, layout, given, force)
     if k > st["candidates"]:
         raise click.ClickException(f"-k {k} is larger than the number of candidates ({st['candidates']})")
-    suite = _suite(layout, st["candidates"], k, st["steps"], st["seed"], st["preset"], st["device"],
-                   st["weight_sampling"])  # fmt: skip
-    if min_return is not None:
-        suite = dataclasses.replace(
-            suite, partners=dataclasses.replace(suite.partners, min_return=min_return)
-        )
-    try:
-        _validate(suite, "partners select")
-        check_device(suite)
-    except SuiteError as exc:
-        raise click.ClickException(str(exc)) from None
+    suite = partner_suite(st, k=k, min_return=min_return)
+    _check(suite, "partners select")
     check_writable(out)
-    if not (Path(out) / RECORD).is_file():
-        _write_record(out, st)
-    phases, infos = build_phases(suite)
-    jobs = phases[0] + phases[1] + phases[2]
+    write_settings(out, st, overwrite=False)
     try:
-        run_jobs(jobs, out, modules=("zsceval.evaluation.pipeline",))
-        late = late_phases(suite, Path(out), infos)
-        run_jobs(jobs + late[0] + late[1], out, modules=("zsceval.evaluation.pipeline",))
+        manifest = select_partners(suite, out)
     except (JobError, ValueError) as exc:
         raise job_failure(exc) from None
     except OSError as exc:
         raise write_error(exc) from None
-    lay = suite.layouts[0]
-    click.echo(f"partner-set manifest: {out}/{lay}/partners/set/manifest.json")
+    click.echo(f"partner-set manifest: {manifest}")
 
 
 @partners.command(name="human-proxy")
@@ -350,24 +271,12 @@ def probe(layout, role, out) -> None:
       zsceval eval --agent runs/sp_forced_coordination_s0 --layout forced_coordination \\
                    --partner eval_partners/forced_coordination/probe-onion_passer --interdependence
     """
-    from zsceval.envs.overcooked import OvercookedEnv, load_layout
-    from zsceval.interdependence import ScriptedProbe
-    from zsceval.rl.checkpoint import save_checkpoint
+    from zsceval.envs.overcooked import load_layout
+    from zsceval.evaluation.probe_partner import save_probe_partner
 
     try:
         lay = load_layout(layout)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
-    folder = Path(out) if out else Path("eval_partners") / lay.name / f"probe-{role}"
-    env = OvercookedEnv(lay, num_envs=1)
-    agent = ScriptedProbe(env.obs_channels, role)
-    config = {"env": {"name": "overcooked", "layout": lay.name}, "probe": {"role": role}}
-    meta = {
-        "algo": "interdep_probe",
-        "layout": lay.name,
-        "ego": "probe",
-        "env_spec": env.spec_dict(),
-        "config": config,
-    }
-    ckpt = save_checkpoint(folder / "checkpoints", 0, {"probe": agent}, meta)
+    ckpt = save_probe_partner(lay.name, role, out)
     click.echo(f"scripted probe ({role}) for {lay.name} -> {ckpt}")

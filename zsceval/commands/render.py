@@ -17,38 +17,13 @@ def _layout(name: str):
         raise click.BadParameter(str(exc), param_hint="--layout") from None
 
 
-def check_state(state, layout, what: str) -> None:
-    """Refuse a state dict that does not fit ``layout`` (clear :class:`click.ClickException`)."""
-    from zsceval.envs.overcooked import OvercookedEnv
+def _check_state(state, layout, what: str) -> None:
+    from zsceval.render import check_state
 
-    if not isinstance(state, dict) or "players" not in state:
-        raise click.ClickException(f"{what}: not an overcooked-ai state dict (no 'players' key)")
-    env = OvercookedEnv(layout, num_envs=1)
-    env.reset()
     try:
-        env.import_state(0, state)
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise click.ClickException(f"{what} does not fit layout {layout.name!r}: {exc}") from None
-
-
-def write_episode_gif(frames, layout, out, fps: float, tile: int, horizon: int | None = None) -> None:
-    """Draw ``frames`` (:class:`zsceval.render.Frame`) and write them as a GIF at ``out``."""
-    from zsceval.render import draw_state, episode_gif
-
-    images = [
-        draw_state(f.state, layout, score=f.score, timestep=f.t, horizon=horizon, tile=tile) for f in frames
-    ]
-    episode_gif(images, out, fps)
-
-
-def _save_png(image, out: Path) -> None:
-    from zsceval.io import atomic_path
-
-    with atomic_path(out) as tmp:
-        image.save(tmp, format="PNG")
-    from zsceval.render.episode import readable
-
-    readable(out)
+        check_state(state, layout, what)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @click.command(name="render")
@@ -117,6 +92,10 @@ def render(
       zsceval render --state state.json --layout cramped_room --out state.png
       zsceval render --trajectory ep.json --out ep.gif
     """
+    from zsceval.render import play_seating, read_trajectory, write_episode_gif, write_state_png
+    from zsceval.rl.checkpoint import CheckpointError
+    from zsceval.rl.config import ConfigError
+
     sources = [x for x in (agent, state_file, trajectory) if x is not None]
     if len(sources) != 1:
         raise click.UsageError("give exactly one of --agent, --state and --trajectory")
@@ -131,15 +110,11 @@ def render(
             raise click.BadParameter(f"file {state_file} does not exist", param_hint="--state") from None
         except (OSError, json.JSONDecodeError) as exc:
             raise click.BadParameter(f"cannot read {state_file}: {exc}", param_hint="--state") from None
-        check_state(state, lay, f"state {state_file}")
-        from zsceval.render import draw_state
-
-        _save_png(draw_state(state, lay, tile=tile), out)
+        _check_state(state, lay, f"state {state_file}")
+        write_state_png(state, lay, out, tile=tile)
         click.echo(f"wrote {out}")
         return
     if trajectory is not None:
-        from zsceval.render import read_trajectory
-
         try:
             name, horizon, frames = read_trajectory(trajectory, episode)
         except FileNotFoundError:
@@ -151,63 +126,24 @@ def render(
         lay = _layout(name)
         if not frames:
             raise click.ClickException(f"trajectory {trajectory} has no states")
-        check_state(frames[0].state, lay, f"trajectory {trajectory} state 0")
+        _check_state(frames[0].state, lay, f"trajectory {trajectory} state 0")
         frames = frames[: steps + 1] if steps else frames
     else:
         if layout is None:
             raise click.UsageError("--agent needs --layout")
         lay = _layout(layout)
-        frames, horizon = _play(agent, partner or agent, lay, steps, seed, device)
+        try:
+            frames, horizon = play_seating(
+                agent, partner or agent, lay, max_steps=steps, seed=seed, device=device
+            )
+        except (CheckpointError, ConfigError) as exc:
+            raise click.ClickException(str(exc)) from None
     if png_at is not None and png_at >= len(frames):
         raise click.BadParameter(f"the episode has steps 0..{len(frames) - 1}", param_hint="--png-at")
     write_episode_gif(frames, lay, out, fps, tile, horizon or None)
     click.echo(f"wrote {out} ({len(frames)} frames, final score {frames[-1].score:g})")
     if png_at is not None:
-        from zsceval.render import draw_state
-
         f = frames[png_at]
         png = out.with_name(f"{out.stem}_t{png_at}.png")
-        _save_png(
-            draw_state(f.state, lay, score=f.score, timestep=f.t, horizon=horizon or None, tile=tile), png
-        )
+        write_state_png(f.state, lay, png, score=f.score, timestep=f.t, horizon=horizon or None, tile=tile)
         click.echo(f"wrote {png}")
-
-
-def _play(agent_path, partner_path, layout, steps, seed, device, agent_seat: int = 0):
-    import torch
-
-    from zsceval.envs.overcooked import OvercookedEnv
-    from zsceval.render import record_episode
-    from zsceval.rl.checkpoint import CheckpointError, check_compatible, load_agent
-    from zsceval.rl.trainer import resolve_device
-
-    dev = resolve_device(device)
-    env = OvercookedEnv(layout, num_envs=1, device=dev, seed=seed)
-    agents = []
-    for path, what in ((agent_path, "agent"), (partner_path, "partner")):
-        try:
-            a, meta = load_agent(path, device=dev)
-            horizon = meta.get("env_spec", {}).get("horizon")
-            if horizon:
-                env = OvercookedEnv(layout, num_envs=1, device=dev, seed=seed, horizon=horizon)
-            check_compatible(meta, env.spec_dict(), f"{what} {path}")
-        except CheckpointError as exc:
-            raise click.ClickException(str(exc)) from None
-        agents.append(a)
-    seats = [agents[1]] * env.num_agents
-    seats[agent_seat] = agents[0]
-    gen = torch.Generator(dev).manual_seed(seed)
-    return record_episode(env, seats, gen, max_steps=steps), env.horizon
-
-
-def seating_gifs(agent_path, partner_path, layout, out_dir, device: str = "cpu", seed: int = 0) -> list[str]:
-    """One GIF per seating (agent in seat k, partner elsewhere) of one episode each, written as
-    ``<out_dir>/<layout>_agent_seat<k>.gif``; returns the paths (for ``zsceval eval --gif``)."""
-    lay = _layout(layout)
-    paths = []
-    for seat in range(lay.num_players):
-        frames, horizon = _play(agent_path, partner_path, lay, None, seed, device, agent_seat=seat)
-        path = Path(out_dir) / f"{lay.name}_agent_seat{seat}.gif"
-        write_episode_gif(frames, lay, path, 8, 32, horizon)
-        paths.append(str(path))
-    return paths

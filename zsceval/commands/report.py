@@ -95,104 +95,37 @@ def report(
       zsceval report runs/bench --compare zsceval-paper --levels median
       zsceval report runs/bench --json --no-figures
     """
-    import pandas as pd
+    from zsceval.evaluation.manifest import ManifestError
+    from zsceval.evaluation.report import FIGURES_DIR
+    from zsceval.evaluation.report_contents import (
+        gather_report,
+        report_json,
+        report_text,
+        write_report_figures,
+    )
 
-    from zsceval.evaluation import report as rep
-    from zsceval.evaluation.comparison import compare_with_reference, load_reference_table
-    from zsceval.evaluation.human_proxy import HUMAN_PROXY_TABLE, format_human_proxy, human_proxy_summary
-    from zsceval.evaluation.interdependence import format_interdependence, interdependence_summary
-    from zsceval.evaluation.manifest import ManifestError, load_manifest
-
-    options = {"seed": seed, "reps": reps, "level": ci_level, "nonpositive_br": nonpositive_br}
-    from zsceval.tbs.report import find_tbs_results, format_tbs, plot_pooled, tbs_pooled, tbs_summary
-
-    tbs_paths = find_tbs_results(directory)
-    tbs = tbs_summary(tbs_paths, reps=reps, seed=seed) if tbs_paths else None
-    pooled = tbs_pooled(tbs_paths, reps=reps, seed=seed) if tbs_paths else None
-    if tbs is not None and not (Path(directory) / "results.parquet").is_file():  # a TBS run, no bench
-        if as_json:
-            click.echo(json.dumps({"tbs": rep.records(tbs), "tbs_pooled": rep.records(pooled)}, indent=2))
-        else:
-            click.echo(format_tbs(tbs, ci_level, pooled))
-        if figures and len(pooled):
-            written = plot_pooled(pooled, directory / rep.FIGURES_DIR)
-            click.echo(f"wrote {len(written)} figure(s) to {directory / rep.FIGURES_DIR}", err=True)
-        return
     try:
-        results, br_returns, features = rep.read_tables(directory)
-        summary = rep.summarize(results, br_returns, levels=levels, **options)
-        comparisons = rep.compare_algorithms(results, br_returns, **options) if stats else None
-        reference = None
-        if compare:
-            rows, layouts = compare_with_reference(summary, load_reference_table(compare))
-            reference = (Path(compare).stem if compare.endswith(".yaml") else compare, rows, layouts)
-        loaded = [load_manifest(path, verify=False) for path in manifests]
-        human = inter = None
-        if (Path(directory) / HUMAN_PROXY_TABLE).is_file():
-            human_frame = pd.read_parquet(Path(directory) / HUMAN_PROXY_TABLE)
-            if "constructive" in human_frame.columns:
-                inter = interdependence_summary(human_frame)
-            human = human_proxy_summary(human_frame, seed=seed, reps=reps, level=ci_level)
+        contents = gather_report(
+            directory,
+            seed=seed,
+            reps=reps,
+            level=ci_level,
+            nonpositive_br=nonpositive_br,
+            levels=levels,
+            stats=stats,
+            compare=compare,
+            manifests=manifests,
+        )
     except (FileNotFoundError, ValueError, ManifestError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
-        payload = {
-            "metric": "BR-Prox IQM",
-            "ci_level": ci_level,
-            "reps": reps,
-            "seed": seed,
-            "nonpositive_br": nonpositive_br,
-            "levels": levels,
-            "rows": rep.summary_records(summary),
-            "notes": rep.bench_notes(directory, rep.mark_selected(features, loaded)),
-        }
-        if comparisons is not None:
-            payload["probability_of_improvement"] = rep.records(comparisons["poi"])
-            payload["performance_profiles"] = rep.records(comparisons["profiles"])
-            payload["ranks"] = rep.records(comparisons["ranks"])
-        if human is not None:
-            payload["human_proxy"] = rep.records(human)
-        if inter is not None:
-            payload["interdependence"] = rep.records(inter)
-        if tbs is not None:
-            payload["tbs"] = rep.records(tbs)
-            payload["tbs_pooled"] = rep.records(pooled)
-        if reference is not None:
-            payload["comparison"] = {
-                "reference": reference[0],
-                "rows": rep.records(reference[1]),
-                "layouts": rep.records(reference[2]),
-            }
-        click.echo(json.dumps(payload, indent=2))
+        click.echo(json.dumps(report_json(contents), indent=2))
     else:
-        blocks = [rep.format_table(summary, level=ci_level)]
-        if comparisons is not None:
-            blocks.append(rep.format_poi(comparisons["poi"], level=ci_level))
-            blocks.append(rep.format_profiles(comparisons["profiles"], level=ci_level))
-            blocks.append(rep.format_ranks(comparisons["ranks"]))
-        if reference is not None:
-            blocks.append(rep.format_comparison(reference[1], reference[2], reference[0]))
-        if human is not None:
-            blocks.append(format_human_proxy(human, summary, level=ci_level))
-        if inter is not None:
-            blocks.append(format_interdependence(inter))
-        if tbs is not None:
-            blocks.append(format_tbs(tbs, ci_level, pooled))
-        notes = rep.bench_notes(directory, rep.mark_selected(features, loaded))
-        if notes:
-            blocks.insert(0, "\n".join(notes))
-        click.echo("\n\n".join(blocks))
-    if figures:
-        try:
-            written = rep.write_figures(
-                summary,
-                rep.mark_selected(features, loaded),
-                directory / rep.FIGURES_DIR,
-                comparisons=comparisons,
-                reference=reference,
-            )
-        except ValueError as exc:
-            raise click.ClickException(str(exc)) from exc
-        if pooled is not None and len(pooled):
-            written += plot_pooled(pooled, directory / rep.FIGURES_DIR)
-        click.echo(f"wrote {len(written)} figure(s) to {directory / rep.FIGURES_DIR}", err=True)
+        click.echo(report_text(contents))
+    if not figures or (contents.tbs_only and not len(contents.tbs_pooled)):
+        return
+    try:
+        written = write_report_figures(contents)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"wrote {len(written)} figure(s) to {directory / FIGURES_DIR}", err=True)

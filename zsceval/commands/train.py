@@ -219,7 +219,13 @@ def train(
         if print_config:
             click.echo(yaml.safe_dump(config_to_dict(cfg), sort_keys=False), nl=False)
             return
-        trainer = Trainer(cfg, out, resume=resume, progress=progress)  # validates, writes nothing
+        try:  # validates first (nothing written on a config error), then takes the folder's lock
+            trainer = Trainer(cfg, out, resume=resume, progress=progress)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise click.ClickException(
+                f"cannot write to --out {out}: {reason}; choose a writable folder with --out"
+            ) from None
         check_writable(out)
         for note in trainer.notes:
             click.echo(note, err=True)

@@ -1,10 +1,14 @@
 """Registry of batched environments by name: ``make("overcooked", num_envs=..., layout=...)``.
 
-Built-in envs (``overcooked``, ``football``, ``toy``) are registered here by factories that import
-their module only when called, so importing this registry does not load the Overcooked engine. Third-party
-packages register more with :func:`register_env` at import time, or declare an entry point in the
-group ``zsceval.envs`` whose value is a factory (registered under the entry point's name) or a
-module that calls :func:`register_env`; entry points are loaded once, at the first lookup.
+The registry is filled from the entry-point group ``zsceval.envs`` (:mod:`zsceval.plugins`): the
+entry point's name is the env's name and its value a factory, ``module:function``, registered
+under that name unless importing its module called :func:`register_env` itself (description: the
+first line of its docstring). The built-ins (``overcooked``, ``football``, ``toy``: factories in
+:mod:`zsceval.envs.builtin` that import their engine only when called) are declared in
+``setup.py`` the same way, so this registry names no env and importing it loads no engine.
+:func:`make` and :func:`env_options` load the entry point of the name they are asked for only;
+:func:`env_names` reads the metadata alone; :func:`describe` loads them all. Code may also
+register an env with :func:`register_env` at import time.
 
 A factory is a callable ``factory(*, num_envs, device, seed, **options) -> BatchedEnv``; its other
 keyword parameters (with defaults) are the env's *options*, which :func:`make` checks by name.
@@ -13,13 +17,14 @@ keyword parameters (with defaults) are the env's *options*, which :func:`make` c
 from __future__ import annotations
 
 import difflib
-import importlib.metadata
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from zsceval.plugins import PluginGroup
 
 from .base import BatchedEnv
 
@@ -58,8 +63,7 @@ class EnvEntry:
 
 
 _registry: dict[str, EnvEntry] = {}
-_failed: dict[str, str] = {}
-_discovered = False
+_plugins = PluginGroup(ENTRY_POINT_GROUP, "env")
 
 
 def _factory_options(name: str, factory: Callable[..., Any]) -> dict[str, Any]:
@@ -111,46 +115,32 @@ def register_env(name: str, factory: Callable[..., BatchedEnv] | None = None, de
     return decorator if factory is None else decorator(factory)
 
 
-def _discover() -> None:
-    """Load the ``zsceval.envs`` entry points once (failures are kept and reported at lookup)."""
-    global _discovered
-    if _discovered:
-        return
-    _discovered = True
-    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        dist = getattr(ep.dist, "name", None) or "an unknown distribution"
-        try:
-            obj = ep.load()
-        except ImportError as exc:
-            missing = getattr(exc, "name", None) or "<package>"
-            _failed[ep.name] = (
-                f"env '{ep.name}' (entry point '{ep.value}' of {dist}) cannot be imported: {exc}. "
-                f"Install the missing package (pip install {missing}) or uninstall {dist}."
-            )
-            continue
-        if ep.name not in _registry and callable(obj):
-            register_env(ep.name, obj)
+def _adopt(name: str, obj: Any) -> None:
+    """Register the factory of entry point ``name`` unless importing its module registered it."""
+    if name not in _registry:
+        if not callable(obj):
+            raise TypeError(f"{obj!r} is not callable and its module registered no env '{name}'")
+        register_env(name, obj)
 
 
 def env_names() -> list[str]:
-    """Sorted names of the registered envs."""
-    _discover()
-    return sorted(_registry)
+    """Sorted names of the envs: registered ones and declared entry points (none imported)."""
+    return sorted(set(_registry) | set(_plugins.names()))
 
 
 def describe() -> list[tuple[str, str]]:
-    """``(name, description)`` pairs, sorted by name."""
-    _discover()
+    """``(name, description)`` pairs, sorted by name; loads every entry point (those that fail to
+    load are left out: looking them up names the error)."""
+    _plugins.load_all(_adopt)
     return sorted((e.name, e.description) for e in _registry.values())
 
 
 def _entry(name: str) -> EnvEntry:
-    _discover()
+    if name not in _registry and name in _plugins:
+        _plugins.load(name, _adopt)
     if name in _registry:
         return _registry[name]
-    if name in _failed:
-        raise ImportError(_failed[name])
-    valid = sorted(_registry)
+    valid = env_names()
     close = difflib.get_close_matches(str(name), valid, n=1)
     hint = f" Did you mean '{close[0]}'?" if close else ""
     raise UnknownEnvError(f"unknown env '{name}'. Registered envs: {', '.join(valid)}.{hint}")
@@ -181,7 +171,8 @@ def make(
         UnknownEnvError: no such env (valid names listed, closest suggested).
         ValueError: an option the env does not take (valid options listed), or a bad value
             (raised by the env).
-        ImportError: the env's package (an entry point) cannot be imported.
+        zsceval.plugins.PluginLoadError: the env's entry point cannot be loaded (an ImportError
+            naming the entry point and the exception).
     """
     entry = _entry(name)
     unknown = sorted(set(options) - set(entry.options))
@@ -193,73 +184,3 @@ def make(
             f"env '{name}' has no option(s) {unknown}. Valid options: {', '.join(valid) or '(none)'}.{hint}"
         )
     return entry.factory(num_envs=num_envs, device=device, seed=seed, **options)
-
-
-# ---------------------------------------------------------------------------- built-in envs
-@register_env("overcooked", description="Batched Overcooked (ZSC-Eval classic and multi-recipe layouts)")
-def _make_overcooked(
-    *,
-    num_envs: int,
-    device: str | torch.device,
-    seed: int,
-    layout: str = "cramped_room",
-    horizon: int | None = None,
-    randomize_seats: bool = False,
-    random_start_prob: float = 0.0,
-    view_radius: int = 0,
-) -> BatchedEnv:
-    from .overcooked import OvercookedEnv
-
-    return OvercookedEnv(
-        layout,
-        num_envs,
-        device=device,
-        seed=seed,
-        horizon=horizon,
-        randomize_seats=randomize_seats,
-        random_start_prob=random_start_prob,
-        view_radius=view_radius,
-    )
-
-
-@register_env("toy", description="Tiny n-agent cue-matching game for tests (uint8 or float32 obs)")
-def _make_toy(
-    *,
-    num_envs: int,
-    device: str | torch.device,
-    seed: int,
-    num_agents: int = 2,
-    horizon: int = 8,
-    obs_dtype: str = "uint8",
-) -> BatchedEnv:
-    from .toy import ToyCueEnv
-
-    return ToyCueEnv(
-        num_envs, num_agents=num_agents, device=device, seed=seed, horizon=horizon, obs_dtype=obs_dtype
-    )
-
-
-@register_env(
-    "football",
-    description="Google Research Football academy_3_vs_1_with_keeper, 3 controlled players "
-    "(zsceval[football])",
-)
-def _make_football(
-    *,
-    num_envs: int,
-    device: str | torch.device,
-    seed: int,
-    horizon: int = 400,
-    difficulty: float = 0.95,
-    num_workers: int = 0,
-) -> BatchedEnv:
-    from .football.env import FootballEnv
-
-    return FootballEnv(
-        num_envs,
-        device=device,
-        seed=seed,
-        game_duration=horizon,
-        difficulty=difficulty,
-        num_workers=num_workers,
-    )

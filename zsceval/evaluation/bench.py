@@ -61,8 +61,9 @@ from zsceval.envs.scenarios import env_flags, num_players, resolve_scenario
 from zsceval.execution import Job, run_jobs
 from zsceval.execution.locks import FolderLock
 from zsceval.io import atomic_path, atomic_write_text
+from zsceval.plugins import PluginGroup
 from zsceval.rl.algorithm import JobContext
-from zsceval.rl.config import ConfigError, coerce_value, resolve_config
+from zsceval.rl.config import ConfigError, check_episode_budget, coerce_value, resolve_config
 from zsceval.rl.hardware import MAX_THREADS_ENV, usable_cores
 
 from . import pipeline  # noqa: F401  (registers the job kinds)
@@ -190,29 +191,65 @@ class SuiteError(ValueError):
     """A malformed suite (names the file and the key)."""
 
 
-def _suite_dir() -> Path:
-    return Path(str(resources.files("zsceval.suites")))
+SUITE_GROUP = "zsceval.suites"
+"""Entry-point group of suite collections: name = a label, value = a package whose folder holds
+``*.yaml`` suites (the shipped ones: ``zsceval = zsceval.suites``); a suite's name is its file's stem."""
+_suite_packages = PluginGroup(SUITE_GROUP, "suite collection")
+
+
+def _adopt_suites(label: str, package: Any) -> None:
+    if not hasattr(package, "__path__"):
+        raise TypeError(f"{package!r} is not a package (a folder of suite YAML files)")
+
+
+def _suite_files() -> tuple[dict[str, list[Path]], dict[str, Exception]]:
+    """Suite name -> its files in the packages of :data:`SUITE_GROUP`, and the entry points that
+    failed to load (left out)."""
+    failed = _suite_packages.load_all(_adopt_suites)
+    found: dict[str, list[Path]] = {}
+    for _, package in sorted(_suite_packages.loaded().items()):
+        for path in sorted(Path(str(resources.files(package))).glob("*.yaml")):
+            found.setdefault(path.stem, []).append(path)
+    return found, dict(failed)
 
 
 def list_suites() -> list[str]:
-    """Names of the shipped suites."""
-    return sorted(p.stem for p in _suite_dir().glob("*.yaml"))
+    """Names of the installed suites (every package of the entry-point group ``zsceval.suites``)."""
+    return sorted(_suite_files()[0])
+
+
+def _suite_path(name: str) -> Path:
+    """The file of the installed suite ``name``.
+
+    Raises:
+        SuiteError: unknown (installed suites listed, closest suggested, packages that failed to
+            load named) or shipped by several packages.
+    """
+    found, failed = _suite_files()
+    paths = found.get(name, [])
+    if len(paths) > 1:
+        raise SuiteError(
+            f"suite {name!r} is shipped by several packages ({', '.join(map(str, paths))}); pass one's path"
+        )
+    if not paths:
+        close = difflib.get_close_matches(name, list(found), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        broken = "".join(f" ({exc})" for exc in failed.values())
+        names = ", ".join(sorted(found))
+        raise SuiteError(f"unknown suite {name!r}; installed suites: {names}.{hint}{broken}")
+    return paths[0]
 
 
 def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Suite:
     """Load and validate a suite by name or path, optionally restricted to some algorithms/layouts.
 
     Raises:
-        SuiteError: unknown suite (lists the shipped ones), malformed YAML (file, line, column),
+        SuiteError: unknown suite (lists the installed ones), malformed YAML (file, line, column),
             unknown keys, unknown layout or algorithm names (with the valid ones).
     """
     path = Path(str(name_or_path))
     if not path.suffix:
-        path = _suite_dir() / f"{name_or_path}.yaml"
-        if not path.is_file():
-            raise SuiteError(
-                f"unknown suite {str(name_or_path)!r}; shipped suites: {', '.join(list_suites())}"
-            )
+        path = _suite_path(str(name_or_path))
     if not path.is_file():
         raise SuiteError(f"suite file {path} does not exist")
     try:
@@ -429,6 +466,17 @@ def _validate(suite: Suite, path: Path) -> None:
     for name in suite.layouts:  # the training config of every run resolves (preset, overrides)
         try:
             resolve_config(preset=suite.preset, overrides=suite.overrides, **env_flags(name))
+            # candidates: selection reads their logged returns, so each must end episodes
+            cand = resolve_config(preset=suite.preset, overrides=suite.overrides,
+                                  **{"run.algo": "biased", **env_flags(name)})  # fmt: skip
+            budget = suite.budget(name)
+            key = (
+                "partners.candidate_steps"
+                if budget is suite.partners
+                else f"layout_partners.{name}.candidate_steps"
+            )
+            check_episode_budget(cand, key, budget.candidate_steps, cand.env.num_envs,
+                                 "partner selection (the candidates' final and mid returns)")  # fmt: skip
         except ConfigError as exc:
             raise SuiteError(f"{path}: {exc}") from None
 
@@ -939,7 +987,7 @@ def check_suite_record(suite: Suite, out: str | Path, *, force: bool = False) ->
     Raises:
         SuiteConflictError: differences and not ``force`` (names them and the way out).
     """
-    from zsceval.commands._common import differences
+    from zsceval.evaluation.records import differences
 
     path = Path(out) / SUITE_RECORD
     if not path.is_file():

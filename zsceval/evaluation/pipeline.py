@@ -407,7 +407,3 @@ def ego_evaluate(params: dict, out: Path, needs: dict) -> dict:
         "mean_sparse_return": float(frame["sparse_return"].mean()),
         "scored_checkpoint": scored,
     }
-
-
-from zsceval.evaluation import human_proxy  # noqa: E402, F401  (registers the human-proxy job kinds)
-from zsceval.tbs import jobs as _tbs_jobs  # noqa: E402, F401  (registers the TBS job kinds)

@@ -8,6 +8,13 @@ Job functions that can resume internally (training runs) see their partial outpu
 
 Executors (:mod:`zsceval.execution.executors`) run jobs in-process, in a local process pool, or on
 a Ray cluster; they all use :func:`run_job`, so a job behaves the same everywhere.
+
+Job kinds are filled from the entry-point group ``zsceval.jobs`` (:mod:`zsceval.plugins`; the
+built-ins are declared in ``setup.py``): the entry point's name is the kind and its value the job
+function, ``module:function``, registered under that name unless importing its module did so with
+the :func:`job_kind` decorator. :func:`run_job` loads the entry point of a job's kind (only) when
+the kind is not registered yet, in whichever process runs the job, so worker processes need no
+``modules`` to import for declared kinds.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from zsceval.io import atomic_write_text, sha256_text
+from zsceval.plugins import PluginGroup, PluginLoadError
 
 __all__ = [
     "Job",
@@ -33,6 +41,9 @@ __all__ = [
     "read_result",
     "order_jobs",
     "chain_fingerprints",
+    "job_function",
+    "job_kinds",
+    "JOB_GROUP",
     "JOB_KINDS",
 ]
 
@@ -41,6 +52,8 @@ STARTED = "STARTED.json"  # written when a job starts: which inputs its output d
 
 # kind -> function(params: dict, out_dir: Path, needs: dict[str, Path]) -> JSON-able result
 JOB_KINDS: dict[str, Callable[[dict, Path, dict[str, Path]], Any]] = {}
+JOB_GROUP = "zsceval.jobs"
+_plugins = PluginGroup(JOB_GROUP, "job kind")
 
 
 class JobError(RuntimeError):
@@ -88,6 +101,40 @@ def job_kind(name: str) -> Callable:
         return fn
 
     return wrap
+
+
+def _adopt(name: str, obj: Any) -> None:
+    """Register the function of entry point ``name`` unless importing its module registered it."""
+    if name not in JOB_KINDS:
+        if not callable(obj):
+            raise TypeError(f"{obj!r} is not callable and its module registered no job kind '{name}'")
+        job_kind(name)(obj)
+
+
+def job_kinds() -> list[str]:
+    """Sorted job kinds: registered ones and declared entry points (none imported)."""
+    return sorted(set(JOB_KINDS) | set(_plugins.names()))
+
+
+def job_function(kind: str) -> Callable[[dict, Path, dict[str, Path]], Any]:
+    """The job function of ``kind``, loading its entry point (only) if needed.
+
+    Raises:
+        KeyError: unknown kind (the message lists the known ones and suggests the closest).
+        zsceval.plugins.PluginLoadError: the entry point of ``kind`` could not be loaded (it and the
+            exception are named).
+    """
+    if kind not in JOB_KINDS and kind in _plugins:
+        _plugins.load(kind, _adopt)
+    if kind in JOB_KINDS:
+        return JOB_KINDS[kind]
+    valid = job_kinds()
+    close = difflib.get_close_matches(kind, valid, n=1)
+    raise KeyError(
+        f"unknown job kind {kind!r}{f' (did you mean {close[0]!r}?)' if close else ''}; known: "
+        f"{', '.join(valid)} (a kind is declared in the entry-point group {JOB_GROUP!r}, or registered "
+        "by importing the module that defines it: pass it in `modules`)"
+    )
 
 
 @dataclass(frozen=True)
@@ -170,21 +217,20 @@ def run_job(job: Job, root: str | Path, out_dirs: dict[str, str], fingerprint: s
             ``chain_fingerprints``', which cover the needs too).
 
     Raises:
-        JobError: unknown kind (valid ones listed), unfinished input, or the function raised
-            (the original traceback is included; nothing is marked done).
+        JobError: unknown kind (valid ones listed), a kind whose entry point cannot be loaded,
+            unfinished input, or the function raised (the original traceback is included; nothing
+            is marked done).
     """
     root = Path(root)
     fingerprint = fingerprint or job.fingerprint
     if is_done(job, root, fingerprint):
         return read_result(job, root)
-    if job.kind not in JOB_KINDS:
-        close = difflib.get_close_matches(job.kind, list(JOB_KINDS), n=1)
-        raise JobError(
-            f"job {job.id!r}: unknown job kind {job.kind!r}"
-            f"{f' (did you mean {close[0]!r}?)' if close else ''}; known: {', '.join(sorted(JOB_KINDS))} "
-            "(a kind is registered by importing the module that defines it: pass it in `modules`)",
-            job=job.id,
-        )
+    try:
+        function = job_function(job.kind)
+    except KeyError as exc:
+        raise JobError(f"job {job.id!r}: {exc.args[0]}", job=job.id) from None
+    except PluginLoadError as exc:
+        raise JobError(f"job {job.id!r}: {exc}", job=job.id) from exc
     needs = {}
     for dep in job.needs:
         path = root / out_dirs[dep]
@@ -199,7 +245,7 @@ def run_job(job: Job, root: str | Path, out_dirs: dict[str, str], fingerprint: s
     atomic_write_text(out / STARTED, json.dumps({"job": job.id, "fingerprint": fingerprint}))
     start = time.time()
     try:
-        result = JOB_KINDS[job.kind](dict(job.params), out, needs)
+        result = function(dict(job.params), out, needs)
     except JobInputError as exc:
         raise JobError(f"job {job.id!r} ({job.kind}) cannot succeed: {exc}", job=job.id) from exc
     except Exception as exc:

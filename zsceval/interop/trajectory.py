@@ -516,12 +516,12 @@ def record_cross_play(
 ) -> list[str]:
     """Record the episodes of ``zsceval eval --agent A --partner P``: one file per seating.
 
-    Builds the env and the sampling generator with :func:`zsceval.commands.evaluate.cross_play_setup`,
-    as ``cross_play`` does (the generator is shared by the seatings in seat order), so the recorded
-    episodes are the evaluated ones. Seating k puts the agent in seat k and the partner in the
-    other seats; it is written to
-    ``out_dir/agent_seat_<k>.json`` with seat labels ``"agent"`` / ``"partner"`` and ``meta``
-    ``{agent, partner, agent_seat, seed, ...}``.
+    Builds the env and the sampling generator with
+    :func:`zsceval.evaluation.cross_play.cross_play_setup`, as
+    :func:`~zsceval.evaluation.cross_play.cross_play` does (the generator is shared by the seatings
+    in seat order), so the recorded episodes are the evaluated ones. Seating k puts the agent in
+    seat k and the partner in the other seats; it is written to ``out_dir/agent_seat_<k>.json``
+    with seat labels ``"agent"`` / ``"partner"`` and ``meta`` ``{agent, partner, agent_seat, seed, ...}``.
 
     Returns:
         The paths written, in seating order.
@@ -531,7 +531,7 @@ def record_cross_play(
         ConfigError: unknown layout.
         OSError: ``out_dir`` cannot be written.
     """
-    from zsceval.commands.evaluate import cross_play_setup
+    from zsceval.evaluation.cross_play import cross_play_setup
 
     agent, partner, env, gen, _ = cross_play_setup(agent_path, partner_path, layout, episodes, device, seed)
     paths = []

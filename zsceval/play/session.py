@@ -106,7 +106,7 @@ def load_opponent(path: str | Path, layout: str, device: str = "cpu") -> Opponen
     """Load a saved agent and check it can play ``layout``.
 
     The env repeats the agent's saved env config (as ``zsceval eval`` does,
-    :func:`zsceval.commands.evaluate.cross_play_setup`) with one game on ``layout``.
+    :func:`zsceval.evaluation.cross_play.cross_play_setup`) with one game on ``layout``.
 
     Args:
         path: run directory (its latest checkpoint), checkpoint directory or ``meta.json``;

@@ -26,7 +26,7 @@ from zsceval.population.checkpoints import load_population
 from zsceval.population.pool import PolicyPool
 from zsceval.population.stage1 import member_name, population_size, stage1_size
 from zsceval.rl.algorithm import Algorithm, JobContext
-from zsceval.rl.config import ConfigError, TrainConfig
+from zsceval.rl.config import ConfigError, TrainConfig, check_episode_budget
 from zsceval.rl.policy import Policy
 from zsceval.rl.seating import Arm, Seating, ego_partner_arms
 
@@ -171,6 +171,9 @@ class PopulationEgo(Algorithm):
             **{"run.algo": cls.stage1_algo, **env_flags(ctx.layout)},
         )
         total = stage1_size(s1)
+        reader = "stage 2 (each member's init / mid / final checkpoints)"
+        per_member = s1.env.num_envs // total
+        check_episode_budget(s1, "population.stage1_steps", s1.population.stage1_steps, per_member, reader)
         s1_id = f"{ctx.layout}/stage1/{cls.stage1_algo}"
         stage1 = ctx.train_job(s1_id, algo=cls.stage1_algo, seed=0, steps=s1.run.total_steps)
         window = sliding_window(total, population_size(s1) // 3, ctx.seed)

@@ -1,4 +1,5 @@
-"""Episodes as pictures: record one game with saved agents, read trajectory files, write GIFs."""
+"""Episodes as pictures: record one game with saved agents, read trajectory files, check their states
+against a layout, write GIFs and PNGs."""
 
 from __future__ import annotations
 
@@ -6,17 +7,26 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from PIL import Image
 
+from zsceval.envs.overcooked.layout import Layout
 from zsceval.io import atomic_path
-from zsceval.render.draw import COLORS, SEAT_COLORS
+from zsceval.render.draw import COLORS, SEAT_COLORS, draw_state
 from zsceval.rl.runner import EpisodeRunner
 from zsceval.rl.seating import fixed_seating
 
-__all__ = ["Frame", "episode_gif", "read_trajectory", "record_episode"]
+__all__ = [
+    "Frame",
+    "check_state",
+    "episode_gif",
+    "read_trajectory",
+    "record_episode",
+    "write_episode_gif",
+    "write_state_png",
+]
 
 TRAJECTORY_FORMAT = "zsceval-trajectory"
 
@@ -156,6 +166,93 @@ def episode_gif(frames: Sequence[Image.Image], path: str | Path, fps: float = 8)
         )
     readable(path)
     return path
+
+
+def write_episode_gif(
+    frames: Sequence[Frame],
+    layout: str | Layout,
+    path: str | Path,
+    fps: float = 8,
+    tile: int = 48,
+    horizon: int | None = None,
+) -> Path:
+    """Draw ``frames`` on ``layout`` (:func:`~zsceval.render.draw.draw_state`, each frame's score and
+    time in the header) and write them as an animated GIF at ``path`` (:func:`episode_gif`).
+
+    Args:
+        frames: the episode's frames (:func:`record_episode`, :func:`read_trajectory`).
+        layout: layout name/alias/path or a :class:`Layout`.
+        path: the GIF to write (atomically; parent folders are created).
+        fps: frames per second (> 0).
+        tile: side of one grid cell in pixels (>= 12).
+        horizon: episode length shown after the time (default: the layout's).
+
+    Returns:
+        ``path`` as a :class:`Path`.
+
+    Raises:
+        ValueError: no frames, ``fps <= 0``, or an unknown layout.
+        OSError: the file cannot be written.
+    """
+    images = [
+        draw_state(f.state, layout, score=f.score, timestep=f.t, horizon=horizon, tile=tile) for f in frames
+    ]
+    return episode_gif(images, path, fps)
+
+
+def write_state_png(
+    state: dict,
+    layout: str | Layout,
+    path: str | Path,
+    *,
+    score: float | None = None,
+    timestep: int | None = None,
+    horizon: int | None = None,
+    tile: int = 48,
+) -> Path:
+    """Draw one overcooked-ai state dict (:func:`~zsceval.render.draw.draw_state`, same keyword
+    arguments) and write it as a PNG at ``path``, atomically, with the usual file permissions.
+
+    Returns:
+        ``path`` as a :class:`Path`.
+
+    Raises:
+        ValueError: an unknown layout.
+        OSError: the file cannot be written.
+    """
+    image = draw_state(state, layout, score=score, timestep=timestep, horizon=horizon, tile=tile)
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        image.save(tmp, format="PNG")
+    readable(path)
+    return path
+
+
+def check_state(state: Any, layout: Layout, what: str = "state") -> None:
+    """Refuse a state dict that does not fit ``layout`` (before drawing it).
+
+    The state is imported into a one-game :class:`~zsceval.envs.overcooked.OvercookedEnv` on
+    ``layout``, which checks the players, objects and positions against the grid.
+
+    Args:
+        state: what was read as an overcooked-ai state dict (``OvercookedState.to_dict()``).
+        layout: the layout it should be on.
+        what: the state's name in the messages, e.g. ``"state s.json"``.
+
+    Raises:
+        ValueError: ``"<what>: not an overcooked-ai state dict (no 'players' key)"`` or
+            ``"<what> does not fit layout '<name>': <reason>"``.
+    """
+    from zsceval.envs.overcooked import OvercookedEnv
+
+    if not isinstance(state, dict) or "players" not in state:
+        raise ValueError(f"{what}: not an overcooked-ai state dict (no 'players' key)")
+    env = OvercookedEnv(layout, num_envs=1)
+    env.reset()
+    try:
+        env.import_state(0, state)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ValueError(f"{what} does not fit layout {layout.name!r}: {exc}") from None
 
 
 def readable(path: Path) -> None:

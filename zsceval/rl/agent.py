@@ -13,7 +13,12 @@ whose episode begins at this step: the agent resets their state before acting.
 
 Checkpoints store, for each saved agent, ``{"class": <registry name>, "spec": <JSON spec>}``; the
 class's ``from_spec(spec)`` rebuilds the module and ``load_state_dict`` its weights
-(:func:`zsceval.rl.checkpoint.load_agent`). Register a class with :func:`register_agent`.
+(:func:`zsceval.rl.checkpoint.load_agent`). The registry of agent classes is filled from the
+entry-point group ``zsceval.agents`` (:mod:`zsceval.plugins`; the built-ins are declared in
+``setup.py``): the entry point's name is the class's registry name and its value the class,
+``module:Class``. Importing the module may register it with :func:`register_agent`; otherwise it
+is registered under the entry point's name. :func:`agent_class` loads the entry point of the name
+it is asked for, and only that one.
 """
 
 from __future__ import annotations
@@ -25,12 +30,16 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch.nn import functional as F
 
+from zsceval.plugins import PluginGroup
+
 __all__ = [
+    "AGENT_GROUP",
     "ActOutput",
     "Agent",
     "UnknownAgentClassError",
     "agent_class",
     "agent_class_name",
+    "agent_class_names",
     "register_agent",
     "sample_actions",
 ]
@@ -120,7 +129,9 @@ class UnknownAgentClassError(KeyError):
         return str(self.args[0])
 
 
+AGENT_GROUP = "zsceval.agents"
 _classes: dict[str, type] = {}
+_plugins = PluginGroup(AGENT_GROUP, "agent class")
 
 
 def register_agent(name: str):
@@ -148,42 +159,61 @@ def register_agent(name: str):
     return decorator
 
 
-def _import_builtin_agents() -> None:
-    import zsceval.human.proxy  # noqa: F401  (registers "human-proxy")
-    import zsceval.interdependence  # noqa: F401  (registers the scripted probe "interdep_probe")
-    import zsceval.population  # noqa: F401  (registers pool-backed agents)
-    import zsceval.rl.policy  # noqa: F401  (registers "ppo")
-    import zsceval.rl.qpolicy  # noqa: F401  (registers "q")
-    import zsceval.tbs.agents  # noqa: F401  (registers "tbs", "tbs-random", "tbs-cbpr", "tbs-cem")
-    import zsceval.tbs.tom  # noqa: F401  (registers "tbs-tom")
+def _adopt(name: str, obj: Any) -> None:
+    """Register the class of entry point ``name`` unless importing its module registered it."""
+    if name not in _classes:
+        if not isinstance(obj, type):
+            raise TypeError(f"{obj!r} is not a class and its module registered no agent class '{name}'")
+        register_agent(name)(obj)
+
+
+def agent_class_names() -> list[str]:
+    """Sorted names of the agent classes: registered ones and declared entry points (none imported)."""
+    return sorted(set(_classes) | set(_plugins.names()))
 
 
 def agent_class(name: str) -> type:
-    """The agent class registered as ``name``.
+    """The agent class registered as ``name``, loading its entry point (only) if needed.
 
     Raises:
         UnknownAgentClassError: unknown name (registered names listed, closest suggested).
+        zsceval.plugins.PluginLoadError: the entry point of ``name`` could not be loaded (it and the
+            exception are named).
     """
-    if name not in _classes:
-        _import_builtin_agents()
+    if name not in _classes and name in _plugins:
+        _plugins.load(name, _adopt)
     if name in _classes:
         return _classes[name]
-    valid = sorted(_classes)
+    valid = agent_class_names()
     close = difflib.get_close_matches(name, valid, n=1)
     hint = f" Did you mean '{close[0]}'?" if close else ""
     raise UnknownAgentClassError(
-        f"unknown agent class '{name}' (registered: {', '.join(valid)}); the plug-in that defines it "
-        f"must be imported before loading.{hint}"
+        f"unknown agent class '{name}' (registered: {', '.join(valid)}); install the plug-in that "
+        f"declares it in the entry-point group '{AGENT_GROUP}'.{hint}"
     )
 
 
 def agent_class_name(agent: Any) -> str:
-    """Registry name of an agent's class.
+    """Registry name of an agent's class. A class that its module does not register (an entry
+    point registers it) is looked up by its entry point's value, which loads that entry point.
 
     Raises:
-        TypeError: the class was never registered with :func:`register_agent`.
+        TypeError: the class is neither registered with :func:`register_agent` nor declared in the
+            entry-point group ``zsceval.agents``.
     """
-    name = getattr(type(agent), "agent_class", None)
-    if name is None or _classes.get(name) is not type(agent):
-        raise TypeError(f"{type(agent).__qualname__} is not a registered agent class (use @register_agent)")
+    cls = type(agent)
+
+    def registered() -> str | None:
+        name = getattr(cls, "agent_class", None)
+        return name if name is not None and _classes.get(name) is cls else None
+
+    if registered() is None:
+        for name in _plugins.names_of(cls):
+            _plugins.load(name, _adopt)
+    name = registered()
+    if name is None:
+        raise TypeError(
+            f"{cls.__qualname__} is not a registered agent class (use @register_agent, or declare it in "
+            f"the entry-point group '{AGENT_GROUP}')"
+        )
     return name

@@ -273,7 +273,8 @@ class TrainConfig:
 
     @property
     def rollout_length(self) -> int:
-        """T of one rollout: the ``rollout_length`` of the config section of the algorithm's core."""
+        """T of one rollout: the ``rollout_length`` of the config section of the algorithm's core
+        (:func:`~zsceval.rl.cores.core_of` loads that algorithm's entry point only)."""
         from zsceval.rl.cores import core_of
 
         return int(getattr(self, core_of(self.run.algo)).rollout_length)
@@ -558,6 +559,29 @@ def resolve_config(
             cfg = resolve(dynamics, plugin)
     validate(cfg)
     return cfg
+
+
+def check_episode_budget(cfg: TrainConfig, key: str, steps: int, games: int, reader: str) -> None:
+    """Refuse up front a training budget in which no game ends an episode, when a later stage reads
+    the run's logged returns (they are logged when episodes end).
+
+    Args:
+        cfg: the run's resolved config (``env.horizon``).
+        key: the budget's name for the message, e.g. ``population.stage1_steps``.
+        steps: env steps of the budget (per member for a stage-1 population).
+        games: games those steps are spread over (per member).
+        reader: what needs the returns, e.g. ``stage 2 (init / mid / final checkpoints)``.
+
+    Raises:
+        ConfigError: ``steps < games * env.horizon``, naming the key, the value and the minimum.
+    """
+    need = games * cfg.env.horizon
+    if steps < need:
+        raise ConfigError(
+            f"{key}={steps:,} ends no episode: its {games} games of env.horizon={cfg.env.horizon} steps "
+            f"need at least {need:,} env steps before any training return is logged, and {reader} reads "
+            f"those returns. Raise {key} to >= {need:,} (or lower env.num_envs)"
+        )
 
 
 def plugin_preset(algo: str, preset: str, cfg: TrainConfig) -> dict[str, Any]:

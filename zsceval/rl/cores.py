@@ -2,17 +2,28 @@
 
 A core is a learner group class constructed as ``Core(learners, cfg, env, device, algorithm)``
 with ``collect(runner, env_steps) -> EpisodeTable``, ``update(env_steps, generator) -> dict``,
-``state_dict()`` and ``load_state_dict(state)`` (see :class:`zsceval.rl.update.PPOCore`). The
-value-based core registers itself the same way.
+``state_dict()`` and ``load_state_dict(state)`` (see :class:`zsceval.rl.update.PPOCore`).
+
+The registry is filled from the entry-point group ``zsceval.cores`` (:mod:`zsceval.plugins`): the
+entry point's name is the core's name and its value the class, ``module:Class``, registered under
+that name unless importing its module called :func:`register_core` itself. The built-ins ``ppo``
+(:class:`~zsceval.rl.update.PPOCore`) and ``pqn`` (:class:`~zsceval.rl.pqn.PQNCore`) are declared
+in ``setup.py`` the same way. :func:`get_core` loads the entry point of the name it is asked for
+only.
 """
 
 from __future__ import annotations
 
 import difflib
+from typing import Any
 
-__all__ = ["core_names", "core_of", "get_core", "register_core"]
+from zsceval.plugins import PluginGroup
 
+__all__ = ["CORE_GROUP", "core_names", "core_of", "get_core", "register_core"]
+
+CORE_GROUP = "zsceval.cores"
 _cores: dict[str, type] = {}
+_plugins = PluginGroup(CORE_GROUP, "learning core")
 
 
 def register_core(name: str, cls: type | None = None):
@@ -31,18 +42,18 @@ def register_core(name: str, cls: type | None = None):
     return decorator if cls is None else decorator(cls)
 
 
-def _builtins() -> None:
-    from zsceval.rl.pqn import PQNCore
-    from zsceval.rl.update import PPOCore
-
-    register_core("ppo", PPOCore)
-    register_core("pqn", PQNCore)
+def _adopt(name: str, obj: Any) -> None:
+    """Register the class of entry point ``name`` unless importing its module registered it."""
+    if name not in _cores:
+        if not isinstance(obj, type):
+            raise TypeError(f"{obj!r} is not a class and its module registered no core '{name}'")
+        register_core(name, obj)
 
 
 def core_of(algo: str) -> str:
-    """Name of the core of algorithm ``algo`` (``ppo`` for an unknown name: the trainer reports
-    unknown algorithms with the valid names). Each core's hyper-parameters are the config section
-    of the same name (``ppo.*``, ``pqn.*``)."""
+    """Name of the core of algorithm ``algo``: loads that algorithm's entry point only (``ppo``
+    for an unknown or broken name: the trainer reports those with the valid names). Each core's
+    hyper-parameters are the config section of the same name (``ppo.*``, ``pqn.*``)."""
     from zsceval import registry
 
     try:
@@ -52,20 +63,23 @@ def core_of(algo: str) -> str:
 
 
 def core_names() -> list[str]:
-    """Registered core names, sorted."""
-    _builtins()
-    return sorted(_cores)
+    """Sorted names of the cores: registered ones and declared entry points (none imported)."""
+    return sorted(set(_cores) | set(_plugins.names()))
 
 
 def get_core(name: str) -> type:
-    """The core class registered as ``name``.
+    """The core class registered as ``name``, loading its entry point (only) if needed.
 
     Raises:
         ValueError: unknown core (registered names listed, closest suggested).
+        zsceval.plugins.PluginLoadError: the entry point of ``name`` could not be loaded (it and the
+            exception are named).
     """
-    _builtins()
+    if name not in _cores and name in _plugins:
+        _plugins.load(name, _adopt)
     if name in _cores:
         return _cores[name]
-    close = difflib.get_close_matches(name, list(_cores), n=1)
+    valid = core_names()
+    close = difflib.get_close_matches(name, valid, n=1)
     hint = f" Did you mean '{close[0]}'?" if close else ""
-    raise ValueError(f"unknown learning core '{name}'; registered cores: {', '.join(sorted(_cores))}.{hint}")
+    raise ValueError(f"unknown learning core '{name}'; registered cores: {', '.join(valid)}.{hint}")

@@ -148,6 +148,8 @@ class Trainer:
         self, cfg: TrainConfig, run_dir: str | Path, *, resume: bool = False, progress: bool = True
     ) -> None:
         validate(cfg)
+        if cfg.run.tensorboard:
+            self._tensorboard_writer_class()  # fail before anything is written
         self.lock = FolderLock(run_dir, "run").acquire()
         """One writer per run folder (:mod:`zsceval.execution.locks`), released by :meth:`train`
         and :meth:`close`."""

@@ -1,0 +1,29 @@
+"""Budgets that cannot end an episode are refused before anything trains (issue 38 item 3)."""
+
+import pytest
+from click.testing import CliRunner
+
+from zsceval.cli import main
+from zsceval.evaluation import bench as bm
+
+
+def test_a_stage1_budget_that_ends_no_episode_is_refused_up_front(tmp_path):
+    out = tmp_path / "F1"
+    res = CliRunner().invoke(main, ["train", "--algo", "fcp", "--layout", "cramped_room", "--out", str(out),
+                                    "--set", "population.size=3", "--set", "population.stage1_steps=153600",
+                                    "--steps", "153600", "--no-progress"])  # fmt: skip
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "population.stage1_steps=153,600 ends no episode" in res.output
+    assert ">= 204,800" in res.output and "--resume" not in res.output  # the way out, not a rerun
+    assert not out.exists()
+
+
+def test_a_suite_whose_candidates_end_no_episode_is_refused(tmp_path):
+    path = tmp_path / "short.yaml"
+    path.write_text("name: short\nlayouts: [cramped_room]\nalgorithms: [sp]\noverrides: [env.num_envs=8]\n"
+                    "partners: {candidates: 2, candidate_steps: 3000, k: 1}\n")  # fmt: skip
+    msg = r"short.yaml: partners.candidate_steps=3,000 ends no episode.*>= 3,200"
+    with pytest.raises(bm.SuiteError, match=msg):
+        bm.load_suite(path)
+    path.write_text(path.read_text().replace("candidate_steps: 3000", "candidate_steps: 3200"))
+    assert bm.load_suite(path).partners.candidate_steps == 3200

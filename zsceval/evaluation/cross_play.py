@@ -1,0 +1,164 @@
+"""Cross-play of two saved agents, the evaluation of ``zsceval eval --agent A --partner P``.
+
+:func:`cross_play_setup` loads both checkpoints and builds the evaluation env and the action-sampling
+generator; :func:`cross_play` plays every seating with them (the agent in seat k, the partner in the
+others) and summarizes returns and events; :func:`cross_play_interdependence` counts paper 002's
+interdependencies of fresh episodes of the same pair. Trajectory recording
+(:func:`zsceval.interop.trajectory.record_cross_play`) and GIFs
+(:func:`zsceval.render.seating.seating_gifs`) of the same evaluation build on the same setup.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from zsceval.rl.checkpoint import check_compatible, load_policy
+from zsceval.rl.config import EnvConfig
+from zsceval.rl.envs import make_env
+from zsceval.rl.play import PlayResult, mean_ci, play, summarize
+from zsceval.rl.trainer import resolve_device
+
+__all__ = ["cross_play", "cross_play_interdependence", "cross_play_setup"]
+
+MAX_GAMES = 1024
+"""Most games the evaluation env runs at once (``num_envs = min(episodes, MAX_GAMES)``)."""
+
+
+def cross_play_setup(
+    agent_path: str, partner_path: str, layout: str, episodes: int, device: str = "cpu", seed: int = 0
+):
+    """Load two saved agents and build the evaluation env and sampling generator of ``zsceval eval``.
+
+    The env repeats the agent's saved env config (name, horizon, agents) on ``layout`` with
+    ``min(episodes, 1024)`` games, standard starts and no seat shuffling; the action-sampling
+    generator is seeded ``seed + 1``. :func:`cross_play` and trajectory recording
+    (:func:`zsceval.interop.trajectory.record_cross_play`) share it, so recorded episodes are the
+    evaluated ones.
+
+    Args:
+        agent_path: run dir, checkpoint dir or meta.json (``PATH#policy`` picks a policy).
+        partner_path: same for the partner.
+        layout: layout name; both checkpoints must have been trained on its observation spec.
+        episodes: episodes per seating (sets the number of games).
+        device: torch device.
+        seed: seed of the env; the sampling generator gets ``seed + 1``.
+
+    Returns:
+        ``(agent, partner, env, generator, env_cfg)``: the two policies, the batched env
+        (``num_envs = min(episodes, 1024)``), a ``torch.Generator`` on the device and the
+        :class:`~zsceval.rl.config.EnvConfig` the env was built from.
+
+    Raises:
+        CheckpointError: missing/corrupt checkpoint, or trained on another layout/obs spec.
+        ConfigError: unknown layout or device.
+    """
+    dev = resolve_device(device)
+    agent, agent_meta = load_policy(agent_path, device=dev)
+    partner, partner_meta = load_policy(partner_path, device=dev)
+    saved_env = agent_meta.get("config", {}).get("env", {})
+    known = {f.name for f in dataclasses.fields(EnvConfig)}
+    env_cfg = dataclasses.replace(
+        EnvConfig(**{k: v for k, v in saved_env.items() if k in known}),
+        layout=layout,
+        num_envs=min(episodes, MAX_GAMES),
+        randomize_seats=False,
+        random_start_prob=0.0,
+    )
+    env = make_env(env_cfg, device=dev, seed=seed, evaluation=True)
+    spec = env.spec_dict()
+    check_compatible(agent_meta, spec, f"agent {agent_path}")
+    check_compatible(partner_meta, spec, f"partner {partner_path}")
+    return agent, partner, env, torch.Generator(dev).manual_seed(seed + 1), env_cfg
+
+
+def cross_play(
+    agent_path: str, partner_path: str, layout: str, episodes: int, device: str = "cpu", seed: int = 0
+) -> dict:
+    """Play ``agent`` with ``partner`` in every seating for ``episodes`` episodes each.
+
+    Args:
+        agent_path: run dir, checkpoint dir or meta.json (``PATH#policy`` picks a policy).
+        partner_path: same for the partner.
+        layout: layout name; both checkpoints must have been trained on its observation spec.
+        episodes: episodes per seating.
+        device: torch device.
+        seed: seed of env and action sampling.
+
+    Returns:
+        JSON-able dict: ``layout, agent, partner, episodes_per_seating, env`` (the env config),
+        ``seatings`` (one summary per seat k of the agent: ``agent_seat``, mean sparse return with
+        its 95% CI, shaped returns and mean events per seat, :func:`zsceval.rl.play.summarize`) and
+        ``pooled`` (``episodes``, ``sparse_return_mean``, ``sparse_return_ci95`` over all seatings).
+
+    Raises:
+        CheckpointError: missing/corrupt checkpoint, or trained on another layout/obs spec.
+        ConfigError: unknown layout.
+    """
+    agent, partner, env, gen, env_cfg = cross_play_setup(
+        agent_path, partner_path, layout, episodes, device, seed
+    )
+    seatings, results = [], []
+    n = env.num_agents
+    for agent_seat in range(n):
+        seats = [partner] * n
+        seats[agent_seat] = agent
+        result = play(env, seats, episodes, gen)
+        results.append(result)
+        seatings.append({"agent_seat": agent_seat, **summarize(result)})
+    pooled = PlayResult(
+        torch.cat([r.sparse for r in results]),
+        torch.cat([r.shaped for r in results]),
+        torch.cat([r.events for r in results]),
+        results[0].event_names,
+    )
+    mean, lo, hi = mean_ci(pooled.sparse)
+    return {
+        "layout": env.layout.name,
+        "agent": agent_path,
+        "partner": partner_path,
+        "episodes_per_seating": episodes,
+        "env": dataclasses.asdict(env_cfg),
+        "seatings": seatings,
+        "pooled": {
+            "episodes": int(pooled.sparse.numel()),
+            "sparse_return_mean": mean,
+            "sparse_return_ci95": [lo, hi],
+        },
+    }
+
+
+def cross_play_interdependence(
+    agent_path: str, partner_path: str, layout: str, episodes: int, device: str = "cpu", seed: int = 0
+) -> dict:
+    """Interdependence counts of fresh episodes of the pair (same env and seed as :func:`cross_play`).
+
+    Args:
+        agent_path: run dir, checkpoint dir or meta.json of the agent.
+        partner_path: same for the partner.
+        layout: layout name (2 players: the metric is defined for pairs).
+        episodes: episodes per seating.
+        device: torch device.
+        seed: seed of env and action sampling.
+
+    Returns:
+        JSON-able dict: ``episodes_per_seating``, ``seatings`` (per seat of the agent, the mean counts
+        per episode of :func:`zsceval.evaluation.interdependence.interdependence_summary`) and
+        ``pooled`` (the same over both seatings).
+
+    Raises:
+        CheckpointError: missing/corrupt checkpoint, or trained on another layout/obs spec.
+        ConfigError: unknown layout.
+        ValueError: a layout with other than 2 players.
+    """
+    from zsceval.evaluation.interdependence import interdependence_summary, play_with_interdependence
+
+    agent, partner, env, gen, _ = cross_play_setup(agent_path, partner_path, layout, episodes, device, seed)
+    frame = play_with_interdependence(env, agent, partner, episodes, generator=gen)
+    per_seat = interdependence_summary(frame, by=("seat",))
+    return {
+        "episodes_per_seating": episodes,
+        "seatings": per_seat.to_dict(orient="records"),
+        "pooled": interdependence_summary(frame, by=()).to_dict(orient="records")[0],
+    }
