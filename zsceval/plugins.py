@@ -38,6 +38,7 @@ install.
 
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -156,6 +157,23 @@ class PluginGroup:
             raise err from exc
         self._loaded[name] = obj
         return obj
+
+    def lookup(
+        self, name: str, table: dict[str, Any], adopt: Callable[[str, Any], None], valid: list[str]
+    ) -> tuple[Any, str | None]:
+        """``(table[name], None)``, loading the entry point of ``name`` (only) if it is not in
+        ``table`` yet; ``(None, closest)`` for an unknown name, ``closest`` the nearest of ``valid``
+        (or None), for the caller's error message.
+
+        Raises:
+            PluginLoadError: the entry point of ``name`` could not be loaded.
+        """
+        if name not in table and name in self:
+            self.load(name, adopt)
+        if name in table:
+            return table[name], None
+        close = difflib.get_close_matches(name, valid, n=1)
+        return None, (close[0] if close else None)
 
     def load_all(self, adopt: Callable[[str, Any], None]) -> dict[str, PluginLoadError]:
         """Load every entry point of the group (see :meth:`load`); returns the failures by name."""

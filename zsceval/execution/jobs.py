@@ -19,7 +19,6 @@ the kind is not registered yet, in whichever process runs the job, so worker pro
 
 from __future__ import annotations
 
-import difflib
 import json
 import shutil
 import time
@@ -124,14 +123,12 @@ def job_function(kind: str) -> Callable[[dict, Path, dict[str, Path]], Any]:
         zsceval.plugins.PluginLoadError: the entry point of ``kind`` could not be loaded (it and the
             exception are named).
     """
-    if kind not in JOB_KINDS and kind in _plugins:
-        _plugins.load(kind, _adopt)
-    if kind in JOB_KINDS:
-        return JOB_KINDS[kind]
     valid = job_kinds()
-    close = difflib.get_close_matches(kind, valid, n=1)
+    fn, close = _plugins.lookup(kind, JOB_KINDS, _adopt, valid)
+    if fn is not None:
+        return fn
     raise KeyError(
-        f"unknown job kind {kind!r}{f' (did you mean {close[0]!r}?)' if close else ''}; known: "
+        f"unknown job kind {kind!r}{f' (did you mean {close!r}?)' if close else ''}; known: "
         f"{', '.join(valid)} (a kind is declared in the entry-point group {JOB_GROUP!r}, or registered "
         "by importing the module that defines it: pass it in `modules`)"
     )

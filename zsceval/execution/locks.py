@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from zsceval.io import pid_alive
+
 __all__ = ["LOCK_NAME", "FolderLock", "FolderLockedError"]
 
 LOCK_NAME = ".zsceval.lock"
@@ -27,16 +29,6 @@ LOCK_NAME = ".zsceval.lock"
 
 class FolderLockedError(RuntimeError):
     """Another live process writes the folder (the message names it and the way out)."""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class FolderLock:
@@ -80,7 +72,7 @@ class FolderLock:
                     pid = int(owner.get("pid", -1))
                     if pid == me["pid"]:  # this process already holds it
                         break
-                    if not _alive(pid):  # stale: its process is gone
+                    if not pid_alive(pid):  # stale: its process is gone
                         self.path.unlink(missing_ok=True)
                         continue
                 if owner is None:

@@ -23,7 +23,6 @@ it is asked for, and only that one.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -180,13 +179,11 @@ def agent_class(name: str) -> type:
         zsceval.plugins.PluginLoadError: the entry point of ``name`` could not be loaded (it and the
             exception are named).
     """
-    if name not in _classes and name in _plugins:
-        _plugins.load(name, _adopt)
-    if name in _classes:
-        return _classes[name]
     valid = agent_class_names()
-    close = difflib.get_close_matches(name, valid, n=1)
-    hint = f" Did you mean '{close[0]}'?" if close else ""
+    cls, close = _plugins.lookup(name, _classes, _adopt, valid)
+    if cls is not None:
+        return cls
+    hint = f" Did you mean '{close}'?" if close else ""
     raise UnknownAgentClassError(
         f"unknown agent class '{name}' (registered: {', '.join(valid)}); install the plug-in that "
         f"declares it in the entry-point group '{AGENT_GROUP}'.{hint}"

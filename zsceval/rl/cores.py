@@ -14,7 +14,6 @@ only.
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from zsceval.plugins import PluginGroup
@@ -75,11 +74,9 @@ def get_core(name: str) -> type:
         zsceval.plugins.PluginLoadError: the entry point of ``name`` could not be loaded (it and the
             exception are named).
     """
-    if name not in _cores and name in _plugins:
-        _plugins.load(name, _adopt)
-    if name in _cores:
-        return _cores[name]
     valid = core_names()
-    close = difflib.get_close_matches(name, valid, n=1)
-    hint = f" Did you mean '{close[0]}'?" if close else ""
+    core, close = _plugins.lookup(name, _cores, _adopt, valid)
+    if core is not None:
+        return core
+    hint = f" Did you mean '{close}'?" if close else ""
     raise ValueError(f"unknown learning core '{name}'; registered cores: {', '.join(valid)}.{hint}")

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import torch
 
+from zsceval.io import pid_alive
+
 __all__ = [
     "AUTO",
     "MAX_THREADS_ENV",
@@ -113,16 +115,6 @@ def active_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"zsceval-active-{uid}"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 _registered: Path | None = None
 
 
@@ -164,7 +156,7 @@ def other_active_runs() -> list[int]:
         pid = int(pid_text)
         if pid == me:
             continue
-        if _alive(pid):
+        if pid_alive(pid):
             pids.append(pid)
         else:
             _unregister(entry)
