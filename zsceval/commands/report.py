@@ -16,7 +16,11 @@ import click
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resampling.")
 @click.option(
-    "--reps", type=click.IntRange(min=1), default=2000, show_default=True, help="Bootstrap replicates."
+    "--reps",
+    type=click.IntRange(min=50),
+    default=2000,
+    show_default=True,
+    help="Bootstrap replicates (>= 50: fewer give confidence intervals that are noise).",
 )
 @click.option(
     "--level",

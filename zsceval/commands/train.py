@@ -73,7 +73,7 @@ def _finished_steps(out) -> int | None:
     help="Registered env (`zsceval envs`): overcooked, or football (`pip install zsceval[football]`). "
     "[default: overcooked]",
 )
-@click.option("--seed", type=int, default=None, help="Run seed. [default: 0]")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Run seed, >= 0. [default: 0]")
 @click.option(
     "--steps",
     default=None,

@@ -254,6 +254,8 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
         raise SuiteError(f"suite file {path} does not exist")
     try:
         data = yaml.safe_load(path.read_text()) or {}
+    except UnicodeDecodeError:
+        raise SuiteError(f"{path}: not a text (UTF-8 YAML) file; a suite is a YAML file") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)

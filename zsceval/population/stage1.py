@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import torch
 
 from zsceval.rl.algorithm import Algorithm
-from zsceval.rl.config import TrainConfig
+from zsceval.rl.config import ConfigError, TrainConfig
 from zsceval.rl.policy import Policy
 from zsceval.rl.seating import Arm, self_play_arm
 
@@ -59,7 +59,7 @@ def stage1_size(cfg: TrainConfig) -> int:
         return cfg.population.stage1_size
     size = population_size(cfg)
     if size < 3:
-        raise ValueError(f"population.size must be >= 3 (3 checkpoints a member), got {size}")
+        raise ConfigError(f"population.size must be >= 3 (3 checkpoints a member), got {size}")
     return math.ceil(size / 3 * 5 / 4)
 
 

@@ -509,6 +509,8 @@ def load_yaml_file(path: str | Path, base: TrainConfig | None = None) -> TrainCo
     """Apply a user YAML config file on top of ``base``."""
     try:
         data = yaml.safe_load(Path(path).read_text()) or {}
+    except UnicodeDecodeError:
+        raise ConfigError(f"cannot read config file {path}: it is not a text (UTF-8 YAML) file") from None
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
     return config_from_dict(data, base)
@@ -629,6 +631,11 @@ def validate(cfg: TrainConfig) -> None:
         (0.0 <= cfg.ppo.gae_lambda <= 1.0, f"ppo.gae_lambda must be in [0, 1], got {cfg.ppo.gae_lambda}"),
         (cfg.ppo.max_grad_norm > 0, f"ppo.max_grad_norm must be > 0, got {cfg.ppo.max_grad_norm}"),
         (cfg.run.total_steps >= 1, "run.total_steps must be >= 1"),
+        (
+            cfg.run.checkpoint_every >= 1,
+            f"run.checkpoint_every must be >= 1 env step, got {cfg.run.checkpoint_every}",
+        ),
+        (cfg.run.keep_checkpoints >= 1, f"run.keep_checkpoints must be >= 1, got {cfg.run.keep_checkpoints}"),
         (
             cfg.run.num_threads == "auto"
             or (isinstance(cfg.run.num_threads, int) and cfg.run.num_threads >= 0),

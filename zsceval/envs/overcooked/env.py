@@ -108,8 +108,8 @@ class OvercookedEnv:
         view_radius: int = 0,
     ):
         self.layout = load_layout(layout)
-        if int(num_envs) < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if isinstance(num_envs, bool) or int(num_envs) != num_envs or int(num_envs) < 1:
+            raise ValueError(f"num_envs must be a whole number >= 1, got {num_envs!r}")
         self.horizon = int(horizon if horizon is not None else self.layout.horizon)
         if self.horizon < 1:
             raise ValueError(f"horizon must be >= 1, got {horizon}")

@@ -1,0 +1,53 @@
+"""Bad inputs a new user hit (issue 38 items 5-6): each is one clear message, no traceback."""
+
+import pytest
+from click.testing import CliRunner
+
+from zsceval.cli import main
+from zsceval.envs.overcooked import OvercookedEnv
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def clean_error(res, *needles):
+    assert res.exit_code != 0, res.output
+    assert isinstance(res.exception, SystemExit), repr(res.exception)
+    assert "Traceback" not in res.output
+    for needle in needles:
+        assert needle in res.output, res.output
+
+
+def test_a_negative_seed_is_refused(tmp_path):
+    clean_error(invoke("train", "--seed", "-1", "--out", tmp_path / "r"), "--seed", "-1")
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_binary_config_or_suite_file_is_named(tmp_path):
+    blob = tmp_path / "blob.yaml"
+    blob.write_bytes(bytes(range(256)) * 4)
+    clean_error(invoke("train", "--config", blob, "--print-config"), f"cannot read config file {blob}", "UTF-8")
+    clean_error(invoke("bench", "--suite", blob, "--plan"), str(blob), "not a text")
+
+
+def test_fcp_with_a_population_below_three_is_a_message(tmp_path):
+    res = invoke("train", "--algo", "fcp", "--layout", "cramped_room", "--set", "population.size=2",
+                 "--out", tmp_path / "f")  # fmt: skip
+    clean_error(res, "population.size must be >= 3")
+
+
+@pytest.mark.parametrize("item", ["run.checkpoint_every=0", "run.keep_checkpoints=-1"])
+def test_checkpoint_settings_below_one_are_refused(tmp_path, item):
+    res = invoke("train", "--set", item, "--out", tmp_path / "r", "--print-config")
+    clean_error(res, item.split("=")[0], "must be >= 1")
+
+
+def test_report_refuses_too_few_bootstrap_replicates(tmp_path):
+    clean_error(invoke("report", tmp_path, "--reps", "1"), "--reps")
+
+
+def test_a_fractional_number_of_games_is_refused():
+    with pytest.raises(ValueError, match="whole number >= 1, got 2.5"):
+        OvercookedEnv("cramped_room", num_envs=2.5)
+    assert OvercookedEnv("cramped_room", num_envs=2.0).num_envs == 2
