@@ -27,7 +27,9 @@ def test_a_negative_seed_is_refused(tmp_path):
 def test_a_binary_config_or_suite_file_is_named(tmp_path):
     blob = tmp_path / "blob.yaml"
     blob.write_bytes(bytes(range(256)) * 4)
-    clean_error(invoke("train", "--config", blob, "--print-config"), f"cannot read config file {blob}", "UTF-8")
+    clean_error(
+        invoke("train", "--config", blob, "--print-config"), f"cannot read config file {blob}", "UTF-8"
+    )
     clean_error(invoke("bench", "--suite", blob, "--plan"), str(blob), "not a text")
 
 
