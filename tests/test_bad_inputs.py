@@ -53,3 +53,23 @@ def test_a_fractional_number_of_games_is_refused():
     with pytest.raises(ValueError, match="whole number >= 1, got 2.5"):
         OvercookedEnv("cramped_room", num_envs=2.5)
     assert OvercookedEnv("cramped_room", num_envs=2.0).num_envs == 2
+
+
+def test_partners_select_without_generate_says_so(tmp_path):
+    out = tmp_path / "P"
+    res = invoke("partners", "select", "--layout", "cramped_room", "-k", "2", "--out", out)
+    clean_error(
+        res, "holds no partners.yaml", "zsceval partners generate --layout cramped_room", "--candidates N"
+    )
+    assert not out.exists()  # nothing generated
+
+
+def test_bench_subset_errors_name_the_real_flag_and_k_once(tmp_path):
+    clean_error(
+        invoke("bench", "--suite", "overcooked-quick", "--algos", "nosuch", "--plan"), "--algos 'nosuch'"
+    )
+    suite = tmp_path / "k.yaml"
+    suite.write_text("name: k\nlayouts: [cramped_room]\nalgorithms: [sp]\npartners: {candidates: 2, k: 5}\n")
+    res = invoke("bench", "--suite", suite, "--plan")
+    clean_error(res, "partners.k=5 must be between 1 and the number of candidates (2)")
+    assert res.output.count(str(suite)) == 1

@@ -134,7 +134,8 @@ def generate(layout, out, seed, preset, device, steps, weight_sampling, force, c
     "--candidates",
     type=click.IntRange(min=1),
     default=None,
-    help="As given to `generate`. [default: the folder's record, else 8]",
+    help="As given to `generate`; needed when OUT holds no record of `generate` (select then generates "
+    "them first). [default: the folder's record]",
 )
 @click.option(
     "--min-return",
@@ -148,11 +149,16 @@ def select(
     """Select k candidates by BR-Div (k-DPP), train BRs of their mid checkpoints, write the manifest.
 
     Settings not given are read from OUT/partners.yaml (written by `generate`)."""
-    from zsceval.evaluation.partner_runs import partner_suite, select_partners, write_settings
+    from zsceval.evaluation.partner_runs import RECORD, partner_suite, select_partners, write_settings
     from zsceval.execution import JobError
 
     layout = _resolve_layout(layout)
     out = out or f"eval_partners/{layout}"
+    if candidates is None and not (Path(out) / RECORD).is_file():
+        raise click.ClickException(
+            f"{out} holds no {RECORD}: `zsceval partners generate --layout {layout} --out {out}` was not "
+            "run there. Run it first, or pass --candidates N to generate N candidates as part of select"
+        )
     given = {"seed": seed, "preset": preset, "device": device, "steps": parse_steps(steps),
              "weight_sampling": weight_sampling, "candidates": candidates}  # fmt: skip
     st = _settings(out, layout, given, force)

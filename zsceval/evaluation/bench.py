@@ -389,6 +389,7 @@ def _restrict(suite: Suite, what: str, chosen) -> Suite:
         SuiteError: a chosen name the suite does not hold (lists the suite's).
     """
     have = list(getattr(suite, what))
+    flag = {"algorithms": "algos"}.get(what, what)  # the command-line flag
     canon = (lambda n: _canonical_layout(n)) if what == "layouts" else (lambda n: n)
     have_canon = [canon(n) for n in have]
     picked = []
@@ -397,12 +398,12 @@ def _restrict(suite: Suite, what: str, chosen) -> Suite:
             continue
         if canon(name) not in have_canon:
             raise SuiteError(
-                f"--{what} {name!r} is not in suite {suite.name!r}, whose {what} are: {', '.join(have)} "
+                f"--{flag} {name!r} is not in suite {suite.name!r}, whose {what} are: {', '.join(have)} "
                 f"(edit a copy of the suite YAML and pass its path to --suite to add it)"
             )
         picked.append(have[have_canon.index(canon(name))])
     if not picked:
-        raise SuiteError(f"--{what} selects nothing; the suite's {what} are: {', '.join(have)}")
+        raise SuiteError(f"--{flag} selects nothing; the suite's {what} are: {', '.join(have)}")
     return dataclasses.replace(suite, **{what: tuple(dict.fromkeys(picked))})
 
 
@@ -500,7 +501,7 @@ def check_device(suite: Suite) -> None:
 def _validate_budget(pb: PartnerBudget, where: str) -> None:
     """Raise :class:`SuiteError` (message ``where`` + key) for a budget that cannot run."""
     if pb.k < 1 or pb.k > pb.candidates:
-        raise SuiteError(f"{where}k={pb.k} must be between 1 and {where}candidates ({pb.candidates})")
+        raise SuiteError(f"{where}k={pb.k} must be between 1 and the number of candidates ({pb.candidates})")
     for key in ("candidate_steps", "checkpoints", "feature_episodes", "mid_br_steps", "dpp_samples"):
         if getattr(pb, key) < 1:
             raise SuiteError(f"{where}{key}={getattr(pb, key)} must be >= 1")
