@@ -1,6 +1,10 @@
-"""Bad inputs a new user hit (issue 38 items 5-6): each is one clear message, no traceback."""
+"""Bad inputs a new user hit (issue 38 items 5-7): each is one clear message, no traceback."""
+
+import shutil
+from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from zsceval.cli import main
@@ -73,3 +77,20 @@ def test_bench_subset_errors_name_the_real_flag_and_k_once(tmp_path):
     res = invoke("bench", "--suite", suite, "--plan")
     clean_error(res, "partners.k=5 must be between 1 and the number of candidates (2)")
     assert res.output.count(str(suite)) == 1
+
+
+def test_a_layout_file_is_recorded_absolute_so_resume_works_from_another_folder(tmp_path, monkeypatch):
+    layouts = Path(__file__).resolve().parent.parent / "layouts"
+    shutil.copy(layouts / "cramped_room.layout", tmp_path / "good.layout")
+    monkeypatch.chdir(tmp_path)
+    args = ["--preset", "quick", "--steps", "3200", "--no-progress", "--set", "env.num_envs=8",
+            "--set", "run.eval_episodes=0", "--set", "ppo.epochs=1",
+            "--set", "run.checkpoint_every=3200"]  # fmt: skip
+    res = invoke("train", "--layout", "good.layout", "--out", tmp_path / "run", *args)
+    assert res.exit_code == 0, res.output
+    saved = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert saved["env"]["layout"] == str(tmp_path / "good.layout")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    res = invoke("train", "--resume", "--out", tmp_path / "run", "--steps", "6400", "--no-progress")
+    assert res.exit_code == 0, res.output

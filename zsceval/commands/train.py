@@ -190,6 +190,8 @@ def train(
                 preset = DEFAULT_PRESET
             if env_name is None and layout is not None and is_football(layout):
                 env_name = "football"  # `--layout football` / `--layout academy_3_vs_1_with_keeper`
+            if layout is not None and layout.endswith(".layout") and Path(layout).is_file():
+                layout = str(Path(layout).resolve())  # recorded absolute: --resume works from any folder
             cfg = resolve_config(
                 preset=preset,
                 config_file=config_file,
