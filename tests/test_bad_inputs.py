@@ -94,3 +94,14 @@ def test_a_layout_file_is_recorded_absolute_so_resume_works_from_another_folder(
     monkeypatch.chdir(tmp_path / "elsewhere")
     res = invoke("train", "--resume", "--out", tmp_path / "run", "--steps", "6400", "--no-progress")
     assert res.exit_code == 0, res.output
+
+
+def test_minibatches_of_a_few_samples_get_a_note(tmp_path):
+    args = ["--preset", "quick", "--steps", "1600", "--no-progress", "--set", "env.num_envs=16",
+            "--set", "run.eval_episodes=0", "--set", "ppo.epochs=1",
+            "--set", "ppo.rollout_length=100"]  # fmt: skip
+    res = invoke("train", "--out", tmp_path / "a", *args, "--set", "ppo.num_minibatches=1000")
+    assert res.exit_code == 0, res.output
+    assert "minibatches of about 3" in res.output and "at most 50" in res.output
+    res = invoke("train", "--out", tmp_path / "b", *args, "--set", "ppo.num_minibatches=4")
+    assert res.exit_code == 0 and "minibatches of about" not in res.output

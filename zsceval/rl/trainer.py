@@ -106,6 +106,28 @@ def choose_threads(requested: int | str) -> tuple[int, str | None]:
     return resolve_threads(requested)
 
 
+MIN_MINIBATCH = 64
+"""Samples per PPO minibatch below which a run gets a note (the gradients are mostly noise)."""
+
+
+def minibatch_note(cfg: TrainConfig) -> str | None:
+    """A note when ``ppo.num_minibatches`` splits a rollout into minibatches of fewer than
+    :data:`MIN_MINIBATCH` samples (``env.num_envs * ppo.rollout_length * env.num_agents`` samples a
+    rollout, all learners together); None otherwise and for other cores."""
+    if getattr(registry.get(cfg.run.algo), "core", "ppo") != "ppo":
+        return None
+    samples = cfg.env.num_envs * cfg.ppo.rollout_length * cfg.env.num_agents
+    size = samples // cfg.ppo.num_minibatches
+    if size >= MIN_MINIBATCH:
+        return None
+    return (
+        f"note: ppo.num_minibatches={cfg.ppo.num_minibatches} splits each rollout of {samples:,} samples "
+        f"(env.num_envs x ppo.rollout_length x agents) into minibatches of about {size}: lower "
+        f"ppo.num_minibatches to at most {max(1, samples // MIN_MINIBATCH)} for minibatches of "
+        f">= {MIN_MINIBATCH}"
+    )
+
+
 def resolve_hardware(cfg: TrainConfig, device: torch.device) -> tuple[TrainConfig, list[str]]:
     """``cfg`` with ``model.bf16`` and ``run.num_threads`` made concrete for this machine and device
     (``auto`` resolved, :mod:`zsceval.rl.hardware`), and the notes that say what was chosen.
@@ -175,6 +197,9 @@ class Trainer:
         cfg, notes = resolve_hardware(cfg, resolve_device(cfg.run.device))  # what is still ``auto``
         if not resume:
             self.notes += notes
+        small = minibatch_note(cfg)
+        if small and not resume:
+            self.notes.append(small)
         self.cfg, self.run_dir, self.progress = cfg, Path(run_dir), progress
         if not resume and (self.run_dir / CONFIG).exists():
             if not list_checkpoints(self.run_dir):
