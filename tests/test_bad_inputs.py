@@ -105,3 +105,29 @@ def test_minibatches_of_a_few_samples_get_a_note(tmp_path):
     assert "minibatches of about 3" in res.output and "at most 50" in res.output
     res = invoke("train", "--out", tmp_path / "b", *args, "--set", "ppo.num_minibatches=4")
     assert res.exit_code == 0 and "minibatches of about" not in res.output
+
+
+def test_ctrl_c_says_what_is_kept_and_how_to_resume(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "zsceval.cli", "train", "--out", str(out), "--preset", "quick",
+           "--steps", "5e6", "--set", "env.num_envs=8", "--set", "run.checkpoint_every=3200"]  # fmt: skip
+
+    def interruptible():  # Python's SIGINT handler, also when pytest runs as a background job
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=interruptible)  # fmt: skip
+    deadline = time.time() + 120
+    while time.time() < deadline and not list((out / "checkpoints").glob("step_*")):
+        time.sleep(0.5)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "interrupted: the checkpoints written so far are kept" in err and "--resume --out" in err
+    assert "Traceback" not in err

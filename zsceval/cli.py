@@ -28,6 +28,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+_RESUME_HINTS = {
+    "train": "the checkpoints written so far are kept; `zsceval train --resume --out OUT` continues from "
+    "the last one (a multi-stage chain: the same command, or --resume)",
+    "bench": "finished jobs are kept; run the same command again to resume (a job continues from its "
+    "last checkpoint)",
+    "partners": "finished jobs are kept; run the same command again to resume",
+}
+"""What a Ctrl-C leaves, by subcommand (click alone prints only ``Aborted!``)."""
+
+
 class LazyGroup(click.Group):
     """A click group that imports a subcommand's module on first use."""
 
@@ -56,6 +66,11 @@ class LazyGroup(click.Group):
         """Run the subcommand; a folder that another process writes is a one-line error."""
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo(
+                f"\ninterrupted: {_RESUME_HINTS.get(ctx.invoked_subcommand, 'nothing was lost')}", err=True
+            )
+            raise click.exceptions.Exit(130) from None
         except Exception as exc:
             from zsceval.execution.locks import FolderLockedError
 
