@@ -131,3 +131,29 @@ def test_ctrl_c_says_what_is_kept_and_how_to_resume(tmp_path):
     assert proc.returncode == 130
     assert "interrupted: the checkpoints written so far are kept" in err and "--resume --out" in err
     assert "Traceback" not in err
+
+
+def test_resume_falls_back_to_the_newest_checkpoint_that_verifies(tmp_path):
+    run = tmp_path / "run"
+    args = ["--preset", "quick", "--no-progress", "--set", "env.num_envs=8", "--set", "run.eval_episodes=0",
+            "--set", "ppo.epochs=1", "--set", "run.checkpoint_every=1600",
+            "--set", "run.keep_checkpoints=5"]  # fmt: skip
+    res = invoke("train", "--out", run, "--steps", "4800", *args)
+    assert res.exit_code == 0, res.output
+    ckpts = sorted((run / "checkpoints").glob("step_*"))
+    weights = ckpts[-1] / "policies.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])  # the newest is truncated
+    res = invoke("train", "--resume", "--out", run, "--steps", "6400", "--no-progress")
+    assert res.exit_code == 0, res.output
+    assert (
+        f"{ckpts[-1].name} does not verify" in res.output and f"resuming from {ckpts[-2].name}" in res.output
+    )
+    assert (run / "corrupt_checkpoints" / ckpts[-1].name).is_dir()  # kept, not deleted
+    assert sorted(p.name for p in (run / "checkpoints").glob("step_*"))[-1] == "step_000000006400"
+
+
+def test_a_missing_weights_file_is_called_missing(tmp_path):
+    from zsceval.rl.checkpoint import CheckpointError, _load_tensors
+
+    with pytest.raises(CheckpointError, match="the file is missing"):
+        _load_tensors(tmp_path / "policies.safetensors")

@@ -219,6 +219,8 @@ def _read_meta(ckpt: Path) -> dict[str, Any]:
 def _load_tensors(path: Path) -> dict[str, torch.Tensor]:
     try:
         return load_file(str(path))
+    except FileNotFoundError:
+        raise CheckpointError(f"cannot read {path}: the file is missing") from None
     except (SafetensorError, OSError, ValueError) as exc:
         raise CheckpointError(f"cannot read {path}: corrupt or truncated ({exc})") from None
 

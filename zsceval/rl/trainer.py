@@ -302,14 +302,34 @@ class Trainer:
             stale = self.run_dir / METRICS
             stale.unlink(missing_ok=True)  # rows of iterations whose state was never saved
             return None
+        broken: list[tuple[Path, str]] = []
         for ckpt in reversed(ckpts):
             meta_path = ckpt / "meta.json"
             try:
                 resumable = json.loads(meta_path.read_text()).get("resumable")
             except (OSError, json.JSONDecodeError):
-                resumable = True  # let load_checkpoint report the corruption
-            if resumable:
-                return ckpt
+                resumable = True  # load_checkpoint reports the corruption
+            if not resumable:
+                continue
+            try:
+                load_checkpoint(ckpt, with_train_state=True)  # checksums and train state verify
+            except CheckpointError as exc:
+                broken.append((ckpt, str(exc)))
+                continue
+            for bad, why in broken:  # set aside (never deleted), so new checkpoints can take their steps
+                aside = self.run_dir / "corrupt_checkpoints" / bad.name
+                aside.parent.mkdir(exist_ok=True)
+                bad.rename(aside.with_name(f"{bad.name}.{int(time.time())}") if aside.exists() else aside)
+                self.notes.append(
+                    f"note: {bad.name} does not verify ({why}); resuming from {ckpt.name}, the newest "
+                    f"checkpoint that does (the broken one was moved to {aside.parent})"
+                )
+            return ckpt
+        if broken:
+            raise CheckpointError(
+                f"cannot resume: no checkpoint of {self.run_dir} verifies (newest: {broken[0][1]}); "
+                "start the run again with another --out"
+            )
         raise CheckpointError(f"cannot resume: {self.run_dir} has no resumable checkpoint yet")
 
     def _save_pools(self) -> dict[str, Any]:
