@@ -157,3 +157,27 @@ def test_a_missing_weights_file_is_called_missing(tmp_path):
 
     with pytest.raises(CheckpointError, match="the file is missing"):
         _load_tensors(tmp_path / "policies.safetensors")
+
+
+def test_output_paths_are_checked_before_any_episode_is_played(tmp_path, monkeypatch):
+    import zsceval.render.seating as seating
+
+    played = []
+    monkeypatch.setattr(seating, "play_seating", lambda *a, **k: played.append(1) or ([], 0))
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    res = invoke("render", "--agent", tmp_path, "--layout", "cramped_room", "--out", tmp_path / "ep.png")
+    clean_error(res, "ep.png must end in .gif", "an episode is a GIF")
+    res = invoke("render", "--agent", tmp_path, "--layout", "cramped_room", "--out", blocker / "a.gif")
+    clean_error(res, "cannot write to --out")
+    res = invoke(
+        "render", "--state", tmp_path / "s.json", "--layout", "cramped_room", "--out", tmp_path / "s.gif"
+    )
+    clean_error(res, "s.gif must end in .png")
+    res = invoke("eval", "--agent", tmp_path, "--partner", tmp_path, "--layout", "cramped_room",
+                 "--gif", blocker / "g")  # fmt: skip
+    clean_error(res, "cannot write to --gif")
+    res = invoke("eval", "--agent", tmp_path, "--partner", tmp_path, "--layout", "cramped_room",
+                 "--save-trajectories", blocker / "t")  # fmt: skip
+    clean_error(res, "cannot write to --save-trajectories")
+    assert not played

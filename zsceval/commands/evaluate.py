@@ -6,6 +6,7 @@ import json
 
 import click
 
+from zsceval.commands._common import check_writable
 from zsceval.evaluation.cross_play import cross_play, cross_play_interdependence
 from zsceval.rl.checkpoint import CheckpointError
 from zsceval.rl.config import ConfigError
@@ -88,6 +89,10 @@ def evaluate(
         raise click.UsageError("--interdependence works with --partner or --partner-set human-proxy")
     if gif_dir is not None and partner is None:
         raise click.UsageError("--gif works with --partner (not --partner-set)")
+    if gif_dir is not None:  # output folders are checked before any episode is played
+        check_writable(gif_dir, "--gif")
+    if save_trajectories is not None:
+        check_writable(save_trajectories, "--save-trajectories")
     if partner_set is not None:
         from zsceval.evaluation.manifest import ManifestError
         from zsceval.evaluation.partner_set import partner_set_play

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from zsceval.commands._common import check_writable
+
 
 def _layout(name: str):
     from zsceval.envs.overcooked.layout import load_layout
@@ -100,6 +102,13 @@ def render(
     if len(sources) != 1:
         raise click.UsageError("give exactly one of --agent, --state and --trajectory")
     out = Path(out)
+    want = ".png" if state_file is not None else ".gif"  # a state is a picture, an episode an animation
+    if out.suffix.lower() != want:
+        what = (
+            "a state is drawn as a PNG" if want == ".png" else "an episode is a GIF (--png-at T adds a PNG)"
+        )
+        raise click.BadParameter(f"{out} must end in {want}: {what}", param_hint="--out")
+    check_writable(out.parent if str(out.parent) else ".", "--out")  # before any episode is played
     if state_file is not None:
         if layout is None:
             raise click.UsageError("--state needs --layout")
