@@ -233,6 +233,7 @@ algorithms: [sp]
 ego_seeds: 1
 ego_steps: 3200
 preset: quick
+overrides: [env.num_envs=8]
 partners:
   candidates: 3
   candidate_steps: 6400

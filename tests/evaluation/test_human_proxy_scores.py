@@ -14,6 +14,7 @@ layouts: [{layout}]
 algorithms: [sp]
 ego_seeds: 2
 ego_steps: 800
+overrides: [env.num_envs=2]
 partners:
   candidates: 2
   candidate_steps: 800

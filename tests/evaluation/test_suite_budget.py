@@ -16,7 +16,7 @@ ego_seeds: 2
 ego_steps: 1000
 algo_ego_steps: {fcp: 5000, cole: 7000}
 preset: quick
-overrides: [population.size=6, population.stage1_steps=300]
+overrides: [population.size=6, population.stage1_steps=400, env.num_envs=4, env.horizon=100]
 algo_overrides:
   cole: [population.size=9]
 partners: {candidates: 3, candidate_steps: 2000, k: 2, mid_br_steps: 400, checkpoints: 2}
@@ -57,13 +57,13 @@ def test_env_step_budget_counts_every_training_stage(suite_file, tmp_path):
     suite = bm.load_suite(suite_file)
     static = bm.build_phases(suite)[0]
     budget = bm.env_step_budget(suite, static).set_index("stage")
-    # population 6 -> ceil(6 / 3 * 5 / 4) = 3 stage-1 members of 300 steps each
+    # population 6 -> ceil(6 / 3 * 5 / 4) = 3 stage-1 members of 400 steps each
     assert budget.loc["candidates (biased agent + its BR)", ["jobs", "env_steps"]].tolist() == [3, 6000]
-    assert budget.loc["stage 1: fcp-stage1", "env_steps"] == 900
+    assert budget.loc["stage 1: fcp-stage1", "env_steps"] == 1200
     assert budget.loc["ego: sp", ["jobs", "env_steps"]].tolist() == [2, 2000]
     assert budget.loc["ego: fcp", "env_steps"] == 10000 and budget.loc["ego: cole", "env_steps"] == 14000
     assert budget.loc["mid-checkpoint BRs", ["jobs", "env_steps"]].tolist() == [2, 800]
-    assert budget["env_steps"].sum() == 6000 + 900 + 2000 + 10000 + 14000 + 800
+    assert budget["env_steps"].sum() == 6000 + 1200 + 2000 + 10000 + 14000 + 800
     assert budget["done_steps"].sum() == 0
     # what a folder holds: logged env steps of finished and unfinished runs, capped at each budget
     root = tmp_path / "out"
@@ -110,6 +110,6 @@ def test_plan_prints_the_budget_and_runs_nothing(suite_file, tmp_path):
     res = CliRunner().invoke(main, ["bench", "--suite", str(suite_file), "--out", str(out), "--plan",
                                     "--device", "cuda"])  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert "33,700" in res.output and "training left:" in res.output
+    assert "34,000" in res.output and "training left:" in res.output
     assert "no figure for preset 'quick' on cuda" in res.output
     assert not out.exists()
