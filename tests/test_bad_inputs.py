@@ -181,3 +181,23 @@ def test_output_paths_are_checked_before_any_episode_is_played(tmp_path, monkeyp
                  "--save-trajectories", blocker / "t")  # fmt: skip
     clean_error(res, "cannot write to --save-trajectories")
     assert not played
+
+
+@pytest.mark.parametrize("command", ["train", "eval", "bench", "partners", "report", "render", "layouts"])
+def test_help_does_not_import_torch(command):
+    """--help answers in well under a second: no torch, no plug-in loaded (issue 38 item 8)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom zsceval.cli import main\n"
+            f"try:\n    main([{command!r}, '--help'], standalone_mode=False)\nexcept SystemExit:\n    pass\n"
+            "print('TORCH' if 'torch' in sys.modules else 'NO TORCH')")  # fmt: skip
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1] == "NO TORCH"
+
+
+def test_train_help_lists_the_config_sections_and_population_keys():
+    text = invoke("train", "--help").output
+    for needle in ("population", "stage1_steps", "num_threads (auto)", "bf16 (auto)", "algo.*"):
+        assert needle in text

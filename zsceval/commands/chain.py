@@ -18,7 +18,6 @@ from typing import Any
 import yaml
 
 from zsceval.io import atomic_write_text
-from zsceval.rl.algorithm import JobContext
 from zsceval.rl.config import ConfigError, TrainConfig
 
 __all__ = ["CHAIN", "chain_threads", "missing_inputs", "run_chain", "saved_chain"]
@@ -28,7 +27,7 @@ CHAIN = "chain.json"
 EGO = "ego"
 
 
-def _context(params: dict[str, Any]) -> JobContext:
+def _context(params: dict[str, Any]) -> Any:
     """The chain's job context; ``algo.*`` overrides go to the ego's job only."""
     overrides = list(params["overrides"])
     algo = [o for o in overrides if o.strip().startswith("algo.")]
@@ -38,6 +37,8 @@ def _context(params: dict[str, Any]) -> JobContext:
     for item in algo:
         key, raw = item.split("=", 1)
         ego_options[key.strip()[len("algo.") :]] = yaml.safe_load(raw)
+    from zsceval.rl.algorithm import JobContext  # torch: imported when a chain runs, not for --help
+
     return JobContext(params["algo"], params["layout"], params["seed"], params["steps"], EGO, common,
                       ego_options=ego_options)  # fmt: skip
 

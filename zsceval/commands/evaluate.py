@@ -7,8 +7,6 @@ import json
 import click
 
 from zsceval.commands._common import check_writable
-from zsceval.evaluation.cross_play import cross_play, cross_play_interdependence
-from zsceval.rl.checkpoint import CheckpointError
 from zsceval.rl.config import ConfigError
 
 
@@ -70,6 +68,9 @@ def evaluate(
                    --partner-set eval_partners/counter_circuit/counter_circuit/partners/set/manifest.json
       zsceval eval --agent runs/sp_counter_circuit_s0 --layout counter_circuit --partner-set human-proxy
     """
+    from zsceval.evaluation.cross_play import cross_play, cross_play_interdependence  # torch: not for --help
+    from zsceval.rl.checkpoint import CheckpointError
+
     if (partner is None) == (partner_set is None):
         raise click.UsageError("give exactly one of --partner and --partner-set")
     human = None

@@ -9,8 +9,6 @@ import yaml
 
 from zsceval import registry
 from zsceval.commands.chain import config_file_overrides, missing_inputs, run_chain, saved_chain
-from zsceval.envs.scenarios import is_football
-from zsceval.rl.checkpoint import CheckpointError
 from zsceval.rl.config import ConfigError, config_to_dict, list_presets, resolve_config
 
 DEFAULT_PRESET = "quick"
@@ -140,8 +138,21 @@ def train(
       zsceval train --algo sp --layout counter_circuit --preset paper --device cuda --seed 1
       zsceval train --out runs/sp_cramped_room_s0 --resume
       zsceval train --algo sp --env football --steps 1e5
+
+    \b
+    Config sections and the most used keys (--set KEY=VALUE; --print-config shows them all):
+      run          total_steps, seed, device, num_threads (auto), checkpoint_every, eval_episodes
+      env          layout, num_envs, horizon, random_start_prob, view_radius
+      model        kind (mlp|cnn), hidden_size, recurrent, critic_obs (own|joint), bf16 (auto)
+      ppo          lr, epochs, num_minibatches, rollout_length, entropy_coefs, entropy_milestones
+      shaping      initial_factor, horizon
+      population   size (12 / 24 / 36; COLE 25 / 50 / 75), stage1_size, stage1_steps
+      pqn          the value-based core (vdn, tbs): lr, epsilon_*, rollout_length
+      algo.*       the algorithm's own options (`zsceval algos`)
     """
     from zsceval.commands._common import check_writable, parse_steps, write_error
+    from zsceval.envs.scenarios import is_football
+    from zsceval.rl.checkpoint import CheckpointError
     from zsceval.rl.trainer import RunExistsError, Trainer, load_run_config
 
     steps = parse_steps(steps)
