@@ -201,3 +201,9 @@ def test_train_help_lists_the_config_sections_and_population_keys():
     text = invoke("train", "--help").output
     for needle in ("population", "stage1_steps", "num_threads (auto)", "bf16 (auto)", "algo.*"):
         assert needle in text
+
+
+def test_layouts_show_of_a_non_layout_file_says_only_layout_files_are_read(tmp_path):
+    other = tmp_path / "x.txt"
+    other.write_text("hi\n")
+    clean_error(invoke("layouts", "show", other), "not a .layout file", "*.layout")
