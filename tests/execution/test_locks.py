@@ -44,11 +44,12 @@ def test_a_second_writer_is_refused_with_the_owner_named(tmp_path):
 
 def test_the_holder_may_take_its_lock_again(tmp_path):
     a = FolderLock(tmp_path).acquire()
-    b = FolderLock(tmp_path).acquire()  # e.g. a trainer built twice in one process
+    b = FolderLock(tmp_path).acquire()  # e.g. a command that locks around a library call that locks
     assert a.held and b.held
+    b.release()  # the inner release leaves the outer holder's lock in place
+    assert (tmp_path / LOCK_NAME).exists()
     a.release()
     assert not (tmp_path / LOCK_NAME).exists()
-    b.release()
 
 
 def test_a_lock_from_another_host_is_not_taken_over(tmp_path):
@@ -108,3 +109,16 @@ def test_a_bench_folder_another_process_writes_is_refused(tmp_path):
     assert res.exit_code != 0 and "Traceback" not in res.output
     assert "another zsceval process writes this bench" in res.output and f"pid {child.pid}" in res.output
     assert sorted(p.name for p in out.iterdir()) == [LOCK_NAME]  # no suite record, no job folder
+
+
+def test_a_partner_folder_another_process_writes_is_refused(tmp_path):
+    out = tmp_path / "P"
+    child = hold_lock_in_child(out)
+    try:
+        args = ["partners", "generate", "--layout", "cramped_room", "--candidates", "2", "--out", str(out)]
+        res = CliRunner().invoke(main, args)
+    finally:
+        child.kill()
+        child.wait()
+    assert res.exit_code != 0 and "another zsceval process writes this partner folder" in res.output
+    assert not (out / "partners.yaml").exists()

@@ -105,6 +105,7 @@ def generate(layout, out, seed, preset, device, steps, weight_sampling, force, c
     The settings are recorded in OUT/partners.yaml, which `partners select` reads."""
     from zsceval.evaluation.partner_runs import generate_partners, partner_suite, write_settings
     from zsceval.execution import JobError
+    from zsceval.execution.locks import FolderLock
 
     layout = _resolve_layout(layout)
     out = out or f"eval_partners/{layout}"
@@ -114,9 +115,10 @@ def generate(layout, out, seed, preset, device, steps, weight_sampling, force, c
     suite = partner_suite(st, k=1)
     _check(suite, "partners generate")
     check_writable(out)
-    write_settings(out, st)
     try:
-        returns = generate_partners(suite, out)
+        with FolderLock(out, "partner folder"):  # the record and the jobs: one writer
+            write_settings(out, st)
+            returns = generate_partners(suite, out)
     except JobError as exc:
         raise job_failure(exc) from None
     except OSError as exc:
@@ -151,6 +153,7 @@ def select(
     Settings not given are read from OUT/partners.yaml (written by `generate`)."""
     from zsceval.evaluation.partner_runs import RECORD, partner_suite, select_partners, write_settings
     from zsceval.execution import JobError
+    from zsceval.execution.locks import FolderLock
 
     layout = _resolve_layout(layout)
     out = out or f"eval_partners/{layout}"
@@ -167,9 +170,10 @@ def select(
     suite = partner_suite(st, k=k, min_return=min_return)
     _check(suite, "partners select")
     check_writable(out)
-    write_settings(out, st, overwrite=False)
     try:
-        manifest = select_partners(suite, out)
+        with FolderLock(out, "partner folder"):
+            write_settings(out, st, overwrite=False)
+            manifest = select_partners(suite, out)
     except (JobError, ValueError) as exc:
         raise job_failure(exc) from None
     except OSError as exc:

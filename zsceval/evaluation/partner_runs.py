@@ -22,6 +22,7 @@ import yaml
 
 from zsceval.evaluation.bench import PartnerBudget, Suite, _validate, build_phases, check_device, late_phases
 from zsceval.evaluation.records import differences
+from zsceval.execution.locks import FolderLock
 from zsceval.io import atomic_write_text
 
 __all__ = [
@@ -175,7 +176,8 @@ def generate_partners(suite: Suite, out: str | Path) -> list[tuple[str, float]]:
     from zsceval.execution import run_jobs
 
     phases, _ = build_phases(suite)
-    results = run_jobs(phases[0] + phases[1], out, modules=PIPELINE)
+    with FolderLock(out, "partner folder"):
+        results = run_jobs(phases[0] + phases[1], out, modules=PIPELINE)
     return [
         (job_id.split("/")[-2], res["final_return"])
         for job_id, res in sorted(results.items())
@@ -200,7 +202,8 @@ def select_partners(suite: Suite, out: str | Path) -> Path:
 
     phases, infos = build_phases(suite)
     jobs = phases[0] + phases[1] + phases[2]
-    run_jobs(jobs, out, modules=PIPELINE)
+    with FolderLock(out, "partner folder"):
+        run_jobs(jobs, out, modules=PIPELINE)
     late = late_phases(suite, Path(out), infos)
     run_jobs(jobs + late[0] + late[1], out, modules=PIPELINE)
     return manifest_path(out, suite.layouts[0])

@@ -46,6 +46,7 @@ class FolderLock:
         self.folder, self.what = Path(folder), what
         self.path = self.folder / LOCK_NAME
         self.held = False
+        self._created = False  # this object wrote the lock file (an inner, re-entrant one did not)
 
     def _owner(self) -> dict[str, Any] | None:
         try:
@@ -70,7 +71,7 @@ class FolderLock:
                     owner = self._owner()
                 if owner is not None and owner.get("host") == me["host"]:
                     pid = int(owner.get("pid", -1))
-                    if pid == me["pid"]:  # this process already holds it
+                    if pid == me["pid"]:  # this process already holds it: release leaves it to the holder
                         break
                     if not pid_alive(pid):  # stale: its process is gone
                         self.path.unlink(missing_ok=True)
@@ -87,16 +88,20 @@ class FolderLock:
             else:
                 with os.fdopen(fd, "w") as fh:
                     json.dump(me, fh)
+                self._created = True
                 break
         self.held = True
         atexit.register(self.release)
         return self
 
     def release(self) -> None:
-        """Remove the lock if this process holds it (idempotent)."""
+        """Remove the lock if this object took it (idempotent; a re-entrant acquire leaves the file
+        to the outer holder)."""
         if not self.held:
             return
         self.held = False
+        if not self._created:
+            return
         owner = self._owner()
         if (
             owner is not None
