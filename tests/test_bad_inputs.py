@@ -207,3 +207,42 @@ def test_layouts_show_of_a_non_layout_file_says_only_layout_files_are_read(tmp_p
     other = tmp_path / "x.txt"
     other.write_text("hi\n")
     clean_error(invoke("layouts", "show", other), "not a .layout file", "*.layout")
+
+
+TINY = ["--preset", "quick", "--no-progress", "--layout", "cramped_room", "--set", "env.num_envs=8",
+        "--set", "run.eval_episodes=0", "--set", "ppo.epochs=1",
+        "--set", "run.checkpoint_every=1600"]  # fmt: skip
+
+
+def test_a_full_disk_while_checkpointing_is_a_message_and_resume_continues(tmp_path, monkeypatch):
+    from safetensors import SafetensorError
+
+    import zsceval.rl.checkpoint as ck
+
+    real, calls = ck.save_file, []
+
+    def failing(tensors, path):
+        calls.append(path)
+        if len(calls) > 2:  # the first checkpoint (weights, train state) is written, then the disk fills
+            raise SafetensorError("No space left on device (os error 28)")
+        real(tensors, path)
+
+    monkeypatch.setattr(ck, "save_file", failing)
+    run = tmp_path / "run"
+    res = invoke("train", "--out", run, "--steps", "4800", *TINY)
+    clean_error(res, "disk full?", "--resume --out")
+    assert [p.name for p in (run / "checkpoints").glob("step_*")] == ["step_000000001600"]
+    monkeypatch.setattr(ck, "save_file", real)
+    res = invoke("train", "--resume", "--out", run, "--steps", "4800", "--no-progress")
+    assert res.exit_code == 0, res.output
+
+
+def test_resume_after_the_layout_file_changed_says_so(tmp_path):
+    layout = tmp_path / "mine.layout"
+    shutil.copy(Path(__file__).resolve().parent.parent / "layouts" / "cramped_room.layout", layout)
+    run = tmp_path / "run"
+    args = [a if a != "cramped_room" else str(layout) for a in TINY]
+    assert invoke("train", "--out", run, "--steps", "1600", *args).exit_code == 0
+    layout.write_text(layout.read_text().replace("O  2O", "O 2 O"))
+    res = invoke("train", "--resume", "--out", run, "--steps", "3200", "--no-progress")
+    clean_error(res, "cannot resume", "layout file edited?", "another --out")

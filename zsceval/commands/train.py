@@ -252,7 +252,8 @@ def train(
             click.echo(f"resuming {out} at {trainer.env_steps:,} env steps", err=True)
         summary = trainer.train()
     except OSError as exc:
-        raise write_error(exc) from None
+        kept = f"; what was saved before is kept: `zsceval train --resume --out {out}` continues from it"
+        raise click.ClickException(write_error(exc).message + (kept if out else "")) from None
     except (
         ConfigError,
         CheckpointError,

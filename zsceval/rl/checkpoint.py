@@ -19,6 +19,7 @@ killed process never leaves a half-written checkpoint under a valid name.
 
 from __future__ import annotations
 
+import errno
 import json
 import subprocess
 from pathlib import Path
@@ -112,6 +113,16 @@ def decode_state(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
 
 
 # -- save ------------------------------------------------------------------------------------------
+def _save_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
+    """``safetensors`` ``save_file``, whose write errors (disk full, quota) become ``OSError``."""
+    try:
+        save_file(tensors, str(path))
+    except SafetensorError as exc:
+        raise OSError(
+            errno.EIO, f"could not write the checkpoint file ({exc}; disk full?)", str(path)
+        ) from None
+
+
 def save_checkpoint(
     root: str | Path,
     steps: int,
@@ -134,6 +145,8 @@ def save_checkpoint(
 
     Raises:
         TypeError: an agent whose class is not registered.
+        OSError: the checkpoint could not be written (disk full, read-only); the previous
+            checkpoints are untouched (the new one is written to a temporary folder first).
     """
     agents = {name: {"class": agent_class_name(p), "spec": p.spec} for name, p in policies.items()}
     final = Path(root) / f"step_{steps:012d}"
@@ -143,11 +156,11 @@ def save_checkpoint(
             for name, p in policies.items()
             for k, v in p.state_dict().items()
         }
-        save_file(weights, str(tmp / POLICIES))
+        _save_tensors(weights, tmp / POLICIES)
         if train_state is not None:
             tensors: dict[str, torch.Tensor] = {}
             skeleton = encode_state(train_state, tensors)
-            save_file(tensors, str(tmp / TRAIN_TENSORS))
+            _save_tensors(tensors, tmp / TRAIN_TENSORS)
             (tmp / TRAIN_JSON).write_text(json.dumps(skeleton))
         for f in tmp.iterdir():
             apply_umask(f)  # safetensors writes 0600

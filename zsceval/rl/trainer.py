@@ -438,7 +438,13 @@ class Trainer:
         self.np_rng.bit_generator.state = json.loads(rng["numpy"])
         self.runner.set_arms(self.algorithm.arms())  # a restored plug-in may hold more arms
         self.algorithm.num_arms = len(self.runner.arm_table)
-        self.runner.load_state_dict(state["runner"])
+        try:
+            self.runner.load_state_dict(state["runner"])
+        except ValueError as exc:  # the env (e.g. a .layout file edited since) is not the run's
+            raise CheckpointError(
+                f"cannot resume from {ckpt}: {exc}. The run's env has changed since it was trained (a "
+                f"layout file edited?): restore it, or start a new run with another --out"
+            ) from None
         current = self._save_pools()
         for name, entry in meta.get("partners", {}).items():
             if "sha256" in entry and current.get(name, {}).get("sha256") != entry["sha256"]:
