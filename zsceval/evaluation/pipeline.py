@@ -128,7 +128,7 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
     ``candidate.evaluate`` jobs; for a BR of a set of partners (n > 2 players) ``partner_refs``: a
     list of ``[train-job id, evaluate-job id, "final" | "mid"]``.
     """
-    from zsceval.rl.config import config_from_dict, resolve_config
+    from zsceval.rl.config import ConfigError, config_from_dict, resolve_config
     from zsceval.rl.trainer import Trainer
 
     options = dict(params.get("algo_options", {}))
@@ -168,7 +168,10 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
 
         shutil.rmtree(run)  # killed before its first resumable checkpoint: start over
     progress = os.environ.get(JOB_PROGRESS_ENV) == "1"  # set by `zsceval bench` with the local executor
-    trainer = Trainer(cfg, run, resume=resume, progress=progress)
+    try:
+        trainer = Trainer(cfg, run, resume=resume, progress=progress)
+    except ConfigError as exc:  # the job's inputs cannot work (e.g. too few usable HSP candidates)
+        raise JobInputError(f"{params.get('algo')} on {params.get('layout')}: {exc}") from None
     try:
         summary = trainer.train()
     finally:
