@@ -398,15 +398,15 @@ def load_layout(name_or_path: str | Path | Layout) -> Layout:
     text = str(name_or_path)
     if text.endswith(".layout") or re.search(r"[/\\]", text):
         path = Path(text)
+        if not path.exists():
+            raise ValueError(f"layout file {path} does not exist")
+        if not path.is_file():
+            raise ValueError(f"layout {path} is not a file (give a .layout file or a layout name)")
         if path.suffix != ".layout":
             raise ValueError(
                 f"{path} is not a .layout file: only files named *.layout are read as layouts (format: "
                 "layouts/README.md); otherwise give a layout name (`zsceval layouts` lists them)"
             )
-        if not path.exists():
-            raise ValueError(f"layout file {path} does not exist")
-        if not path.is_file():
-            raise ValueError(f"layout {path} is not a file (give a .layout file or a layout name)")
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
