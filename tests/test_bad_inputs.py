@@ -5,22 +5,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from zsceval.cli import main
+from tests.cli_helpers import clean_error, invoke
 from zsceval.envs.overcooked import OvercookedEnv
-
-
-def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
-def clean_error(res, *needles):
-    assert res.exit_code != 0, res.output
-    assert isinstance(res.exception, SystemExit), repr(res.exception)
-    assert "Traceback" not in res.output
-    for needle in needles:
-        assert needle in res.output, res.output
 
 
 def test_a_negative_seed_is_refused(tmp_path):

@@ -10,28 +10,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from zsceval.cli import main
+from tests.cli_helpers import clean_error, invoke
 from zsceval.execution import JobError
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["--preset", "quick", "--steps", "3200", "--no-progress",
         "--set", "env.num_envs=8", "--set", "run.checkpoint_every=3200", "--set", "run.eval_episodes=2",
         "--set", "ppo.epochs=1", "--set", "ppo.num_minibatches=1"]  # fmt: skip
-
-
-def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
-def clean_error(res, *needles):
-    """A user error: non-zero exit through click (no traceback) whose message holds ``needles``."""
-    assert res.exit_code != 0, res.output
-    assert isinstance(res.exception, SystemExit), repr(res.exception)
-    assert "Traceback" not in res.output
-    for n in needles:
-        assert n in res.output, res.output
 
 
 # -- 1. partners: the folder's record decides -----------------------------------------------------------

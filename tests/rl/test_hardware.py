@@ -79,8 +79,8 @@ def test_auto_threads_take_the_free_cores_or_one(registry_dir, monkeypatch):
     monkeypatch.setattr(hw, "busy_cores", lambda *a: 1.0)
     assert hw.auto_threads()[0] == 3
     monkeypatch.setenv(hw.MAX_THREADS_ENV, "2")  # zsceval bench running jobs side by side
-    threads, why = hw.auto_threads()
-    assert threads == 2 and hw.MAX_THREADS_ENV in why
+    threads, note = hw.resolve_threads("auto")
+    assert threads == 2 and hw.MAX_THREADS_ENV in note
     monkeypatch.delenv(hw.MAX_THREADS_ENV)
     # another live zsceval run on this host: one thread, whatever the load says
     parent = os.getppid()

@@ -206,8 +206,8 @@ def auto_threads() -> tuple[int, str]:
     """The thread count that ``run.num_threads: auto`` resolves to, and why.
 
     1 when another zsceval run is active on this host, else the cores not kept busy by other
-    processes (at least 1); capped by ``ZSCEVAL_MAX_THREADS``. This process registers itself as an
-    active run first, so two runs started at the same moment see each other.
+    processes (at least 1; :func:`resolve_threads` applies ``ZSCEVAL_MAX_THREADS``). This process
+    registers itself as an active run first, so two runs started at the same moment see each other.
     """
     register_active_run()
     busy = busy_cores()  # also the wait that lets a run started at the same moment register
@@ -218,9 +218,6 @@ def auto_threads() -> tuple[int, str]:
     else:
         threads = max(1, cores - int(busy + 0.5))
         why = f"{cores} cores, {busy:.1f} busy with other processes"
-    cap = _cap()
-    if cap is not None and threads > cap:
-        threads, why = cap, f"{why}; capped by {MAX_THREADS_ENV}={cap}"
     return threads, why
 
 
