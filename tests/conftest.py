@@ -15,7 +15,7 @@ os.environ.setdefault("ZSCEVAL_MAX_THREADS", "1")
 def unimplemented_zsc_algorithm():
     """``pecan``: a name the bench treats as a ZSC-Eval algorithm not implemented yet (all eight of
     ZSC-Eval's are), to exercise the skip path (``pytestmark = pytest.mark.usefixtures(...)``)."""
-    from zsceval.evaluation import bench as bench_mod
+    from zsceval.bench import run as bench_mod
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(bench_mod, "ZSC_ALGORITHMS", (*bench_mod.ZSC_ALGORITHMS, "pecan"))

@@ -3,8 +3,8 @@
 import pytest
 from click.testing import CliRunner
 
+from zsceval.bench import run as bm
 from zsceval.cli import main
-from zsceval.evaluation import bench as bm
 
 
 def test_a_stage1_budget_that_ends_no_episode_is_refused_up_front(tmp_path):

@@ -25,15 +25,35 @@ def test_the_import_contracts_hold():
     assert "Contracts: " in res.stdout and " broken" in res.stdout
 
 
-def test_a_reversed_import_breaks_the_layers_contract(tmp_path):
-    """A copy of the package in which the engine (bottom layer) imports the CLI inside a function."""
+def with_import(tmp_path: Path, module: str, imported: str) -> subprocess.CompletedProcess:
+    """Lint a copy of the package in which ``module`` (a file path under zsceval/) imports
+    ``imported`` inside a function."""
     shutil.copytree(ROOT / "zsceval", tmp_path / "zsceval", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / ".importlinter", tmp_path / ".importlinter")
-    base = tmp_path / "zsceval" / "envs" / "base.py"
-    base.write_text(
-        base.read_text() + "\n\ndef _reversed():\n    from zsceval.commands import train  # noqa\n"
-    )
-    res = lint(tmp_path, tmp_path)
+    path = tmp_path / "zsceval" / module
+    path.write_text(path.read_text() + f"\n\ndef _added():\n    import {imported}  # noqa\n")
+    return lint(tmp_path, tmp_path)
+
+
+def test_a_reversed_import_breaks_the_layers_contract(tmp_path):
+    """The engine (bottom layer) imports the CLI inside a function."""
+    res = with_import(tmp_path, "envs/base.py", "zsceval.commands.train")
     assert res.returncode != 0
     assert "zsceval.envs is not allowed to import zsceval.commands" in res.stdout
     assert "zsceval.envs.base -> zsceval.commands.train" in res.stdout
+
+
+def test_one_plugin_importing_another_breaks_the_independence_contract(tmp_path):
+    res = with_import(tmp_path, "algorithms/sp.py", "zsceval.algorithms.fcp")
+    assert res.returncode != 0
+    assert "Algorithm plug-ins are independent of each other" in res.stdout and "BROKEN" in res.stdout
+    assert "zsceval.algorithms.sp -> zsceval.algorithms.fcp" in res.stdout
+
+
+def test_a_cycle_between_sibling_packages_breaks_the_acyclic_contract(tmp_path):
+    """evaluation imports interop (trajectories); interop importing evaluation back closes a cycle
+    that the layers contract alone allows (both sit in one layer)."""
+    res = with_import(tmp_path, "interop/vector.py", "zsceval.evaluation.matches")
+    assert res.returncode != 0
+    assert "No import cycle between the packages of one layer BROKEN" in res.stdout
+    assert ".evaluation" in res.stdout and ".interop" in res.stdout

@@ -123,7 +123,7 @@ pytestmark = pytest.mark.usefixtures("unimplemented_zsc_algorithm")
 
 @pytest.fixture
 def stop_bench(monkeypatch):
-    from zsceval.evaluation import bench as bench_mod
+    from zsceval.bench import run as bench_mod
 
     def fake(*a, **kw):
         raise JobError("stopped by the test", retryable=True)
@@ -400,7 +400,7 @@ def test_report_names_skipped_algorithms_and_selected_partners(tmp_path):
     import numpy as np
     import pandas as pd
 
-    from zsceval.evaluation import report as rep
+    from zsceval.bench import report as rep
 
     rows = [{"layout": "cramped_room", "algorithm": "sp", "ego_seed": s, "partner": p, "partner_level": lvl,
              "seat": seat, "episode": 0, "sparse_return": 100.0 + 10 * s}
@@ -454,7 +454,7 @@ def test_thread_cap_for_concurrent_jobs_and_note_when_cores_are_busy(monkeypatch
 
 
 def test_bench_caps_threads_when_jobs_run_concurrently(tmp_path, monkeypatch):
-    from zsceval.evaluation import bench as bench_mod
+    from zsceval.bench import run as bench_mod
     from zsceval.rl.trainer import MAX_THREADS_ENV
 
     seen = []
@@ -488,7 +488,7 @@ def test_resume_after_a_killed_extension_continues(finished_run, tmp_path):
 
 
 def test_bench_shows_training_progress_inside_a_job_with_the_local_executor(tmp_path, monkeypatch):
-    from zsceval.evaluation import bench as bench_mod
+    from zsceval.bench import run as bench_mod
     from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
 
     seen = []

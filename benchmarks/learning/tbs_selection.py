@@ -29,11 +29,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from zsceval.algorithms.tbs.jobs import read_clusters
+from zsceval.algorithms.tbs.pool import GreedyPool, load_pool_agents
 from zsceval.envs.overcooked import OvercookedEnv
-from zsceval.population.pool import PolicyPool
+from zsceval.rl.population.pool import PolicyPool
 from zsceval.rl.checkpoint import load_agent
-from zsceval.tbs.jobs import read_clusters
-from zsceval.tbs.pool import GreedyPool, load_pool_agents
 
 
 @torch.no_grad()

@@ -25,8 +25,8 @@ import time
 import torch
 
 from zsceval.envs.overcooked import OvercookedEnv
-from zsceval.population.functional import Layout
-from zsceval.population.pool import PolicyPool
+from zsceval.rl.population.functional import Layout
+from zsceval.rl.population.pool import PolicyPool
 from zsceval.rl.agent import sample_actions
 from zsceval.rl.config import resolve_config
 from zsceval.rl.policy import Policy, network_spec

@@ -1,4 +1,4 @@
-"""COLE (algorithms/cole.py): the graphic-form game's rules on hand-made matrices, the meta-solver's
+"""COLE (zsceval/algorithms/cole.py): the graphic-form game's rules on hand-made matrices, the meta-solver's
 env allocation, a growing and overwritten population, the CLI run and an exact resume."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
+
 from zsceval.algorithms.cole import (
     COLE,
     admission_threshold,
@@ -26,7 +27,6 @@ from zsceval.algorithms.cole import (
     should_admit,
     update_payoff,
 )
-
 from zsceval.cli import main
 from zsceval.rl.checkpoint import decode_state, encode_state, list_checkpoints
 from zsceval.rl.config import resolve_config

@@ -11,9 +11,9 @@ import torch
 from click.testing import CliRunner
 
 from zsceval import registry
+from zsceval.algorithms.base.stage2 import sliding_window
 from zsceval.cli import main
-from zsceval.population.checkpoints import mid_step, nearest_checkpoint
-from zsceval.population.stage2 import sliding_window
+from zsceval.rl.population.checkpoints import mid_step, nearest_checkpoint
 from zsceval.rl.config import resolve_config
 
 
@@ -271,7 +271,7 @@ def test_hsp_greedy_max_l1_on_a_hand_made_feature_table():
 
 
 def test_hsp_population_split_and_bench_placement():
-    from zsceval.evaluation.bench import build_phases, load_suite
+    from zsceval.bench.run import build_phases, load_suite
 
     assert hsp().HSP.biased_count(12, 0) == 6  # ZSC-Eval: 6 biased + 2 MEP members x 3
     with pytest.raises(Exception, match="multiple of 3"):
@@ -285,6 +285,20 @@ def test_hsp_population_split_and_bench_placement():
     assert not any("egos/hsp" in i for i in ids[0])
     # HSP and MEP share one MEP stage-1 population
     assert sum(i == "cramped_room/stage1/mep-stage1" for phase in ids for i in phase) == 1
+
+
+def test_hsp_trained_alone_builds_the_quick_suites_candidates():
+    """HSP's chain without a bench builds its candidates from the quick suite's partner budget,
+    without importing the bench layer (it sits below it)."""
+    import dataclasses
+
+    from zsceval.bench.run import load_suite
+    from zsceval.evaluation.candidates import PartnerBudget
+
+    quick = load_suite("overcooked-quick").partners
+    alone = PartnerBudget(weight_sampling=hsp().STANDALONE_WEIGHT_SAMPLING)
+    same_sizes = {"candidates": alone.candidates, "candidate_steps": alone.candidate_steps}
+    assert dataclasses.replace(quick, **same_sizes) == alone
 
 
 # -- stage 1: per member exactly self-play, and trained past the take-off --------------------------------

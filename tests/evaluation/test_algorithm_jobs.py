@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from zsceval import registry
-from zsceval.evaluation.bench import SuiteError, build_phases, load_suite
+from zsceval.bench.run import SuiteError, build_phases, load_suite
 from zsceval.execution import run_jobs
 from zsceval.rl.algorithm import Algorithm
 
@@ -90,8 +90,8 @@ def test_a_plugin_without_its_ego_job_is_refused(plugins, tmp_path):
 def test_bench_passes_retries_to_the_executor(monkeypatch, tmp_path):
     from click.testing import CliRunner
 
+    from zsceval.bench import run as bench_mod
     from zsceval.cli import main
-    from zsceval.evaluation import bench as bench_mod
 
     seen = {}
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from zsceval.evaluation.metrics import (
+from zsceval.stats.metrics import (
     assign_levels,
     bootstrap_ci,
     br_prox,

@@ -13,9 +13,9 @@ import pytest
 import torch
 import yaml
 
-from zsceval.evaluation import bench as bench_mod
+from zsceval.bench import run as bench_mod
+from zsceval.bench.run import load_suite
 from zsceval.evaluation import pipeline
-from zsceval.evaluation.bench import load_suite
 from zsceval.evaluation.ego_checkpoint import (
     EGO_CHECKPOINTS,
     NoTrainingCurve,

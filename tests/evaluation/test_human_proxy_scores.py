@@ -5,8 +5,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from zsceval.bench.run import build_phases, check_suite_record, load_suite
 from zsceval.cli import main
-from zsceval.evaluation.bench import build_phases, check_suite_record, load_suite
 from zsceval.evaluation.human_proxy import format_human_proxy, human_proxy_summary
 
 SUITE = """
@@ -76,7 +76,7 @@ def test_bench_adds_a_proxy_job_and_one_evaluation_per_ego_on_human_data_layouts
     # late phases need the selection's output; build the evaluation jobs from a fake selection record
     import json
 
-    from zsceval.evaluation.bench import late_phases
+    from zsceval.bench.run import late_phases
 
     sel = infos["counter_circuit"]["select"]
     (tmp_path / sel.out).mkdir(parents=True)
@@ -126,7 +126,7 @@ def test_report_prints_the_human_proxy_table(tmp_path):
 
 
 def test_without_the_human_data_the_bench_skips_the_proxy_and_says_why(tmp_path, monkeypatch):
-    from zsceval.evaluation import bench
+    from zsceval.bench import run as bench
     from zsceval.human import trials
 
     monkeypatch.setenv("ZSCEVAL_HUMAN_DATA", str(tmp_path / "empty"))

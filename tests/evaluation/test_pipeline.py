@@ -11,13 +11,13 @@ import pytest
 import torch
 import yaml
 
+from zsceval.bench import run as bench_mod
+from zsceval.bench.report import read_tables, summarize
+from zsceval.bench.run import SuiteError, load_suite, run_bench
 from zsceval.envs.overcooked import OvercookedEnv
-from zsceval.evaluation import bench as bench_mod
 from zsceval.evaluation import pipeline
-from zsceval.evaluation.bench import SuiteError, load_suite, run_bench
 from zsceval.evaluation.manifest import ChecksumMismatchError, LayoutMismatchError
 from zsceval.evaluation.matches import PartnerSpec, evaluate_agent, play_games
-from zsceval.evaluation.report import read_tables, summarize
 from zsceval.execution import JobError
 from zsceval.execution.jobs import JOB_KINDS
 from zsceval.rl.agent import ActOutput

@@ -17,7 +17,7 @@ from zsceval.evaluation.manifest import (
     SelectionRecord,
     write_manifest,
 )
-from zsceval.evaluation.metrics import bootstrap_ci, br_prox, iqm
+from zsceval.stats.metrics import bootstrap_ci, br_prox, iqm
 
 LAYOUTS = ["coordination_ring", "counter_circuit"]
 ALGORITHMS = ["fcp", "mep", "sp"]
@@ -158,7 +158,7 @@ def test_report_missing_results_is_a_clear_error(tmp_path):
 
 
 def test_report_json_statistics_and_paper_comparison(tmp_path):
-    from zsceval.evaluation.statistics import performance_profile, probability_of_improvement
+    from zsceval.stats.statistics import performance_profile, probability_of_improvement
 
     returns, br = synthetic()
     write_tables(tmp_path, returns, br)

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from zsceval.evaluation.statistics import (
+from zsceval.stats.statistics import (
     comparison_tables,
     joint_bootstrap,
     performance_profile,
@@ -116,7 +116,7 @@ def test_comparison_tables_from_units():
 
 
 def test_compare_with_reference_matches_layouts_by_alias_and_counts_common_algorithms(tmp_path):
-    from zsceval.evaluation.comparison import (
+    from zsceval.bench.comparison import (
         ReferenceTableError,
         compare_with_reference,
         load_reference_table,
@@ -158,7 +158,7 @@ def test_compare_with_reference_matches_layouts_by_alias_and_counts_common_algor
 
 
 def test_shipped_paper_table_covers_the_papers_layouts_and_algorithms():
-    from zsceval.evaluation.comparison import load_reference_table
+    from zsceval.bench.comparison import load_reference_table
 
     table = load_reference_table("zsceval-paper")
     overcooked = table[~table["layout"].str.startswith("academy")]

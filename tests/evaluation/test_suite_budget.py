@@ -4,8 +4,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from zsceval.bench import run as bm
 from zsceval.cli import main
-from zsceval.evaluation import bench as bm
 
 SUITE = """
 name: tiny-s12

@@ -2,7 +2,7 @@
 
 import torch
 
-from zsceval.commands import chain
+from zsceval.bench import chain
 from zsceval.rl import hardware
 from zsceval.rl.hardware import MAX_THREADS_ENV
 

@@ -96,7 +96,7 @@ MINI_OVERRIDES = ["env.num_envs=8", "run.eval_episodes=1", "env.horizon=100"]
 def mini_suite(tmp_path: Path):
     """The pipeline tests' TINY suite with smaller budgets (one ego seed, two candidates)."""
     from tests.evaluation.test_pipeline import TINY
-    from zsceval.evaluation.bench import load_suite
+    from zsceval.bench.run import load_suite
 
     data = yaml.safe_load(TINY)
     data.update(algorithms=["sp", "pecan"], ego_seeds=1, ego_steps=800, overrides=MINI_OVERRIDES)
@@ -109,9 +109,9 @@ def mini_suite(tmp_path: Path):
 
 
 def test_tiny_bench_on_ray_matches_the_local_executors_tables(tmp_path, monkeypatch):
-    from zsceval.evaluation import bench as bench_mod
-    from zsceval.evaluation.bench import run_bench
-    from zsceval.evaluation.report import read_tables
+    from zsceval.bench import run as bench_mod
+    from zsceval.bench.report import read_tables
+    from zsceval.bench.run import run_bench
 
     monkeypatch.setattr(bench_mod, "ZSC_ALGORITHMS", (*bench_mod.ZSC_ALGORITHMS, "pecan"))  # not implemented
     suite = mini_suite(tmp_path)

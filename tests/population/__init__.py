@@ -1,1 +1,1 @@
-"""Tests of zsceval.population (policy pools, mixture agent, stacked learners)."""
+"""Tests of zsceval.rl.population (policy pools, mixture agent, stacked learners)."""

@@ -5,8 +5,8 @@ import json
 import pytest
 import torch
 
-from zsceval.population import MixtureAgent, PolicyPool, PoolError
-from zsceval.population.pool import POOL_JSON, POOL_WEIGHTS
+from zsceval.rl.population import MixtureAgent, PolicyPool, PoolError
+from zsceval.rl.population.pool import POOL_JSON, POOL_WEIGHTS
 from zsceval.rl.agent import agent_class, sample_actions
 from zsceval.rl.policy import Policy, network_spec
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from zsceval.population.stacked import StackedPolicies
+from zsceval.rl.population.stacked import StackedPolicies
 from zsceval.rl.policy import Policy
 
 from .test_pool import OBS, A, make_policies, make_spec

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from zsceval import registry
 from zsceval.cli import main
-from zsceval.population import MixtureAgent, PolicyPool
+from zsceval.rl.population import MixtureAgent, PolicyPool
 from zsceval.rl.agent import ActOutput
 from zsceval.rl.algorithm import Algorithm
 from zsceval.rl.checkpoint import CheckpointError, load_agent, save_checkpoint

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
+from zsceval.algorithms.tbs.concepts import build_concept_set, middle_counters, next_interaction_labels
 from zsceval.envs.overcooked import OvercookedEnv
 from zsceval.envs.overcooked.constants import Interaction
 from zsceval.envs.overcooked.layout import load_layout
-from zsceval.tbs.concepts import build_concept_set, middle_counters, next_interaction_labels
 
 N, S, E, W, STAY, I = 0, 1, 2, 3, 4, 5
 

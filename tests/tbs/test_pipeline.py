@@ -12,14 +12,14 @@ import torch
 from click.testing import CliRunner
 
 from zsceval import registry
+from zsceval.algorithms.tbs.results import scaled_rewards, summarize
+from zsceval.algorithms.tbs.shaping import SHAPING_EVENTS, event_matrix, sample_coefficients
 from zsceval.cli import main
 from zsceval.envs.overcooked.constants import CLASSIC_EVENTS
 from zsceval.execution import jobs as job_mod
 from zsceval.rl.checkpoint import load_agent
 from zsceval.rl.config import resolve_config
 from zsceval.rl.seating import Seating
-from zsceval.tbs.jobs import scaled_rewards, summarize
-from zsceval.tbs.shaping import SHAPING_EVENTS, event_matrix, sample_coefficients
 
 
 def test_shaping_events_map_onto_engine_events_and_coefficients_scale_with_magnitude():
@@ -105,8 +105,8 @@ def test_best_response_preset_gives_every_learner_the_games_of_one_dqn_run(tmp_p
 
 
 def test_read_clusters_groups_pairs_by_label_and_names_a_broken_file(tmp_path):
+    from zsceval.algorithms.tbs.jobs import read_clusters
     from zsceval.execution.jobs import JobInputError
-    from zsceval.tbs.jobs import read_clusters
 
     (tmp_path / "clustering.json").write_text(json.dumps({"labels": [1, 0, 2, 0, 1], "k": 3}))
     assert read_clusters(tmp_path) == [[1, 3], [0, 4], [2]]
@@ -180,7 +180,7 @@ def test_runs_of_a_layout_pool_their_heldout_pairs_and_the_paired_difference(tmp
     """Two seeds of counter_circuit (2 and 1 held-out pairs with a scale; one that never scores) and a
     single coordination_ring run (not pooled). Pooled TBS = mean of 0.5, 1.0, 0.25 over the three
     scaled pairs; BR = mean of 0.75, 0.0, 0.5; TBS - BR = mean of -0.25, 1.0, -0.25."""
-    from zsceval.tbs.report import format_tbs, plot_pooled, tbs_pooled, tbs_summary
+    from zsceval.algorithms.tbs.report import format_tbs, plot_pooled, tbs_pooled, tbs_summary
 
     runs = {"s0": _run_frame("counter_circuit", [(100, 50, 75), (40, 40, 0)]),
             "s1": _run_frame("counter_circuit", [(200, 50, 100), (0, 0, 20)]),
@@ -209,7 +209,7 @@ def test_runs_of_a_layout_pool_their_heldout_pairs_and_the_paired_difference(tmp
 
 
 def test_global_tom_plan_gives_every_best_response_every_cluster_equally():
-    from zsceval.tbs.jobs import global_tom_plan
+    from zsceval.algorithms.tbs.jobs import global_tom_plan
 
     # N = 3, k = 2, 4 episodes per pair: 12 / 4 = 3 per (i, j) block, rounded up to 4 = 2 slots
     assert global_tom_plan([[0, 1], [2]], 4) == [[0, 1, 2, 2], [0, 1, 2, 2]]

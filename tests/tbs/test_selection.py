@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from zsceval.tbs.selection import (
+from zsceval.algorithms.tbs.selection import (
     accumulate_distances,
     argmax_random_ties,
     bernoulli_kl,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from zsceval.tbs.similarity import CLUSTERING_OFFSET, clustering_affinity, cross_play_similarity
+from zsceval.algorithms.tbs.similarity import CLUSTERING_OFFSET, clustering_affinity, cross_play_similarity
 
 # J[a, b]: agent 1 of pair a (seat 0) with agent 2 of pair b (seat 1).
 # Pair 0 scores 10 in self-play; pairs 1 and 2 score 0 in self-play and with each other.

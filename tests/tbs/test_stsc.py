@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from zsceval.tbs import stsc
-from zsceval.tbs.figures import cluster_blocks, cluster_order, plot_costs, plot_similarity
-from zsceval.tbs.similarity import clustering_affinity
-from zsceval.tbs.stsc import (
+from zsceval.algorithms.tbs import stsc
+from zsceval.algorithms.tbs.figures import cluster_blocks, cluster_order, plot_costs, plot_similarity
+from zsceval.algorithms.tbs.similarity import clustering_affinity
+from zsceval.algorithms.tbs.stsc import (
     alignment_cost,
     alignment_cost_grad,
     givens_rotation,
@@ -69,7 +69,7 @@ def test_pairs_that_cooperate_with_nobody_are_clusters_of_their_own():
     """A measured coordination_ring pool of 6 pairs: 0, 2 and 3 cross-play well, 1, 4 and 5 only with
     themselves. Keeping s(A, A) = 1 finds the four blocks; the zero-diagonal affinity merges the
     three loners into one cluster (their only edges are the 1e-4 offsets, scaled up by D^-1/2)."""
-    from zsceval.tbs.similarity import clustering_affinity
+    from zsceval.algorithms.tbs.similarity import clustering_affinity
 
     J = np.array([
         [200, 0, 200, 160, 0, 0], [0, 200, 0, 0, 40, 0], [160, 0, 160, 20, 20, 0],

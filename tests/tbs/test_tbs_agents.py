@@ -7,11 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from zsceval.envs.overcooked.env import OvercookedEnv
-from zsceval.rl.agent import ActOutput, agent_class, register_agent, sample_actions
-from zsceval.rl.config import ModelConfig
-from zsceval.rl.policy import Policy, network_spec
-from zsceval.tbs.agents import (
+from zsceval.algorithms.tbs.agents import (
     CBPRAgent,
     CEMAgent,
     RandomSelectionAgent,
@@ -22,6 +18,10 @@ from zsceval.tbs.agents import (
     partner_summary,
     partner_view,
 )
+from zsceval.envs.overcooked.env import OvercookedEnv
+from zsceval.rl.agent import ActOutput, agent_class, register_agent, sample_actions
+from zsceval.rl.config import ModelConfig
+from zsceval.rl.policy import Policy, network_spec
 
 
 @register_agent("test-tbs-tom")

@@ -1,6 +1,6 @@
 """Helpers shared by the commands: parsing budgets, checking output folders, and the click errors of
 failed writes and jobs. The settings records of output folders are library code
-(:mod:`zsceval.evaluation.records`)."""
+(:mod:`zsceval.stats.records`)."""
 
 from __future__ import annotations
 

@@ -73,8 +73,7 @@ def bench(
     """
     import dataclasses
 
-    from zsceval.commands._common import check_writable, job_failure, write_error
-    from zsceval.evaluation.bench import (
+    from zsceval.bench.run import (
         SuiteError,
         build_phases,
         check_device,
@@ -85,6 +84,7 @@ def bench(
         load_suite,
         run_bench,
     )
+    from zsceval.commands._common import check_writable, job_failure, write_error
     from zsceval.execution import JobError
     from zsceval.plugins import PluginLoadError
 
@@ -141,7 +141,7 @@ def bench(
         + ", ".join(f"{k}" for k in tables if k.endswith("s") and k != "skipped_algorithms")
     )
     if report and "results" in tables:
-        from zsceval.evaluation.report import bench_notes, format_table, read_tables, summarize
+        from zsceval.bench.report import bench_notes, format_table, read_tables, summarize
 
         results, br, features = read_tables(out)
         click.echo("\n".join(bench_notes(out, features)))

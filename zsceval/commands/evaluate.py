@@ -116,7 +116,7 @@ def evaluate(
     try:
         out = cross_play(agent, partner, layout, episodes, device, seed)
         if save_trajectories is not None:
-            from zsceval.interop.trajectory import record_cross_play
+            from zsceval.evaluation.cross_play import record_cross_play
 
             try:
                 out["trajectory_files"] = record_cross_play(

@@ -57,8 +57,8 @@ _common = [
 
 
 def _settings(out: str, layout: str, given: dict, force: bool) -> dict:
-    """:func:`~zsceval.evaluation.partner_runs.resolve_settings`, its errors as click errors."""
-    from zsceval.evaluation.partner_runs import PartnerSettingsError, resolve_settings
+    """:func:`~zsceval.bench.partner_runs.resolve_settings`, its errors as click errors."""
+    from zsceval.bench.partner_runs import PartnerSettingsError, resolve_settings
 
     try:
         return resolve_settings(out, layout, given, force)
@@ -67,8 +67,8 @@ def _settings(out: str, layout: str, given: dict, force: bool) -> dict:
 
 
 def _check(suite, what: str) -> None:
-    from zsceval.evaluation.bench import SuiteError
-    from zsceval.evaluation.partner_runs import check_partner_suite
+    from zsceval.bench.partner_runs import check_partner_suite
+    from zsceval.bench.run import SuiteError
 
     try:
         check_partner_suite(suite, what)
@@ -103,7 +103,7 @@ def generate(layout, out, seed, preset, device, steps, weight_sampling, force, c
     """Train behavior-preferring candidates (pi_w with its BR) and compute their behavior features.
 
     The settings are recorded in OUT/partners.yaml, which `partners select` reads."""
-    from zsceval.evaluation.partner_runs import generate_partners, partner_suite, write_settings
+    from zsceval.bench.partner_runs import generate_partners, partner_suite, write_settings
     from zsceval.execution import JobError
     from zsceval.execution.locks import FolderLock
 
@@ -151,7 +151,7 @@ def select(
     """Select k candidates by BR-Div (k-DPP), train BRs of their mid checkpoints, write the manifest.
 
     Settings not given are read from OUT/partners.yaml (written by `generate`)."""
-    from zsceval.evaluation.partner_runs import RECORD, partner_suite, select_partners, write_settings
+    from zsceval.bench.partner_runs import RECORD, partner_suite, select_partners, write_settings
     from zsceval.execution import JobError
     from zsceval.execution.locks import FolderLock
 

@@ -87,11 +87,11 @@ def report(
     when present (suites with evaluation.human_proxy), adds each algorithm's mean return with the
     behavior-cloned human model beside its BR-Prox. TBS evaluations (tbs_eval/results.parquet of a
     bench or of `zsceval train --algo tbs`) add the TBS table: scaled reward against the held-out pool
-    per agent (DIR may hold only those). See zsceval.evaluation.metrics for the schemas.
+    per agent (DIR may hold only those). See zsceval.stats.metrics for the schemas.
 
     Comparisons (--stats) use every partner: P(X > Y) per (partner, seat) averaged over partners
     and seats, the fraction of units above each BR-Prox threshold, and each algorithm's rank over
-    bootstrap replicates; all resample seeds and partners (zsceval.evaluation.statistics).
+    bootstrap replicates; all resample seeds and partners (zsceval.stats.statistics).
 
     \b
     Examples:
@@ -99,14 +99,14 @@ def report(
       zsceval report runs/bench --compare zsceval-paper --levels median
       zsceval report runs/bench --json --no-figures
     """
-    from zsceval.evaluation.manifest import ManifestError
-    from zsceval.evaluation.report import FIGURES_DIR
-    from zsceval.evaluation.report_contents import (
+    from zsceval.bench.report import FIGURES_DIR
+    from zsceval.bench.report_contents import (
         gather_report,
         report_json,
         report_text,
         write_report_figures,
     )
+    from zsceval.evaluation.manifest import ManifestError
 
     try:
         contents = gather_report(

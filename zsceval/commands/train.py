@@ -8,7 +8,7 @@ import click
 import yaml
 
 from zsceval import registry
-from zsceval.commands.chain import config_file_overrides, missing_inputs, run_chain, saved_chain
+from zsceval.bench.chain import config_file_overrides, missing_inputs, run_chain, saved_chain
 from zsceval.rl.config import ConfigError, config_to_dict, list_presets, resolve_config
 
 DEFAULT_PRESET = "quick"
@@ -20,7 +20,7 @@ def _fail(exc: Exception) -> click.ClickException:
 
 
 def _finish_chain(params: dict, out, progress: bool) -> None:
-    """Run or resume a multi-stage algorithm's job chain (:mod:`zsceval.commands.chain`) and report."""
+    """Run or resume a multi-stage algorithm's job chain (:mod:`zsceval.bench.chain`) and report."""
     from zsceval.execution.jobs import JobError
 
     click.echo(

@@ -3,14 +3,15 @@
 :func:`cross_play_setup` loads both checkpoints and builds the evaluation env and the action-sampling
 generator; :func:`cross_play` plays every seating with them (the agent in seat k, the partner in the
 others) and summarizes returns and events; :func:`cross_play_interdependence` counts paper 002's
-interdependencies of fresh episodes of the same pair. Trajectory recording
-(:func:`zsceval.interop.trajectory.record_cross_play`) and GIFs
-(:func:`zsceval.render.seating.seating_gifs`) of the same evaluation build on the same setup.
+interdependencies of fresh episodes of the same pair; :func:`record_cross_play` records the same
+episodes as trajectory files, and GIFs (:func:`zsceval.render.seating.seating_gifs`) build on the
+same setup.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import torch
 
@@ -20,7 +21,7 @@ from zsceval.rl.envs import make_env
 from zsceval.rl.play import PlayResult, mean_ci, play, summarize
 from zsceval.rl.trainer import resolve_device
 
-__all__ = ["cross_play", "cross_play_interdependence", "cross_play_setup"]
+__all__ = ["cross_play", "cross_play_interdependence", "cross_play_setup", "record_cross_play"]
 
 MAX_GAMES = 1024
 """Most games the evaluation env runs at once (``num_envs = min(episodes, MAX_GAMES)``)."""
@@ -34,7 +35,7 @@ def cross_play_setup(
     The env repeats the agent's saved env config (name, horizon, agents) on ``layout`` with
     ``min(episodes, 1024)`` games, standard starts and no seat shuffling; the action-sampling
     generator is seeded ``seed + 1``. :func:`cross_play` and trajectory recording
-    (:func:`zsceval.interop.trajectory.record_cross_play`) share it, so recorded episodes are the
+    (:func:`record_cross_play`) share it, so recorded episodes are the
     evaluated ones.
 
     Args:
@@ -162,3 +163,43 @@ def cross_play_interdependence(
         "seatings": per_seat.to_dict(orient="records"),
         "pooled": interdependence_summary(frame, by=()).to_dict(orient="records")[0],
     }
+
+
+def record_cross_play(
+    out_dir: str | Path,
+    agent_path: str,
+    partner_path: str,
+    layout: str,
+    episodes: int,
+    device: str = "cpu",
+    seed: int = 0,
+) -> list[str]:
+    """Record the episodes of ``zsceval eval --agent A --partner P``: one file per seating.
+
+    Builds the env and the sampling generator with :func:`cross_play_setup`, as :func:`cross_play`
+    does (the generator is shared by the seatings
+    in seat order), so the recorded episodes are the evaluated ones. Seating k puts the agent in
+    seat k and the partner in the other seats; it is written to ``out_dir/agent_seat_<k>.json``
+    with seat labels ``"agent"`` / ``"partner"`` and ``meta`` ``{agent, partner, agent_seat, seed, ...}``.
+
+    Returns:
+        The paths written, in seating order.
+
+    Raises:
+        CheckpointError: as ``cross_play`` (missing, corrupt or incompatible checkpoint).
+        ConfigError: unknown layout.
+        OSError: ``out_dir`` cannot be written.
+    """
+    from zsceval.interop.trajectory import record_trajectories, save_trajectories
+
+    agent, partner, env, gen, _ = cross_play_setup(agent_path, partner_path, layout, episodes, device, seed)
+    paths = []
+    for agent_seat in range(env.num_agents):
+        seats = [partner] * env.num_agents
+        seats[agent_seat] = agent
+        labels = ["partner"] * env.num_agents
+        labels[agent_seat] = "agent"
+        meta = {"agent": agent_path, "partner": partner_path, "agent_seat": agent_seat, "seed": seed}
+        trajs = record_trajectories(env, seats, episodes, labels=labels, generator=gen, meta=meta)
+        paths.append(str(save_trajectories(Path(out_dir) / f"agent_seat_{agent_seat}.json", trajs)))
+    return paths

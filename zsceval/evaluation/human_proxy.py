@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from zsceval.evaluation.metrics import bootstrap_ci, spearman
 from zsceval.execution.jobs import job_kind
 from zsceval.human.trials import HUMAN_LAYOUTS as _TRIAL_LAYOUTS
 from zsceval.rl.checkpoint import load_policy
+from zsceval.stats.metrics import bootstrap_ci, spearman
 
 __all__ = [
     "HUMAN_LAYOUTS",
@@ -71,7 +71,7 @@ def human_proxy_summary(
     """Mean sparse return with the human proxy per (layout, algorithm), with a bootstrap CI.
 
     The units are (ego seed, seat) means; the CI is the stratified bootstrap of
-    :func:`~zsceval.evaluation.metrics.bootstrap_ci` over seeds and seats with the mean as statistic.
+    :func:`~zsceval.stats.metrics.bootstrap_ci` over seeds and seats with the mean as statistic.
 
     Args:
         frame: rows of :func:`human_proxy_results` with ``algorithm`` and ``ego_seed`` columns.
@@ -103,7 +103,7 @@ def format_human_proxy(
 ) -> str:
     """A text table of :func:`human_proxy_summary`, one block per layout, with each algorithm's
     BR-Prox IQM beside it when ``br_prox`` (rows of
-    :func:`~zsceval.evaluation.metrics.br_prox_summary`) is given, and the Spearman rank correlation
+    :func:`~zsceval.stats.metrics.br_prox_summary`) is given, and the Spearman rank correlation
     of the two scores over the algorithms of a layout (3 or more algorithms)."""
     lines = [f"Human-proxy score: mean sparse return with the BC human model, both seats [{level:.0%} CI]"]
     brp = {}

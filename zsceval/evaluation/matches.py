@@ -7,7 +7,7 @@ an ego agent against a whole partner set, the ego in every seat and the partner 
 (1 ego with n - 1 copies of the partner, every seating), for E episodes each, and
 :func:`evaluate_br_references` to measure each partner with its own best
 response (BR): the denominators of BR-Prox. Both return tables in the schema of
-:mod:`zsceval.evaluation.metrics` (one row per episode).
+:mod:`zsceval.stats.metrics` (one row per episode).
 """
 
 from __future__ import annotations

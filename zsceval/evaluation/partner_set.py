@@ -46,10 +46,10 @@ def partner_set_play(
     from zsceval.envs.overcooked import OvercookedEnv
     from zsceval.evaluation.manifest import load_manifest
     from zsceval.evaluation.matches import evaluate_agent
-    from zsceval.evaluation.metrics import br_prox, iqm
     from zsceval.evaluation.pipeline import load_partner_set
     from zsceval.rl.checkpoint import check_compatible, load_policy
     from zsceval.rl.trainer import resolve_device
+    from zsceval.stats.metrics import br_prox, iqm
 
     dev = resolve_device(device)
     partners = load_partner_set(manifest, layout, dev)

@@ -22,7 +22,7 @@ Stages for one layout:
    self-contained folder, measure each BR's return with its partner in both seats, write the
    manifest (checksums) and ``br_returns.parquet``.
 6. ``ego.evaluate``: an ego agent against the partner set, every seat, E episodes:
-   ``results.parquet`` rows in the schema of :mod:`zsceval.evaluation.metrics`. The ego's scored
+   ``results.parquet`` rows in the schema of :mod:`zsceval.stats.metrics`. The ego's scored
    checkpoint is ZSC-Eval's (:mod:`zsceval.evaluation.ego_checkpoint`: after the training curve's
    maximum, the point nearest its 80th percentile), recorded in the job's result.
 """

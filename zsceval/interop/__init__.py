@@ -21,7 +21,6 @@ _EXPORTS = {
     "load_trajectories": "trajectory",
     "save_trajectories": "trajectory",
     "record_trajectories": "trajectory",
-    "record_cross_play": "trajectory",
     "replay_in_engine": "trajectory",
     "to_overcooked_ai": "trajectory",
     "action_to_overcooked_ai": "trajectory",

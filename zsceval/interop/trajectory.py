@@ -48,7 +48,6 @@ __all__ = [
     "action_to_overcooked_ai",
     "json_form",
     "load_trajectories",
-    "record_cross_play",
     "record_trajectories",
     "replay_in_engine",
     "save_trajectories",
@@ -503,44 +502,3 @@ def record_trajectories(
                 )
             )
     return out
-
-
-def record_cross_play(
-    out_dir: str | Path,
-    agent_path: str,
-    partner_path: str,
-    layout: str,
-    episodes: int,
-    device: str = "cpu",
-    seed: int = 0,
-) -> list[str]:
-    """Record the episodes of ``zsceval eval --agent A --partner P``: one file per seating.
-
-    Builds the env and the sampling generator with
-    :func:`zsceval.evaluation.cross_play.cross_play_setup`, as
-    :func:`~zsceval.evaluation.cross_play.cross_play` does (the generator is shared by the seatings
-    in seat order), so the recorded episodes are the evaluated ones. Seating k puts the agent in
-    seat k and the partner in the other seats; it is written to ``out_dir/agent_seat_<k>.json``
-    with seat labels ``"agent"`` / ``"partner"`` and ``meta`` ``{agent, partner, agent_seat, seed, ...}``.
-
-    Returns:
-        The paths written, in seating order.
-
-    Raises:
-        CheckpointError: as ``cross_play`` (missing, corrupt or incompatible checkpoint).
-        ConfigError: unknown layout.
-        OSError: ``out_dir`` cannot be written.
-    """
-    from zsceval.evaluation.cross_play import cross_play_setup
-
-    agent, partner, env, gen, _ = cross_play_setup(agent_path, partner_path, layout, episodes, device, seed)
-    paths = []
-    for agent_seat in range(env.num_agents):
-        seats = [partner] * env.num_agents
-        seats[agent_seat] = agent
-        labels = ["partner"] * env.num_agents
-        labels[agent_seat] = "agent"
-        meta = {"agent": agent_path, "partner": partner_path, "agent_seat": agent_seat, "seed": seed}
-        trajs = record_trajectories(env, seats, episodes, labels=labels, generator=gen, meta=meta)
-        paths.append(str(save_trajectories(Path(out_dir) / f"agent_seat_{agent_seat}.json", trajs)))
-    return paths

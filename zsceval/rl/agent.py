@@ -1,7 +1,7 @@
 """The agent protocol: anything that acts, and the registry that loads agents from checkpoints.
 
 An **agent** maps a batch of observations to actions. It may be a PPO :class:`~zsceval.rl.policy.
-Policy`, a value-based Q-network, a :class:`~zsceval.population.pool.PolicyPool` member, or a
+Policy`, a value-based Q-network, a :class:`~zsceval.rl.population.pool.PolicyPool` member, or a
 composite agent (a selector over several networks, TBS). Every agent implements:
 
 * ``initial_state(rows, device) -> state``: the recurrent state of ``rows`` fresh rows, a tensor

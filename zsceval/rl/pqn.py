@@ -36,7 +36,7 @@ from typing import Any
 import torch
 from torch.func import functional_call, vmap
 
-from zsceval.population.functional import Layout, StepForward
+from zsceval.rl.population.functional import Layout, StepForward
 from zsceval.rl.config import ConfigError, TrainConfig
 from zsceval.rl.qpolicy import QPolicy, epsilon_greedy
 from zsceval.rl.runner import EpisodeRunner, EpisodeTable, _Episodes
@@ -207,7 +207,7 @@ class PQNCore:
     def q_rows(self, obs: torch.Tensor, actor: torch.Tensor) -> torch.Tensor:
         """``Q(o, .) float32 [R, A]`` of rows ``obs [R, ...]`` each with its learner ``actor int64
         [R]`` (< number of learners), with gradients: one vmapped forward over the learners' stacked
-        weights (:class:`~zsceval.population.functional.Layout`), or a loop over learners where
+        weights (:class:`~zsceval.rl.population.functional.Layout`), or a loop over learners where
         padding or the device makes that faster."""
         L = len(self.policies)
         if L == 1:

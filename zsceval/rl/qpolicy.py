@@ -3,7 +3,7 @@
 The value-based core (:mod:`zsceval.rl.pqn`) trains it; frozen, it acts greedily. It reuses the
 :class:`~zsceval.rl.policy.Policy` networks and spec: the actor network's head outputs the Q-values
 ``Q(o, .) float32 [N, A]`` (with ``model.layer_norm`` for PQN's LayerNorm networks), so a
-:class:`~zsceval.population.pool.PolicyPool` stacks Q-networks like any policy. The critic is
+:class:`~zsceval.rl.population.pool.PolicyPool` stacks Q-networks like any policy. The critic is
 built by the shared class but never used or trained.
 """
 

@@ -8,7 +8,7 @@ Glossary (shared with :mod:`zsceval.rl.trainer` and :mod:`zsceval.rl.update`):
   steps; budgets, schedules and throughput are all counted in env steps.
 * **row**: one seat of one game, ``row = game * n + seat`` (N = B * n rows).
 * **actor**: anything that acts (:class:`~zsceval.rl.agent.Agent`): a learner, a frozen partner,
-  or a :class:`~zsceval.population.pool.PolicyPool` whose members are chosen per row. Actors are
+  or a :class:`~zsceval.rl.population.pool.PolicyPool` whose members are chosen per row. Actors are
   indexed learners first, then partners.
 * **arm**: a seating of a game (:mod:`zsceval.rl.seating`). Each game draws an arm at every
   episode start (``assign``) inside the auto-reset: partners change per episode, never mid-episode.

@@ -2,7 +2,7 @@
 
 An **arm** seats every seat of a game: seat k is driven by actor ``seats[k] = (name, member)``,
 where ``name`` is a learner or partner of the run and ``member`` a member index when that actor is
-a :class:`~zsceval.population.pool.PolicyPool` (0 otherwise). An algorithm lists its arms once;
+a :class:`~zsceval.rl.population.pool.PolicyPool` (0 otherwise). An algorithm lists its arms once;
 at every episode start of every game it picks one arm for that game (per game and per episode,
 inside the env's auto-reset). The arm of each finished episode is recorded in the episode table
 (:class:`~zsceval.rl.runner.EpisodeTable`) with its ``partner`` label and ``ego_seat``.

@@ -13,7 +13,7 @@ Run directory (every file written to a temp file, then renamed):
 * ``checkpoints/step_<env steps>/``: see :mod:`zsceval.rl.checkpoint`;
 * ``eval.json``: the final self-play evaluation (mean sparse return, 95% CI, events);
 * ``pools/<sha256>/``: every policy-pool partner the run played with, as one checksummed artifact
-  (:meth:`zsceval.population.PolicyPool.save`), named in each checkpoint's ``meta.json``
+  (:meth:`zsceval.rl.population.PolicyPool.save`), named in each checkpoint's ``meta.json``
   ``partners`` entry;
 * ``tensorboard/``: optional TensorBoard logs (``run.tensorboard``).
 
@@ -335,7 +335,7 @@ class Trainer:
     def _save_pools(self) -> dict[str, Any]:
         """Save every policy-pool partner once per content under ``run/pools/<sha256>/`` (one
         checksummed artifact, :meth:`PolicyPool.save`) and describe every partner for ``meta.json``."""
-        from zsceval.population import PolicyPool
+        from zsceval.rl.population import PolicyPool
 
         out: dict[str, Any] = {}
         for name, partner in self.partners.items():

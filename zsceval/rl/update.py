@@ -94,12 +94,12 @@ class PPOCore:
             self._build_stacked()
 
     def _build_stacked(self) -> None:
-        """Same-spec learners train as one :class:`~zsceval.population.StackedPolicies`.
+        """Same-spec learners train as one :class:`~zsceval.rl.population.StackedPolicies`.
 
         Raises:
             ConfigError: the learners' specs differ, or a plug-in adds extra parameters.
         """
-        from zsceval.population import StackedPolicies
+        from zsceval.rl.population import StackedPolicies
         from zsceval.rl.config import ConfigError
 
         if any(p.spec != self.policies[0].spec for p in self.policies):

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from zsceval.evaluation.bench import _partner_set_br_jobs, build_phases, load_suite
+from zsceval.bench.run import _partner_set_br_jobs, build_phases, load_suite
 from zsceval.evaluation.combinations import num_seat_combinations
 
 

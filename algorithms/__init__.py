@@ -1,1 +1,0 @@
-"""Built-in algorithm plug-ins, installed as ``zsceval.algorithms``."""

@@ -1,0 +1,192 @@
+"""Stage 2 of the population methods: a recurrent ego trained against a frozen population.
+
+The population is ``3 * W`` policies: the init, mid and final checkpoints
+(:mod:`zsceval.rl.population.checkpoints`) of a window of W members of one or more stage-1 runs,
+stacked in one :class:`~zsceval.rl.population.PolicyPool`. The arms are the ``2 * 3W`` (partner, ego
+seat) pairs (algorithms-facts section 0); each game draws an arm at every episode start, uniformly
+by default (FCP, TrajeDi, HSP) or by a plug-in's :meth:`~zsceval.rl.algorithm.Algorithm.assign`
+(MEP's prioritized sampling). The partners act by sampling, with fresh recurrent states each
+episode, as in ZSC-Eval.
+
+:meth:`PopulationEgo.jobs` declares the whole chain for ``zsceval bench`` and ``zsceval train``:
+one stage-1 population run per layout shared by every ego seed, and per ego seed the stage-2 run on
+its sliding window of members (ZSC-Eval ``scripts/prep/gen_S2_yml.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import torch
+
+from zsceval.algorithms.base.stage1 import member_name, population_size, stage1_size
+from zsceval.envs.scenarios import env_flags
+from zsceval.rl.population.checkpoints import load_population
+from zsceval.rl.population.pool import PolicyPool
+from zsceval.rl.algorithm import Algorithm, JobContext
+from zsceval.rl.config import ConfigError, TrainConfig, check_episode_budget
+from zsceval.rl.policy import Policy
+from zsceval.rl.seating import Arm, Seating, ego_partner_arms
+
+__all__ = ["PopulationEgo", "PopulationEgoOptions", "sliding_window", "stage2_preset"]
+
+PAPER_STEPS = {12: 50_000_000, 24: 80_000_000, 36: 100_000_000}
+"""ZSC-Eval's stage-2 budgets by population size (zsceval-facts "Training settings")."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PopulationEgoOptions:
+    """``algo.*`` options of a stage-2 ego."""
+
+    population: tuple[str, ...] = ()
+    """Stage-1 run folders (filled in by the job chain from the stage-1 jobs)."""
+    window: tuple[int, ...] = ()
+    """Member indices taken from each stage-1 run (default: the first ``population.size / 3``)."""
+
+
+def sliding_window(total: int, size: int, seed: int) -> list[int]:
+    """ZSC-Eval's sliding window of stage-1 members for one ego seed (``gen_S2_yml.py``).
+
+    Ego seed s takes members ``(s * max(total // 5, 1) + p) mod total`` for p < size: with
+    5 / 10 / 15 members and windows of 4 / 8 / 12 the 5 ego seeds start 1 / 2 / 3 members apart.
+
+    Raises:
+        ValueError: a window larger than the population.
+    """
+    if size > total:
+        raise ValueError(f"a window of {size} members needs a stage-1 population of >= {size}, got {total}")
+    start = seed * max(total // 5, 1)
+    return [(start + p) % total for p in range(size)]
+
+
+def stage2_preset(preset: str, cfg: TrainConfig) -> dict[str, Any]:
+    """A recurrent ego (GRU) with ZSC-Eval's stage-2 schedules over its whole budget T: entropy
+    0.2 -> 0.05 -> 0.01 at 0 / T/2 / T and shaping annealed over T (zsceval-facts "Training
+    settings"). ``paper`` also sets ZSC-Eval's T for the population size (5e7 / 8e7 / 1e8 steps for
+    12 / 24 / 36) and 100 games; other presets keep their T (``run.total_steps``, e.g. ``--steps``).
+    """
+    out: dict[str, Any] = {"model": {"recurrent": True}}
+    if preset == "paper":
+        size = population_size(cfg)
+        total = PAPER_STEPS.get(size, round(50_000_000 * size / 12))
+        out["run"] = {"total_steps": total}
+    else:
+        total = cfg.run.total_steps
+    out["ppo"] = {"entropy_coefs": [0.2, 0.05, 0.01], "entropy_milestones": [0, total // 2, total]}
+    out["shaping"] = {"horizon": total}
+    return out
+
+
+class PopulationEgo(Algorithm):
+    """A recurrent ego (``ego``) against the frozen init / mid / final pool of stage-1 members.
+
+    Class attributes:
+        stage1_algo: registry name of the stage-1 algorithm whose runs feed this one.
+    """
+
+    Options = PopulationEgoOptions
+    stage1_algo: ClassVar[str] = ""
+    critic_feature_size = 2
+    """Two players: the policy ids of the seat's own agent and of the other seat's."""
+
+    @classmethod
+    def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
+        """:func:`stage2_preset`."""
+        return stage2_preset(preset, cfg)
+
+    def build_learners(self, make_policy: Callable[[], Policy]) -> dict[str, Policy]:
+        """The ego.
+
+        Raises:
+            ConfigError: an env with other than 2 players.
+        """
+        if self.num_agents != 2:
+            raise ConfigError(
+                f"algorithm '{self.name}' is written for 2 players, the env has {self.num_agents}"
+            )
+        return {"ego": make_policy()}
+
+    def population_window(self) -> list[str]:
+        """Learner names of the stage-1 members to take from each run.
+
+        Raises:
+            ConfigError: ``population.size`` below 3 (the pool takes the init, mid and final
+                checkpoints of ``size // 3`` members).
+        """
+        size = population_size(self.config)
+        if size < 3 and not self.options.window:
+            raise ConfigError(
+                f"population.size={size}: the pool of '{self.name}' holds the init, mid and final "
+                f"checkpoints of population.size // 3 members, so it needs population.size >= 3"
+            )
+        window = self.options.window or tuple(range(size // 3))
+        return [member_name(i) for i in window]
+
+    def build_partners(self, make_policy: Callable[[], Policy]) -> dict[str, Any]:
+        """``pool``: the init / mid / final checkpoints of the window's members, frozen.
+
+        Raises:
+            ConfigError: no population given, or one whose observations differ from this env's.
+        """
+        if not self.options.population:
+            raise ConfigError(
+                f"algorithm '{self.name}' needs algo.population=[STAGE1_RUN, ...] (a '{self.stage1_algo}' "
+                f"run); `zsceval train --algo {self.name}` without it trains the stage-1 population first"
+            )
+        ego = make_policy()
+        policies, names, records = [], [], []
+        for run in self.options.population:
+            p, n, r = load_population(run, self.population_window(), device=self.device)
+            policies += p
+            names += n
+            records += r
+        for p, name in zip(policies, names, strict=True):
+            for key in ("obs_shape", "num_actions"):
+                if p.spec[key] != ego.spec[key]:
+                    raise ConfigError(
+                        f"population member {name} has {key} {p.spec[key]}, this layout needs {ego.spec[key]}"
+                    )
+        self.partner_names = names
+        self.partner_records = records
+        return {"pool": PolicyPool.from_policies(policies, names)}
+
+    def critic_features(self, seating: Seating) -> torch.Tensor:
+        """ZSC-Eval's ``use_agent_policy_id``: the critic of each seat sees the policy id of every
+        agent, own seat first: ``(m + 1) / M`` for pool member m of M, -1 for the learning ego
+        (algorithms-facts section 0), so its value can depend on who the partner is.
+
+        Returns:
+            ``float32 [B, 2, 2]``.
+        """
+        M = len(self.partner_names)
+        ids = torch.where(seating.actor == 0, -1.0, (seating.member + 1).float() / M)  # [B, n]
+        return torch.stack([ids, ids.roll(-1, dims=1)], -1)
+
+    def arms(self) -> list[Arm]:
+        """The (partner, ego seat) pairs: ``2 * len(pool)`` arms for two players."""
+        names = self.partner_names
+        return ego_partner_arms("ego", "pool", self.num_agents, members=range(len(names)), labels=names)
+
+    @classmethod
+    def jobs(cls, ctx: JobContext) -> list:
+        """One stage-1 population run per layout (shared by every ego seed and by every
+        algorithm that declares the same job) and this ego seed's stage-2 run on its window."""
+        from zsceval.rl.config import resolve_config
+
+        common = ctx.common
+        s1 = resolve_config(
+            preset=common.get("preset", "quick"),
+            overrides=list(common.get("overrides", [])),
+            **{"run.algo": cls.stage1_algo, **env_flags(ctx.layout)},
+        )
+        total = stage1_size(s1)
+        reader = "stage 2 (each member's init / mid / final checkpoints)"
+        per_member = s1.env.num_envs // total
+        check_episode_budget(s1, "population.stage1_steps", s1.population.stage1_steps, per_member, reader)
+        s1_id = f"{ctx.layout}/stage1/{cls.stage1_algo}"
+        stage1 = ctx.train_job(s1_id, algo=cls.stage1_algo, seed=0, steps=s1.run.total_steps)
+        window = sliding_window(total, population_size(s1) // 3, ctx.seed)
+        ego = ctx.train_job(algo_options={"window": window}, algo_inputs={"population": [s1_id]})
+        return [stage1, ego]

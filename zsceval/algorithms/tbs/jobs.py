@@ -1,0 +1,396 @@
+"""The TBS jobs after the training runs: cross-play clustering, the ToM models with the composite
+agents, and the TBS evaluation protocol (paper 000 Sec. 3.2-3.3 and Sec. 4).
+
+* ``tbs.cluster``: cross-play of every (agent 1 of pair a, agent 2 of pair b) of the training pool,
+  greedy, ``episodes`` each; Eq. 5 similarity (+1e-4); self-tuning spectral clustering (Eq. 6) or a
+  fixed k; writes ``xp.json``, ``clustering.json`` and the figures ``similarity.png``, ``costs.png``.
+* ``tbs.ego``: trains the k cluster ToM models (each on episodes of BR_i with cluster-i partners, both
+  seats, Eq. 10) and the global ToM model (episodes of every BR_j with every cluster's partners,
+  Eq. 11), then saves one checkpoint in
+  ``run/`` holding the TBS agent (the ego, ``tbs``) and the baselines' agents: the single best
+  response (``br``), Random Selection, CEM and CBPR for each ego seat (``random_0``, ``cem_1``, ...).
+* ``tbs.evaluate``: every agent with every held-out pair in both seats (``episodes`` each), the
+  held-out pair's own partner as the Oracle; the scaled reward (return / the held-out pair's
+  self-play return) with bootstrap 95% CIs; ``results.parquet``, ``summary.json``, ``tbs.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from zsceval.algorithms.tbs.results import plot_tbs, scaled_rewards, summarize
+from zsceval.execution.jobs import JobInputError, job_kind
+from zsceval.io import atomic_write_text
+
+__all__ = ["TOM_GLOBAL", "cross_play_returns", "global_tom_plan", "read_clusters"]
+
+TOM_GLOBAL = ("mixed", "matched")
+"""The global ToM model's episodes (``tom_global``): Eq. 11's every cluster with every BR, or the
+cluster models' matched episodes pooled."""
+
+
+def _env(layout: str, games: int, device: Any, seed: int = 0, view_radius: int = 0):
+    """The evaluation env of a TBS job (the partial variant when ``view_radius`` > 0)."""
+    from zsceval.envs.overcooked import OvercookedEnv
+
+    return OvercookedEnv(layout, num_envs=games, device=device, seed=seed, view_radius=view_radius)
+
+
+def _run(needs: dict, job_id: str) -> Path:
+    return Path(needs[job_id]) / "run"
+
+
+def _pool(run: Path, device: Any):
+    from zsceval.algorithms.tbs.pool import load_pool_agents
+
+    return load_pool_agents(run, device)
+
+
+@torch.no_grad()
+def cross_play_returns(
+    layout: str,
+    firsts: list,
+    seconds: list,
+    episodes: int,
+    seed: int,
+    device: Any = "cpu",
+    view_radius: int = 0,
+):
+    """Mean sparse return ``J[a, b]`` of agent 1 of pair a (seat 0) with agent 2 of pair b (seat 1).
+
+    Args:
+        layout: layout name.
+        firsts, seconds: N agent-1 and N agent-2 agents (greedy Q-networks).
+        episodes: episodes per pairing.
+        seed: generator seed.
+        view_radius: the partial variant's view radius (0: fully observable).
+
+    Returns:
+        ``float64 [N, N]``.
+    """
+    from zsceval.evaluation.matches import play_games
+
+    N = len(firsts)
+    a = torch.arange(N).repeat_interleave(N * episodes)
+    b = torch.arange(N).repeat_interleave(episodes).repeat(N)
+    assignment = torch.stack([a, N + b], 1)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    env = _env(layout, assignment.shape[0], device, seed, view_radius)
+    res = play_games(env, [*firsts, *seconds], assignment, generator=gen, device=device, deterministic=True)
+    return res.sparse.double().view(N, N, episodes).mean(-1).numpy()
+
+
+@job_kind("tbs.cluster")
+def cluster_job(params: dict, out: Path, needs: dict) -> dict:
+    """Cross-play matrix, similarity and clustering of the training pool (params: ``layout, pool``
+    (train-job id), ``episodes, seed, device, fixed_k``)."""
+    from zsceval.algorithms.tbs.figures import plot_costs, plot_similarity
+    from zsceval.algorithms.tbs.similarity import clustering_affinity, cross_play_similarity
+    from zsceval.algorithms.tbs.stsc import self_tuning_spectral_clustering
+
+    device = params.get("device", "cpu")
+    firsts, seconds = _pool(_run(needs, params["pool"]), device)
+    radius = int(params.get("view_radius", 0))
+    J = cross_play_returns(
+        params["layout"], firsts, seconds, int(params["episodes"]), int(params["seed"]), device, radius
+    )
+    S = cross_play_similarity(J)
+    fixed = int(params.get("fixed_k", 0)) or None
+    if len(firsts) < 3:
+        labels, k, costs = [0] * len(firsts), 1, {}
+    else:
+        c = self_tuning_spectral_clustering(clustering_affinity(J), fixed_k=fixed)
+        labels, k, costs = (
+            [int(x) for x in c.labels],
+            int(c.k),
+            {int(a): float(b) for a, b in c.costs.items()},
+        )
+    atomic_write_text(out / "xp.json", json.dumps({"J": J.tolist(), "similarity": S.tolist()}, indent=1))
+    result = {"labels": labels, "k": k, "costs": {str(a): b for a, b in costs.items()}, "fixed_k": fixed}
+    atomic_write_text(out / "clustering.json", json.dumps(result, indent=2))
+    title = f"{params['layout']}: cross-play similarity (Eq. 5), k = {k}"
+    plot_similarity(S, np.asarray(labels), out / "similarity.png", title=title)
+    if costs:
+        plot_costs(costs, out / "costs.png", chosen=k)
+    return {"k": k, "labels": labels, "self_play": np.diag(J).tolist()}
+
+
+def read_clusters(folder: str | Path) -> list[list[int]]:
+    """The training pool's clusters as written by the ``tbs.cluster`` job: pair indices per
+    cluster, clusters in label order (``folder/clustering.json``, key ``labels``).
+
+    Raises:
+        JobInputError: the file is missing or malformed (the message names it).
+    """
+    path = Path(folder) / "clustering.json"
+    try:
+        labels = [int(c) for c in json.loads(path.read_text())["labels"]]
+        k = max(labels) + 1
+    except (OSError, KeyError, TypeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        raise JobInputError(f"cannot read the pool's clustering from {path}: {exc}") from None
+    return [[i for i, c in enumerate(labels) if c == j] for j in range(k)]
+
+
+@job_kind("tbs.brs")
+def best_responses_job(params: dict, out: Path, needs: dict) -> dict:
+    """The ``tbs-br`` run (:func:`zsceval.evaluation.pipeline.train_job`) with ``steps_per_br x
+    (k + 1)`` env steps: the k cluster best responses and the single one each get the per-BR
+    budget, k read from the clustering job (``params["algo_job_dirs"]["clustering"]``), which is
+    known only once that job has run (params: ``train``'s, plus ``steps_per_br``)."""
+    from zsceval.evaluation.pipeline import train_job
+
+    k = len(read_clusters(needs[params["algo_job_dirs"]["clustering"]]))
+    return train_job({**params, "steps": int(params["steps_per_br"]) * (k + 1)}, out, needs)
+
+
+def _tom_episodes(
+    layout: str,
+    br,
+    firsts,
+    seconds,
+    members: list[int],
+    games: int,
+    seed: int,
+    device,
+    concepts,
+    view_radius=0,
+    epsilon: float = 0.0,
+):
+    """Episodes of ``br`` with the pairs ``members`` (the ego in seat g % 2 of game g); the best
+    response explores with ``epsilon`` (greedy agents in a deterministic game repeat one episode),
+    the partners act greedily."""
+    from zsceval.algorithms.tbs.pool import GreedyPool
+    from zsceval.algorithms.tbs.tom import collect_tom_data
+    from zsceval.rl.population.pool import PolicyPool
+
+    N = len(firsts)
+    pool = GreedyPool(PolicyPool.from_policies([*firsts, *seconds]))
+    env = _env(layout, games, device, seed, view_radius)
+    # the ego sits in seat g % 2: its partner is agent 2 (member N + i) or agent 1 (member i)
+    pick = [members[g // 2 % len(members)] for g in range(games)]
+    partner_members = [N + i if g % 2 == 0 else i for g, i in enumerate(pick)]
+    gen = torch.Generator(device=device).manual_seed(seed)
+    br.epsilon = epsilon  # the best response explores so that the episodes differ; partners stay greedy
+    try:
+        return collect_tom_data(env, br, pool, concepts, 1, partner_members, gen, deterministic=False)
+    finally:
+        br.epsilon = 0.0
+
+
+def global_tom_plan(clusters: list[list[int]], games: int) -> list[list[int]]:
+    """The partners of the global ToM model's episodes, per best response (Eq. 11).
+
+    Eq. 11 draws the partner's cluster i and the best response's cluster j independently and
+    uniformly, so every (i, j) block gets the same number of episodes: ``games x N / k^2`` rounded
+    up to an even number (half with the best response in each seat), at least 2, about as many
+    episodes in all as the cluster models' ``games x N``. Within a block the members of cluster i
+    take turns, starting at member ``j x slots`` so that different best responses meet different
+    members of a large cluster.
+
+    Args:
+        clusters: pool-pair indices per cluster (k lists covering the N pairs).
+        games: ``tom_games``, episodes per pool pair.
+
+    Returns:
+        One list per best response j: the pool pair of each two consecutive games (seat 0, then
+        seat 1), ``2 x len`` games in all, as :func:`_tom_episodes` takes them.
+
+    Raises:
+        ValueError: no clusters, an empty cluster or ``games`` < 1.
+    """
+    if not clusters or any(not c for c in clusters) or games < 1:
+        raise ValueError(f"global_tom_plan needs non-empty clusters and games >= 1, got {clusters}, {games}")
+    k, n = len(clusters), sum(len(c) for c in clusters)
+    slots = max(1, -(-games * n // (2 * k * k)))  # ceil(games N / k^2 / 2) pairs of games per block
+    return [[c[(j * slots + s) % len(c)] for c in clusters for s in range(slots)] for j in range(k)]
+
+
+@job_kind("tbs.ego")
+def ego_job(params: dict, out: Path, needs: dict) -> dict:
+    """ToM models and the composite agents.
+
+    Params: ``layout, pool, cluster, brs`` (job ids), ``granularity, window, seed, device``, and
+    optionally ``tom_games`` (episodes per pool pair, 32: a cluster of m pairs gets 32 m),
+    ``tom_epochs`` (60: the global model's passes over all the episodes; a cluster model of m of
+    the N pairs makes about as many gradient steps, ``round(N / m)`` times the passes),
+    ``tom_epsilon`` (the best response's exploration while collecting, 0.1), ``tom_hidden`` (64),
+    ``tom_lr`` (Adam, 3e-3), ``tom_holdout`` (the fraction of each model's episodes kept out of
+    training for early stopping, 0.25; 0: none) and ``tom_global`` (the global model's episodes:
+    ``mixed``, Eq. 11, every cluster's partners with every cluster's best response,
+    :func:`global_tom_plan`; ``matched``, the cluster models' episodes pooled, each cluster's
+    partners with its own best response only).
+
+    Raises:
+        JobInputError: an unreadable clustering (:func:`read_clusters`) or an unknown ``tom_global``.
+    """
+    from tqdm.auto import tqdm
+
+    from zsceval.algorithms.tbs.agents import CBPRAgent, CEMAgent, RandomSelectionAgent, TBSAgent
+    from zsceval.algorithms.tbs.concepts import build_concept_set
+    from zsceval.algorithms.tbs.tom import ToMModel, train_tom
+    from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
+    from zsceval.rl.checkpoint import load_agent, save_checkpoint
+
+    mode = params.get("tom_global", "mixed")
+    if mode not in TOM_GLOBAL:
+        raise JobInputError(f"tom_global must be one of {', '.join(TOM_GLOBAL)}, got {mode!r}")
+    device = params.get("device", "cpu")
+    layout, seed = params["layout"], int(params["seed"])
+    radius = int(params.get("view_radius", 0))
+    firsts, seconds = _pool(_run(needs, params["pool"]), device)
+    clusters = read_clusters(needs[params["cluster"]])
+    k = len(clusters)
+    br_run = _run(needs, params["brs"])
+    brs = [load_agent(br_run, f"br_{j}", device)[0].eval() for j in range(k)]
+    single = load_agent(br_run, "br_all", device)[0].eval()
+    concepts = build_concept_set(layout, params.get("granularity", "fine"))
+    games, epochs = int(params.get("tom_games", 32)), int(params.get("tom_epochs", 60))
+    eps = float(params.get("tom_epsilon", 0.1))
+    hidden = int(params.get("tom_hidden", 64))
+    lr, holdout = float(params.get("tom_lr", 3e-3)), float(params.get("tom_holdout", 0.25))
+    bar = tqdm(total=k + 1, desc=f"tbs ToM {layout}", unit="model", leave=False,
+               disable=os.environ.get(JOB_PROGRESS_ENV) != "1")  # fmt: skip
+    bar.set_postfix_str("collecting episodes")
+    data = []
+    for j, members in enumerate(clusters):  # tom_games episodes per pair: a cluster needs each partner
+        n_games = games * len(members)
+        data.append(_tom_episodes(layout, brs[j], firsts, seconds, members, n_games, seed + j, device,
+                                  concepts, radius, eps))  # fmt: skip
+    if mode == "matched":
+        global_data = data
+    else:  # "mixed", Eq. 11: the partner's cluster and the best response's drawn independently;
+        # seeds seed + 7919 + j, apart from the cluster models' seed + j, so the episodes differ
+        global_data = [
+            _tom_episodes(layout, brs[j], firsts, seconds, plan, 2 * len(plan), seed + 7919 + j, device,
+                          concepts, radius, eps)
+            for j, plan in enumerate(global_tom_plan(clusters, games))
+        ]  # fmt: skip
+    curves = {}
+
+    def fit(name: str, parts: list, passes: int) -> ToMModel:
+        obs = torch.cat([d.obs for d in parts], 1)
+        starts = torch.cat([d.starts for d in parts], 1)
+        lab = torch.cat([d.labels for d in parts], 1)
+        mask = torch.cat([d.known & d.mask for d in parts], 1)
+        spec = {"obs_shape": list(obs.shape[2:]), "num_concepts": concepts.num_concepts,
+                "hidden_size": hidden,
+                "granularity": concepts.granularity, "layout": layout}  # fmt: skip
+        model = ToMModel(spec).to(device)
+        gen = torch.Generator().manual_seed(seed)
+        bar.set_postfix_str(f"{name}: {passes} epochs on {obs.shape[1]} episodes")
+        curves[name] = train_tom(
+            model, obs, starts, lab, passes, lr=lr, generator=gen, mask=mask, holdout=holdout
+        )
+        curves[name]["episodes"] = [int(obs.shape[1])]
+        bar.update(1)
+        return model.eval()
+
+    # Every model gets about the global model's number of gradient steps: a cluster model has
+    # m / N of the episodes, so it makes N / m times the passes (with `epochs` passes each, small
+    # clusters' models stayed at the loss of a constant predictor while the global one fell far
+    # below it).
+    total = sum(d.obs.shape[1] for d in data)
+    passes = [epochs * max(1, round(total / d.obs.shape[1])) for d in data]
+    toms = [fit(f"cluster_{j}", [data[j]], passes[j]) for j in range(k)]
+    global_tom = fit("global", global_data, epochs)
+    bar.close()
+    window = int(params.get("window", 0)) or None
+    agents = {"tbs": TBSAgent(brs, toms, global_tom, window=window), "br": single}
+    # seat s: the ego's candidates are the seat-s agents of the pool, the partner models the others'
+    for s, (own, other) in enumerate(((firsts, seconds), (seconds, firsts))):
+        agents[f"random_{s}"] = RandomSelectionAgent(own)
+        agents[f"cem_{s}"] = CEMAgent(own, other, action_model="epsilon_greedy")
+        agents[f"cbpr_{s}"] = CBPRAgent(
+            brs, [[other[i] for i in c] for c in clusters], action_model="epsilon_greedy"
+        )
+    run = out / "run"
+    meta = {"algo": "tbs", "layout": layout, "ego": "tbs", "env_spec": _env_spec(layout, radius),
+            "clusters": clusters, "tom": {n: _tom_summary(c) for n, c in curves.items()}}  # fmt: skip
+    save_checkpoint(run / "checkpoints", 0, agents, meta)
+    atomic_write_text(run / "tom_curves.json", json.dumps(curves))
+    summary = {"k": k, "clusters": clusters, "tom": meta["tom"]}
+    atomic_write_text(run / "eval.json", json.dumps(summary, indent=2))
+    return {"run": "run", **summary}
+
+
+def _tom_summary(curve: dict) -> dict:
+    """A ToM model's training in numbers: its episodes (held-out ones included) and epochs, the last
+    training loss, the constant predictor's loss and, with early stopping, the kept epoch and its
+    held-out loss (losses in nats per step)."""
+    out = {"episodes": curve["episodes"][0], "epochs": len(curve["loss"]),
+           "final_loss": curve["loss"][-1] if curve["loss"] else None,
+           "baseline": curve["baseline"][0]}  # fmt: skip
+    if "best_epoch" in curve:
+        best = curve["best_epoch"][0]
+        out.update({"best_epoch": best, "heldout_loss": curve["val_loss"][curve["val_epoch"].index(best)]})
+    return out
+
+
+def _env_spec(layout: str, view_radius: int = 0) -> dict:
+    return json.loads(json.dumps(_env(layout, 1, "cpu", 0, view_radius).spec_dict()))
+
+
+@job_kind("tbs.evaluate")
+def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
+    """The TBS protocol against the held-out pool (params: ``layout, heldout, ego`` (job ids),
+    ``episodes, seed, device``)."""
+    from zsceval.evaluation.matches import play_games
+    from zsceval.rl.checkpoint import load_agent
+
+    device = params.get("device", "cpu")
+    layout, E = params["layout"], int(params["episodes"])
+    radius = int(params.get("view_radius", 0))
+    h1, h2 = _pool(_run(needs, params["heldout"]), device)
+    H = len(h1)
+    run = _run(needs, params["ego"])
+    get = {name: load_agent(run, name, device)[0].eval() for name in
+           ("tbs", "br", "random_0", "random_1", "cem_0", "cem_1", "cbpr_0", "cbpr_1")}  # fmt: skip
+    variants = {
+        "TBS": (get["tbs"], get["tbs"]), "BR": (get["br"], get["br"]),
+        "Random": (get["random_0"], get["random_1"]), "CEM": (get["cem_0"], get["cem_1"]),
+        "CBPR": (get["cbpr_0"], get["cbpr_1"]),
+    }  # fmt: skip
+    frames = []
+    gen = torch.Generator(device=device).manual_seed(int(params["seed"]))
+    h = torch.arange(H).repeat_interleave(E)
+    ep = torch.arange(E).repeat(H)
+    for name, (ego0, ego1) in variants.items():
+        # policies: ego0, ego1, held-out agent 1s, held-out agent 2s
+        pol = [ego0, ego1, *h1, *h2]
+        seat0 = torch.stack([torch.zeros_like(h), 2 + H + h], 1)  # ego in seat 0 with agent 2 of pair h
+        seat1 = torch.stack([2 + h, torch.ones_like(h)], 1)  # ego in seat 1 with agent 1 of pair h
+        res = play_games(
+            layout, pol, torch.cat([seat0, seat1]), generator=gen, device=device, deterministic=True
+        )
+        frames.append(pd.DataFrame({"agent": name, "heldout": torch.cat([h, h]).numpy(),
+                                    "seat": np.repeat([0, 1], H * E), "episode": torch.cat([ep, ep]).numpy(),
+                                    "sparse_return": res.sparse.numpy().astype(float)}))  # fmt: skip
+    oracle = torch.stack([h, H + h], 1)
+    env = _env(layout, oracle.shape[0], device, int(params["seed"]), radius)
+    res = play_games(env, [*h1, *h2], oracle, generator=gen, device=device, deterministic=True)
+    sp = res.sparse.numpy().astype(float)
+    frames.append(pd.DataFrame({"agent": "Oracle", "heldout": np.concatenate([h.numpy()] * 2),
+                                "seat": np.repeat([0, 1], H * E), "episode": np.concatenate([ep.numpy()] * 2),
+                                "sparse_return": np.concatenate([sp, sp])}))  # fmt: skip
+    frame = scaled_rewards(pd.concat(frames, ignore_index=True))
+    frame["layout"] = layout
+    tmp = out / "results.parquet.tmp"
+    frame.to_parquet(tmp)
+    tmp.replace(out / "results.parquet")
+    table = summarize(frame, seed=int(params["seed"]))
+    atomic_write_text(out / "summary.json", table.to_json(orient="records", indent=1))
+    from zsceval.algorithms.tbs.report import format_tbs
+
+    table.insert(0, "run", ".")
+    table.insert(0, "layout", layout)
+    table["heldout_pairs"] = H
+    atomic_write_text(out / "report.txt", format_tbs(table))
+    plot_tbs(table, out / "tbs.png", title=f"{layout}: held-out pool ({H} pairs, both seats)")
+    return {"rows": len(frame), "summary": json.loads(table.to_json(orient="records"))}

@@ -1,0 +1,149 @@
+"""The TBS table of ``zsceval report``: scaled reward against the held-out pool per layout and agent
+(paper 000 Sec. 4; written by the ``tbs.evaluate`` jobs as ``tbs_eval/results.parquet``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from zsceval.algorithms.tbs.results import AGENTS, result_cube, summarize
+
+__all__ = ["TBS_RESULTS", "find_tbs_results", "format_tbs", "plot_pooled", "tbs_pooled", "tbs_summary"]
+
+TBS_RESULTS = "tbs_eval/results.parquet"
+"""Where a ``tbs.evaluate`` job leaves its episodes, relative to the ego job's folder."""
+
+
+def find_tbs_results(directory: str | Path) -> list[Path]:
+    """Every ``tbs_eval/results.parquet`` under ``directory`` (a bench or a ``train --algo tbs`` run)."""
+    return sorted(Path(directory).rglob(TBS_RESULTS))
+
+
+def tbs_summary(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """One row per (layout, run, agent): scaled reward and return with bootstrap CIs
+    (:func:`~.results.summarize`); ``run`` is the ego job's folder relative to the common root."""
+    rows = []
+    root = Path(*Path(paths[0]).parts[:-3]) if len(paths) == 1 else Path(_common(paths))
+    for path in paths:
+        frame = pd.read_parquet(path)
+        table = summarize(frame, reps=reps, seed=seed)
+        table.insert(
+            0, "run", str(path.parent.parent.relative_to(root)) if path.parent.parent != root else "."
+        )
+        table.insert(0, "layout", str(frame["layout"].iloc[0]))
+        table["heldout_pairs"] = int(frame["heldout"].nunique())
+        rows.append(table)
+    return pd.concat(rows, ignore_index=True)
+
+
+def tbs_pooled(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Scaled reward pooled over the runs (seeds) of each layout that has two or more, with bootstrap
+    CIs, and the paired difference TBS - BR.
+
+    Each run has its own held-out pool, so the held-out pairs of all runs are the partners (each pair
+    meets the agents of its own run) and episodes are the seeds of the two-level bootstrap
+    (:func:`zsceval.stats.metrics.bootstrap_ci`, as :func:`~.results.summarize`). The row
+    ``TBS - BR`` is the mean over cells (episode, held-out pair, seat) of TBS's scaled reward minus
+    the single BR's in the same cell, resampled the same way; an interval above 0 says TBS is better
+    on the pooled partners. Held-out pairs without a scale (their own pair never scores) are left out.
+
+    Args:
+        paths: ``tbs_eval/results.parquet`` files (:func:`find_tbs_results`).
+
+    Returns:
+        Columns ``layout, runs, heldout_pairs, agent, scaled, scaled_low, scaled_high``; no rows for a
+        layout with a single run.
+    """
+    from zsceval.stats.metrics import bootstrap_ci
+
+    frames: dict[str, list[pd.DataFrame]] = {}
+    for path in paths:
+        frame = pd.read_parquet(path)
+        frames.setdefault(str(frame["layout"].iloc[0]), []).append(frame)
+    rows = []
+    for layout, runs in sorted(frames.items()):
+        if len(runs) < 2:
+            continue
+        agents = [a for a in AGENTS if all(a in set(f["agent"]) for f in runs)]
+        if not agents:  # runs written by different versions share no agent: nothing to pool
+            continue
+        data = {a: _pooled_cube(runs, a) for a in agents}
+        if "TBS" in data and "BR" in data:
+            data["TBS - BR"] = data["TBS"] - data["BR"]
+        keep = ~np.isnan(data[agents[0]]).all(axis=(0, 2))
+        for agent, x in data.items():
+            ci = bootstrap_ci(x[:, keep], np.nanmean, reps=reps, rng=np.random.default_rng(seed))
+            rows.append({"layout": layout, "runs": len(runs), "heldout_pairs": int(keep.sum()),
+                         "agent": agent, "scaled": ci.estimate, "scaled_low": ci.low,
+                         "scaled_high": ci.high})  # fmt: skip
+    columns = ["layout", "runs", "heldout_pairs", "agent", "scaled", "scaled_low", "scaled_high"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def plot_pooled(pooled: pd.DataFrame, folder: str | Path) -> list[Path]:
+    """One bar chart per layout of :func:`tbs_pooled` (scaled reward per agent with its CI; the paired
+    difference in the title), saved atomically as ``folder/tbs_pooled_<layout>.png`` (``folder`` is
+    created).
+
+    Args:
+        pooled: the table of :func:`tbs_pooled`.
+        folder: output folder.
+
+    Returns:
+        The written paths, one per layout; none for an empty table.
+    """
+    from zsceval.algorithms.tbs.results import plot_tbs
+
+    written = []
+    if len(pooled):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    for layout, g in pooled.groupby("layout", sort=True):
+        diff = g[g["agent"] == "TBS - BR"]
+        runs, pairs = int(g["runs"].iloc[0]), int(g["heldout_pairs"].iloc[0])
+        title = f"{layout}: {runs} runs pooled ({pairs} held-out pairs)"
+        if len(diff):
+            d = diff.iloc[0]
+            title += f"; TBS - BR {d.scaled:+.3f} [{d.scaled_low:+.3f}, {d.scaled_high:+.3f}]"
+        path = Path(folder) / f"tbs_pooled_{layout}.png"
+        written.append(plot_tbs(g[g["agent"] != "TBS - BR"], path, title=title))
+    return written
+
+
+def _pooled_cube(runs: list[pd.DataFrame], agent: str) -> np.ndarray:
+    """``float64 [episodes, held-out pairs of all runs, 2]`` of ``agent``'s scaled reward (NaN where a
+    pair has no scale, or a run has fewer episodes)."""
+    episodes = max(int(f["episode"].max()) + 1 for f in runs)
+    parts = []
+    for f in runs:
+        x = result_cube(f[f["agent"] == agent], "scaled")
+        parts.append(np.pad(x, ((0, episodes - x.shape[0]), (0, 0), (0, 0)), constant_values=np.nan))
+    return np.concatenate(parts, axis=1)
+
+
+def _common(paths: list[Path]) -> str:
+    import os
+
+    return os.path.commonpath([str(p) for p in paths])
+
+
+def format_tbs(summary: pd.DataFrame, level: float = 0.95, pooled: pd.DataFrame | None = None) -> str:
+    """Text table of :func:`tbs_summary`: scaled reward (return / the held-out pair's self-play
+    return; the Oracle is 1 by construction) and mean sparse return, with CIs; then the runs of a
+    layout pooled (:func:`tbs_pooled`), where given and not empty."""
+    lines = [f"TBS protocol: held-out pool, both seats; scaled reward and sparse return [{level:.0%} CI]"]
+    for (lay, run), g in summary.groupby(["layout", "run"], sort=True):
+        lines.append(f"\n{lay}  ({run}, {int(g['heldout_pairs'].iloc[0])} held-out pairs)")
+        lines.append(f"  {'agent':<8}  {'scaled reward':>24}  {'sparse return':>26}")
+        for r in g.itertuples():
+            scaled = f"{r.scaled:6.3f} [{r.scaled_low:6.3f}, {r.scaled_high:6.3f}]"
+            ret = f"{r.sparse_return:7.1f} [{r.sparse_return_low:6.1f}, {r.sparse_return_high:6.1f}]"
+            lines.append(f"  {r.agent:<8}  {scaled:>24}  {ret:>26}")
+    for lay, g in pooled.groupby("layout", sort=True) if pooled is not None and len(pooled) else ():
+        runs, pairs = int(g["runs"].iloc[0]), int(g["heldout_pairs"].iloc[0])
+        lines.append(f"\n{lay}  (pooled over {runs} runs: {pairs} held-out pairs with a scale)")
+        lines.append(f"  {'agent':<8}  {'scaled reward':>24}")
+        for r in g.itertuples():
+            lines.append(f"  {r.agent:<8}  {r.scaled:6.3f} [{r.scaled_low:6.3f}, {r.scaled_high:6.3f}]")
+    return "\n".join(lines)
