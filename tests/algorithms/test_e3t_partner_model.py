@@ -20,6 +20,7 @@ def test_samples_carry_the_other_seats_actions(tmp_path):
     cfg = resolve_config(preset="quick", overrides=TINY, **{"run.algo": "sp", "run.total_steps": 80})
     tr = Trainer(cfg, tmp_path / "sp", progress=False)
     tr.core.collect(tr.runner, 0)
+    tr.core.bootstrap(tr.runner)
     buf = tr.core.buffer
     adv, ret = tr.core.advantages()
     owner = buf.flat(buf.actor)[: buf.T]

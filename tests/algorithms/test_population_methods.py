@@ -334,3 +334,20 @@ def test_a_one_member_stage1_run_is_self_play_bit_for_bit(tmp_path):
 
 def final_weights_path(run: Path) -> str:
     return str(sorted((run / "checkpoints").glob("step_*"))[-1] / "policies.safetensors")
+
+
+def test_population_size_zero_means_the_algorithms_default_in_one_place():
+    """``population.size`` 0 is the algorithm's ``default_population_size`` (12 for the co-play
+    methods and their stage 1, 25 for COLE); a set size wins; an algorithm without a population
+    says so."""
+    from zsceval.rl.config import ConfigError, population_size
+
+    for algo, default in (("fcp", 12), ("fcp-stage1", 12), ("mep", 12), ("hsp", 12), ("trajedi", 12)):
+        assert population_size(resolve_config(preset="quick", **{"run.algo": algo})) == default
+        assert population_size(resolve_config(preset="quick", overrides=["population.size=24"],
+                                              **{"run.algo": algo})) == 24  # fmt: skip
+    cole = resolve_config(preset="paper", **{"run.algo": "cole"})
+    assert cole.population.size == population_size(cole) == 25
+    assert resolve_config(preset="quick", **{"run.algo": "cole"}).population.size == 5  # the quick preset's
+    with pytest.raises(ConfigError, match="'sp' has no default population size"):
+        population_size(resolve_config(preset="quick", **{"run.algo": "sp"}))

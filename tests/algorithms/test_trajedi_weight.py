@@ -58,6 +58,7 @@ def moves(tmp_path_factory):
     tr.runner.reset()
     for _ in range(2):  # PPO updates: the actor optimizer holds PPO's gradient statistics
         tr.core.collect(tr.runner, tr.env_steps)
+        tr.core.bootstrap(tr.runner)
         tr.core.update(tr.env_steps, tr.update_gen)
         tr.env_steps += cfg.steps_per_iteration
     episodes = tr.core.collect(tr.runner, tr.env_steps)
@@ -77,7 +78,7 @@ def moves(tmp_path_factory):
             tr.core.load_state_dict(state)
             tr.algorithm.load_state_dict(copy.deepcopy(algo_state))
             tr.algorithm.options = dataclasses.replace(options, jsd_weight=w)
-            tr.algorithm.on_rollout(tr.core.buffer, episodes)
+            tr.algorithm.on_rollout(tr.core.rollout, episodes)
             out[w, momentum] = _actor(tr) - start
             assert set(tr.algorithm.last_stats) == {"trajedi/jsd", "trajedi/jsd_loss"}
     for momentum in (True, False):

@@ -152,6 +152,7 @@ def _head_grad_after_update(tmp_path, coef, name):
         w=policy.actor.head.weight.grad.clone(), b=policy.actor.head.bias.grad.clone()
     )
     tr.core.collect(tr.runner, 0)
+    tr.core.bootstrap(tr.runner)
     tr.core.update(0, tr.update_gen)
     return grads, tr.algorithm.minibatch, weight0, bias0
 

@@ -51,11 +51,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from zsceval.rl.population import PolicyPool
 from zsceval.registry import register
 from zsceval.rl.algorithm import Algorithm
-from zsceval.rl.config import ConfigError, TrainConfig
+from zsceval.rl.config import ConfigError, TrainConfig, population_size
 from zsceval.rl.policy import Policy
+from zsceval.rl.population import PolicyPool
 from zsceval.rl.seating import Arm, ego_partner_arms, self_play_arm
 
 __all__ = [
@@ -282,12 +282,13 @@ class COLE(Algorithm):
     """
 
     Options = COLEOptions
+    default_population_size = PAPER_POPULATION
     core = "ppo"
 
     def __init__(self, config: TrainConfig, num_envs: int, num_agents: int, device) -> None:
         super().__init__(config, num_envs, num_agents, device)
         o = self.options
-        self.size = int(config.population.size) or PAPER_POPULATION  # 0: COLE's default
+        self.size = population_size(config)
         if self.size < 1:
             raise ConfigError(f"cole needs population.size >= 1, got {self.size}")
         if o.generation_interval < 1:
@@ -320,7 +321,7 @@ class COLE(Algorithm):
         """
         size = cfg.population.size
         if size == 0:
-            size = QUICK_POPULATION if preset == "quick" else PAPER_POPULATION
+            size = QUICK_POPULATION if preset == "quick" else cls.default_population_size
         out: dict[str, Any] = {"population": {"size": size}, "model": {"recurrent": False}}
         if preset == "paper":
             total = PAPER_STEPS_PER_MEMBER * size

@@ -27,16 +27,16 @@ from typing import Any
 
 import numpy as np
 
-from zsceval.algorithms.base.stage1 import member_name, population_size, stage1_size
+from zsceval.algorithms.base.stage1 import member_name, stage1_size
 from zsceval.algorithms.base.stage2 import PopulationEgo, PopulationEgoOptions, sliding_window
 from zsceval.envs.scenarios import env_flags
-from zsceval.rl.population.checkpoints import load_population
-from zsceval.rl.population.pool import PolicyPool
 from zsceval.registry import register
 from zsceval.rl.algorithm import JobContext
 from zsceval.rl.checkpoint import load_agent
-from zsceval.rl.config import ConfigError
+from zsceval.rl.config import ConfigError, population_size
 from zsceval.rl.policy import Policy
+from zsceval.rl.population.checkpoints import load_population
+from zsceval.rl.population.pool import PolicyPool
 
 
 def greedy_max_l1(features: np.ndarray, k: int, rng: np.random.Generator) -> list[int]:

@@ -25,9 +25,11 @@ from typing import Any
 
 import torch
 
-from zsceval.algorithms.base.stage1 import PopulationSelfPlay, member_log_probs, population_size
+from zsceval.algorithms.base.stage1 import PopulationSelfPlay, member_log_probs
 from zsceval.algorithms.base.stage2 import PopulationEgo, PopulationEgoOptions
 from zsceval.registry import register
+from zsceval.rl.config import population_size
+from zsceval.rl.rollout import Rollout
 
 ENTROPY_FLOOR = 1e-5
 RUNNING_AVERAGE = 0.95
@@ -83,21 +85,22 @@ class MEPStage1(PopulationSelfPlay):
 
     Options = MEPStage1Options
     paper_entropy_milestones = (0.0, 6e6, 1e7)
+    rollout_fields = ("obs", "avail", "actions", "starts", "actor", "rewards")
 
-    def on_rollout(self, buffer: Any, episodes: Any) -> None:
+    def on_rollout(self, rollout: Rollout, episodes: Any) -> None:
         """Add the bonus of every member's stored steps (current parameters of all members)."""
-        flat = buffer.flat
-        T = buffer.T
+        flat = rollout.flat
+        T = rollout.T
         logp = member_log_probs(
             list(self.learners.values()),
-            flat(buffer.obs),
-            flat(buffer.avail),
-            flat(buffer.actions),
-            flat(buffer.starts),
+            flat(rollout.obs),
+            flat(rollout.avail),
+            flat(rollout.actions),
+            flat(rollout.starts),
         )
         bonus = population_entropy_bonus(logp, self.options.entropy_alpha)
-        learner = flat(buffer.actor)[:T] < len(self.learners)
-        flat(buffer.rewards).add_(bonus * learner)
+        learner = flat(rollout.actor)[:T] < len(self.learners)
+        flat(rollout.rewards).add_(bonus * learner)
         self.last_bonus = float(bonus[learner].mean()) if bool(learner.any()) else 0.0
 
     def after_iteration(self, iteration: int, env_steps: int, stats: dict[str, float], episodes: Any) -> None:

@@ -39,6 +39,7 @@ import torch
 from zsceval.algorithms.base.stage1 import PopulationSelfPlay, member_log_probs
 from zsceval.algorithms.base.stage2 import PopulationEgo
 from zsceval.registry import register
+from zsceval.rl.rollout import Rollout
 
 
 def discounted_window(log_probs: torch.Tensor, starts: torch.Tensor, gamma: float) -> torch.Tensor:
@@ -118,6 +119,7 @@ class TrajeDiStage1(PopulationSelfPlay):
     """Self-play members that also ascend the population's trajectory JSD."""
 
     Options = TrajeDiStage1Options
+    rollout_fields = ("obs", "avail", "actions", "starts", "actor")
     paper_entropy_milestones = (0.0, 6e6, 1e7)
 
     @classmethod
@@ -129,15 +131,15 @@ class TrajeDiStage1(PopulationSelfPlay):
             out["algo"] = {"jsd_games": 32}
         return out
 
-    def _rows(self, buffer: Any) -> torch.Tensor:
+    def _rows(self, rollout: Rollout) -> torch.Tensor:
         """Flat rows (``game * n + seat``) used by the JSD step."""
-        B, n = buffer.actions.shape[1:3]
-        games = torch.arange(B, device=buffer.actions.device)
+        B, n = rollout.B, rollout.n
+        games = torch.arange(B, device=rollout.actions.device)
         if self.options.jsd_games > 0:  # game g plays member g mod N: keep each member's first games
             games = games[games // self.num_arms < self.options.jsd_games]
         return (games.unsqueeze(1) * n + torch.arange(n, device=games.device)).reshape(-1)
 
-    def on_rollout(self, buffer: Any, episodes: Any) -> None:
+    def on_rollout(self, rollout: Rollout, episodes: Any) -> None:
         """One step of every member's PPO actor optimizer on ``-jsd_weight * JSD`` (gradients zeroed
         before and after, per-member clipping; :meth:`~zsceval.rl.update.PPOCore.actor_step`).
 
@@ -147,14 +149,14 @@ class TrajeDiStage1(PopulationSelfPlay):
         core = self.learning_core
         if not hasattr(core, "actor_step"):
             raise RuntimeError("TrajeDi's JSD step needs the ppo core's actor optimizers (learning_core)")
-        flat, T = buffer.flat, buffer.T
-        rows = self._rows(buffer)
+        flat, T = rollout.flat, rollout.T
+        rows = self._rows(rollout)
         pick = lambda x: flat(x)[:T].index_select(1, rows)  # noqa: E731
         policies = list(self.learners.values())
-        owner = pick(buffer.actor)
-        starts = pick(buffer.starts)
+        owner = pick(rollout.actor)
+        starts = pick(rollout.starts)
         logp = member_log_probs(
-            policies, pick(buffer.obs), pick(buffer.avail), pick(buffer.actions), starts, grad=True
+            policies, pick(rollout.obs), pick(rollout.avail), pick(rollout.actions), starts, grad=True
         )
         jsd, surrogate = trajectory_jsd(logp, owner, starts, self.options.jsd_gamma)
         loss = -self.options.jsd_weight * surrogate

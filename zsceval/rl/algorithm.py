@@ -35,6 +35,8 @@ import torch
 from zsceval.envs.base import Step
 from zsceval.rl.config import ConfigError, TrainConfig
 from zsceval.rl.policy import Policy
+from zsceval.rl.rollout import Rollout
+from zsceval.rl.runner import EpisodeTable
 from zsceval.rl.seating import Arm, Seating, self_play_arm
 
 __all__ = ["Algorithm", "JobContext", "default_training_reward"]
@@ -162,6 +164,13 @@ class Algorithm:
     critic_feature_size: ClassVar[int] = 0
     """Extra float features of the learners' critic input, given by :meth:`critic_features`
     (e.g. the partners' policy ids, ZSC-Eval's ``use_agent_policy_id``); 0: none."""
+    default_population_size: ClassVar[int] = 0
+    """Population size when ``population.size`` is 0 (:func:`zsceval.rl.config.population_size`);
+    0: the algorithm trains no population."""
+    rollout_fields: ClassVar[tuple[str, ...]] = ()
+    """The :class:`~zsceval.rl.rollout.Rollout` fields :meth:`on_rollout` reads (e.g. ``("obs",
+    "actions", "rewards")``); a run whose core does not provide one fails when it is built, naming
+    the field and the core."""
     stack_learners: ClassVar[bool] = False
     """Train same-spec learners as one stacked network (one forward and backward per minibatch
     for all of them, per-member Adam and clipping; population stage 1). Each member's update
@@ -290,9 +299,15 @@ class Algorithm:
         :attr:`critic_feature_size` > 0."""
         raise NotImplementedError(f"algorithm '{self.name}' sets critic_feature_size but no critic_features")
 
-    def on_rollout(self, buffer: Any, episodes: Any) -> None:
-        """Called after each rollout, before GAE: may change ``buffer.rewards`` in place (reward
-        bonuses that need the pre-step observations ``buffer.obs`` and all actors' actions)."""
+    def on_rollout(self, rollout: Rollout, episodes: EpisodeTable) -> None:
+        """Called after each rollout, before GAE: may change ``rollout.rewards`` (or a value-based
+        core's ``rollout.team_rewards``) in place, e.g. reward bonuses that need the pre-step
+        observations and all actors' actions. Declare the fields it reads in :attr:`rollout_fields`.
+
+        Args:
+            rollout: the core's read-only view of the rollout (:class:`~zsceval.rl.rollout.Rollout`).
+            episodes: the episodes that ended in the rollout.
+        """
 
     def extra_loss(self, name: str, minibatch: dict, outputs: dict) -> tuple[torch.Tensor, dict] | None:
         """An extra loss term for learner ``name`` on one minibatch, or None.

@@ -280,6 +280,25 @@ class TrainConfig:
         return int(getattr(self, core_of(self.run.algo)).rollout_length)
 
 
+def population_size(cfg: TrainConfig) -> int:
+    """The population size of a run: ``population.size``, or when it is 0 the default of the
+    algorithm ``run.algo`` (``Algorithm.default_population_size``: 12 for the co-play methods, their
+    stage-1 runs and HSP, ZSC-Eval's smallest; 25 for COLE; ZSC-Eval Sec. 5.1). The one place of
+    the rule "0 means the algorithm's default"; loads that algorithm's entry point only.
+
+    Raises:
+        ConfigError: the algorithm trains no population (its default is 0) and none is given.
+    """
+    if cfg.population.size:
+        return int(cfg.population.size)
+    from zsceval import registry
+
+    size = int(getattr(registry.get(cfg.run.algo), "default_population_size", 0))
+    if size < 1:
+        raise ConfigError(f"algorithm '{cfg.run.algo}' has no default population size: set population.size")
+    return size
+
+
 def _section_classes() -> dict[str, type]:
     hints = typing.get_type_hints(TrainConfig)
     return {name: tp for name, tp in hints.items() if dataclasses.is_dataclass(tp)}

@@ -1,8 +1,12 @@
 """Registry of learning cores: a plug-in names its core (``Algorithm.core``), never the trainer.
 
-A core is a learner group class constructed as ``Core(learners, cfg, env, device, algorithm)``
-with ``collect(runner, env_steps) -> EpisodeTable``, ``update(env_steps, generator) -> dict``,
-``state_dict()`` and ``load_state_dict(state)`` (see :class:`zsceval.rl.update.PPOCore`).
+A core is a learner group class (a :class:`LearningCore`) constructed as
+``Core(learners, cfg, env, device, algorithm)``. It runs one training iteration
+(``iteration(runner, env_steps, generator, on_rollout)``: by default ``collect``, the plug-in's hook
+on the core's :class:`~zsceval.rl.rollout.Rollout` view, ``update``), names the rollout fields it
+provides (``rollout_fields``) and saves its state (``state_dict()``, ``load_state_dict(state)``).
+See :class:`zsceval.rl.update.PPOCore` (CleanRL's order, in one method) and
+:class:`zsceval.rl.pqn.PQNCore`.
 
 The registry is filled from the entry-point group ``zsceval.cores`` (:mod:`zsceval.plugins`): the
 entry point's name is the core's name and its value the class, ``module:Class``, registered under
@@ -14,11 +18,56 @@ only.
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from zsceval.plugins import PluginGroup
 
-__all__ = ["CORE_GROUP", "core_names", "core_of", "get_core", "register_core"]
+__all__ = ["CORE_GROUP", "LearningCore", "core_names", "core_of", "get_core", "register_core"]
+
+
+class LearningCore:
+    """What the trainer asks of a learning core (subclass it; see the module docstring).
+
+    Attributes:
+        name: the core's registry name (the config section of its hyper-parameters).
+        rollout_fields: the :class:`~zsceval.rl.rollout.Rollout` fields :attr:`rollout` fills; a
+            plug-in that reads another fails when its run is built.
+        rollout: the plug-in hooks' view of the last rollout.
+    """
+
+    name: ClassVar[str] = ""
+    rollout_fields: ClassVar[frozenset[str]] = frozenset()
+    rollout: Any = None
+
+    def collect(self, runner: Any, env_steps: int) -> Any:
+        """One rollout with the seated actors; returns the episodes that ended in it."""
+        raise NotImplementedError
+
+    def update(self, env_steps: int, generator: Any) -> dict[str, Any]:
+        """Learn from the last rollout; returns the iteration's loss statistics."""
+        raise NotImplementedError
+
+    def iteration(self, runner: Any, env_steps: int, generator: Any,
+                  on_rollout: Callable[[Any, Any], None]) -> tuple[Any, dict[str, Any], float]:  # fmt: skip
+        """One training iteration: :meth:`collect`, the plug-in's ``on_rollout(rollout, episodes)``,
+        :meth:`update`.
+
+        Returns:
+            ``(episodes, loss statistics, seconds spent collecting and in the hook)``.
+        """
+        t0 = time.perf_counter()
+        episodes = self.collect(runner, env_steps)
+        on_rollout(self.rollout, episodes)
+        collect_s = time.perf_counter() - t0
+        return episodes, self.update(env_steps, generator), collect_s
+
+    def state_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        raise NotImplementedError
 
 CORE_GROUP = "zsceval.cores"
 _cores: dict[str, type] = {}

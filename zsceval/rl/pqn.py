@@ -36,9 +36,11 @@ from typing import Any
 import torch
 from torch.func import functional_call, vmap
 
-from zsceval.rl.population.functional import Layout, StepForward
 from zsceval.rl.config import ConfigError, TrainConfig
+from zsceval.rl.cores import LearningCore
+from zsceval.rl.population.functional import Layout, StepForward
 from zsceval.rl.qpolicy import QPolicy, epsilon_greedy
+from zsceval.rl.rollout import Rollout
 from zsceval.rl.runner import EpisodeRunner, EpisodeTable, _Episodes
 from zsceval.rl.schedules import shaping_factor
 
@@ -135,7 +137,7 @@ def epsilon_at(update: int, num_updates: int, start: float, finish: float, decay
     return start + (finish - start) * frac
 
 
-class PQNCore:
+class PQNCore(LearningCore):
     """PQN-VDN learner group (see the module docstring).
 
     Args:
@@ -150,6 +152,8 @@ class PQNCore:
     """
 
     name = "pqn"
+    rollout_fields = frozenset({"obs", "actions", "actor", "team_rewards", "terminated", "truncated"})
+    """The :class:`~zsceval.rl.rollout.Rollout` fields this core fills."""
     policy_class = QPolicy
     """The learners' class: the trainer's ``make_policy`` builds this."""
 
@@ -177,10 +181,12 @@ class PQNCore:
         self.truncated = torch.zeros(T, B, dtype=torch.bool, device=d)
         self.next_max_q = torch.zeros(T, B, device=d)
         self.final_max_q = torch.zeros(T, B, device=d)
-        self.buffer = self
-        """What :meth:`~zsceval.rl.algorithm.Algorithm.on_rollout` receives: this core, whose
-        ``obs [T, B, n, ...]``, ``actions [T, B, n]``, ``actor [T, B, n]`` and group ``rewards
-        [T, B]`` hold the last rollout (a bonus may change ``rewards`` in place)."""
+        self.rollout = Rollout(
+            T, B, n, obs=self.obs, actions=self.actions, actor=self.actor, team_rewards=self.rewards,
+            terminated=self.terminated, truncated=self.truncated,
+        )  # fmt: skip
+        """The plug-in hooks' view of the last rollout (:mod:`zsceval.rl.rollout`): per-game
+        ``team_rewards [T, B]`` (a bonus may change them in place), no per-seat rewards."""
         self.num_updates = max(1, -(-cfg.run.total_steps // (T * B)))
         self.total_grad_steps = self.num_updates * q.epochs * q.num_minibatches
         self.grad_steps = 0

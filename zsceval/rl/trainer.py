@@ -1,21 +1,20 @@
 """The training loop shared by every algorithm: collect, update, log, checkpoint, resume.
 
-Glossary (see also :mod:`zsceval.rl.collector`): an **iteration** is one **rollout** of
-T = ``ppo.rollout_length`` batched steps over B = ``env.num_envs`` games (T * B **env steps**)
-followed by one PPO update per learner (``ppo.epochs`` **epochs** of ``ppo.num_minibatches``
-**minibatches**). ``run.total_steps`` counts env steps; the loop stops after the first
-iteration that reaches it.
+Glossary (see also :mod:`zsceval.rl.runner`): an **iteration** is one **rollout** of
+T = the core's ``rollout_length`` batched steps over B = ``env.num_envs`` games (T * B **env
+steps**) followed by the core's update (PPO: ``ppo.epochs`` **epochs** of ``ppo.num_minibatches``
+**minibatches** per learner). ``run.total_steps`` counts env steps; the loop stops after the first
+iteration that reaches it. One iteration is :meth:`LearningCore.iteration
+<zsceval.rl.cores.LearningCore.iteration>` (for PPO, :meth:`zsceval.rl.update.PPOCore.iteration`
+reads top to bottom in CleanRL's order); the trainer logs it (:meth:`Trainer._iteration`).
 
-Run directory (every file written to a temp file, then renamed):
+Building a trainer (:meth:`Trainer._build`): the run folder (:class:`~zsceval.rl.run_dir.RunDirectory`:
+a fresh run or the checkpoint to resume from), the config made concrete for this machine, the
+seeds, the env, the plug-in with its learners and partners, the runner, the core.
 
-* ``config.yaml``: the fully resolved config (what ``--resume`` reads back);
-* ``metrics.csv``: one row per iteration (env steps, wall time, steps/s, returns, losses, ...);
-* ``checkpoints/step_<env steps>/``: see :mod:`zsceval.rl.checkpoint`;
-* ``eval.json``: the final self-play evaluation (mean sparse return, 95% CI, events);
-* ``pools/<sha256>/``: every policy-pool partner the run played with, as one checksummed artifact
-  (:meth:`zsceval.rl.population.PolicyPool.save`), named in each checkpoint's ``meta.json``
-  ``partners`` entry;
-* ``tensorboard/``: optional TensorBoard logs (``run.tensorboard``).
+The run folder's files are listed in :mod:`zsceval.rl.run_dir`; policy-pool partners are saved once
+per content under ``pools/<sha256>/`` (:meth:`zsceval.rl.population.PolicyPool.save`) and named in
+each checkpoint's ``meta.json`` ``partners`` entry.
 
 Exact resume. Every checkpoint is *resumable*, wherever the games are in their episodes: it holds
 the learners, the core's optimizer and critic states, the runner's state (env state, the last
@@ -54,37 +53,18 @@ from zsceval.rl.checkpoint import (
     policy_weights,
     save_checkpoint,
 )
-from zsceval.rl.config import ConfigError, TrainConfig, config_from_dict, config_to_dict, validate
+from zsceval.rl.config import ConfigError, TrainConfig, config_to_dict, validate
 from zsceval.rl.cores import get_core
 from zsceval.rl.envs import make_env
 from zsceval.rl.hardware import MAX_THREADS_ENV, resolve_bf16, resolve_threads  # noqa: F401 (re-exported)
 from zsceval.rl.play import play, summarize
 from zsceval.rl.policy import Policy, network_spec
+from zsceval.rl.rollout import check_rollout_fields
+from zsceval.rl.run_dir import RunDirectory, RunExistsError, load_run_config
 from zsceval.rl.runner import EpisodeRunner
 from zsceval.rl.schedules import shaping_factor
 
 __all__ = ["RunExistsError", "Trainer", "load_run_config"]
-
-CONFIG = "config.yaml"
-METRICS = "metrics.csv"
-EVAL = "eval.json"
-
-
-class RunExistsError(RuntimeError):
-    """The output directory already holds a run (use ``--resume`` or another ``--out``)."""
-
-
-def load_run_config(run_dir: str | Path) -> TrainConfig:
-    """Read a run's resolved ``config.yaml``.
-
-    Raises:
-        CheckpointError: the directory holds no run.
-    """
-    path = Path(run_dir) / CONFIG
-    if not path.is_file():
-        raise CheckpointError(f"cannot resume: {run_dir} holds no run (no {CONFIG})")
-    return config_from_dict(yaml.safe_load(path.read_text()) or {})
-
 
 def resolve_device(name: str) -> torch.device:
     """``torch.device(name)``, refusing CUDA when it is not available (``envs.resolve_device``).
@@ -184,45 +164,74 @@ class Trainer:
     def _build(self, cfg: TrainConfig, run_dir: str | Path, resume: bool, progress: bool) -> None:
         self.notes: list[str] = []
         """Things the user should know (threads lowered or oversubscribed); the CLI prints them."""
-        if resume and (Path(run_dir) / CONFIG).exists():
-            # a resumed run keeps its recorded threads and bf16 (results depend on them), also when
-            # the caller passes a config that still says ``auto``
-            saved = load_run_config(run_dir)
-            if not isinstance(cfg.run.num_threads, int):
-                cfg = dataclasses.replace(
-                    cfg, run=dataclasses.replace(cfg.run, num_threads=saved.run.num_threads)
-                )
-            if not isinstance(cfg.model.bf16, bool):
-                cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, bf16=saved.model.bf16))
-        cfg, notes = resolve_hardware(cfg, resolve_device(cfg.run.device))  # what is still ``auto``
-        if not resume:
-            self.notes += notes
-        small = minibatch_note(cfg)
-        if small and not resume:
-            self.notes.append(small)
-        self.cfg, self.run_dir, self.progress = cfg, Path(run_dir), progress
-        if not resume and (self.run_dir / CONFIG).exists():
-            if not list_checkpoints(self.run_dir):
-                raise RunExistsError(
-                    f"{self.run_dir} holds a run that was stopped before its first checkpoint (nothing "
-                    "trained was saved): pass --resume to start it over from scratch with its saved "
-                    "config.yaml, or choose another --out"
-                )
-            raise RunExistsError(f"{self.run_dir} already holds a run; pass --resume or choose another --out")
-        resume_from = self._resume_checkpoint() if resume else None
-        self.resumed_from = resume_from
+        self.run = RunDirectory(run_dir)
+        self.cfg = cfg = self._resolve_config(cfg, resume)
+        self.run_dir, self.progress = self.run.path, progress
+        if resume:
+            self.resumed_from = self.run.resume_checkpoint(self.notes)
+        else:
+            self.run.check_fresh()
+            self.resumed_from = None
         """The checkpoint this trainer continues from; None for a fresh start (also a ``resume``
         of a run stopped before its first checkpoint, which starts over from scratch)."""
         if cfg.run.tensorboard:
             self._tensorboard_writer_class()  # fail before anything is written
         algo_cls = registry.get(cfg.run.algo)
         self.device = resolve_device(cfg.run.device)
+        self._seed(cfg)
+        self.env = make_env(cfg.env, device=self.device, seed=cfg.run.seed)
+        self._build_actors(cfg, algo_cls)
+        self._build_runner(cfg)
+        check_rollout_fields(cfg.run.algo, self.algorithm.rollout_fields, self.core_cls.name,
+                             getattr(self.core_cls, "rollout_fields", ()))  # fmt: skip
+        self.core = self.core_cls(self.learners, cfg, self.env, self.device, self.algorithm)
+        self.algorithm.learning_core = self.core
+        self.iteration = 0
+        self.env_steps = 0
+        self.wall_time = 0.0
+        self.next_checkpoint = (
+            cfg.steps_per_iteration if cfg.run.checkpoint_first else cfg.run.checkpoint_every
+        )
+        self.metrics: list[dict[str, Any]] = []
+        self.recent_returns: deque[float] = deque(maxlen=10)
+        if self.resumed_from is not None:
+            self._restore(self.resumed_from)
+        else:
+            self.runner.reset()
+
+    def _resolve_config(self, cfg: TrainConfig, resume: bool) -> TrainConfig:
+        """``cfg`` with what is still ``auto`` made concrete for this machine (:func:`resolve_hardware`);
+        a resumed run keeps its recorded threads and bf16 (results depend on them), also when the
+        caller passes a config that still says ``auto``. Notes of a new run go to :attr:`notes`."""
+        if resume and self.run.holds_run():
+            saved = load_run_config(self.run.path)
+            if not isinstance(cfg.run.num_threads, int):
+                cfg = dataclasses.replace(
+                    cfg, run=dataclasses.replace(cfg.run, num_threads=saved.run.num_threads)
+                )
+            if not isinstance(cfg.model.bf16, bool):
+                cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, bf16=saved.model.bf16))
+        cfg, notes = resolve_hardware(cfg, resolve_device(cfg.run.device))
+        if not resume:
+            self.notes += notes
+            small = minibatch_note(cfg)
+            if small:
+                self.notes.append(small)
+        return cfg
+
+    def _seed(self, cfg: TrainConfig) -> None:
+        """Thread count, then the torch and numpy seeds (before anything random is built)."""
         if cfg.run.num_threads > 0:
             torch.set_num_threads(cfg.run.num_threads)
-        seed = cfg.run.seed
-        torch.manual_seed(seed)
-        self.np_rng = np.random.default_rng(seed)
-        self.env = make_env(cfg.env, device=self.device, seed=seed)
+        torch.manual_seed(cfg.run.seed)
+        self.np_rng = np.random.default_rng(cfg.run.seed)
+
+    def _build_actors(self, cfg: TrainConfig, algo_cls: type) -> None:
+        """The plug-in, its learners (built by its core's policy class) and its partners.
+
+        Raises:
+            ConfigError: no learner, or a name used by a learner and a partner.
+        """
         self.algorithm = algo_cls(cfg, self.env.num_envs, self.env.num_agents, self.device)
         self.algorithm.np_rng = self.np_rng
         own_critic = cfg.model.critic_obs == "own"
@@ -232,9 +241,8 @@ class Trainer:
             self.algorithm.critic_feature_size,
         )  # fmt: skip
         spec["model"].update(self.algorithm.model_spec(self.env.num_actions))
-
-        core_cls = get_core(self.algorithm.core)
-        policy_cls = getattr(core_cls, "policy_class", Policy)
+        self.core_cls = get_core(self.algorithm.core)
+        policy_cls = getattr(self.core_cls, "policy_class", Policy)
 
         def make_policy() -> Policy:
             return policy_cls(spec).to(self.device)
@@ -253,6 +261,11 @@ class Trainer:
         for p in self.partners.values():
             if id(p) not in learner_ids and hasattr(p, "eval"):
                 p.eval()
+
+    def _build_runner(self, cfg: TrainConfig) -> None:
+        """The trainer's three generators (acting, minibatches, the plug-in's arm draws) and the
+        episode runner over learners and partners with the plug-in's arms."""
+        seed = cfg.run.seed
         self.act_gen = torch.Generator(self.device).manual_seed(seed + 1)
         self.update_gen = torch.Generator(self.device).manual_seed(seed + 2)
         self.algo_gen = torch.Generator(self.device).manual_seed(seed + 3)
@@ -271,66 +284,12 @@ class Trainer:
             generator=self.act_gen,
             device=self.device,
         )
-        self.core = core_cls(self.learners, cfg, self.env, self.device, self.algorithm)
-        self.algorithm.learning_core = self.core
-        self.iteration = 0
-        self.env_steps = 0
-        self.wall_time = 0.0
-        self.next_checkpoint = (
-            cfg.steps_per_iteration if cfg.run.checkpoint_first else cfg.run.checkpoint_every
-        )
-        self.metrics: list[dict[str, Any]] = []
-        self.recent_returns: deque[float] = deque(maxlen=10)
-        if resume_from is not None:
-            self._restore(resume_from)
-        else:
-            self.runner.reset()
 
     # -- run directory ------------------------------------------------------------------------------
     @property
     def env_spec(self) -> dict:
         """Observation spec of the training env (stored in every checkpoint)."""
         return json.loads(json.dumps(self.env.spec_dict()))
-
-    def _resume_checkpoint(self) -> Path | None:
-        """The latest resumable checkpoint; None when the run has no checkpoint at all (stopped
-        before its first one: nothing was saved, so resuming is starting over)."""
-        if not (self.run_dir / CONFIG).is_file():
-            raise CheckpointError(f"cannot resume: {self.run_dir} holds no run (no {CONFIG})")
-        ckpts = list_checkpoints(self.run_dir)
-        if not ckpts:
-            stale = self.run_dir / METRICS
-            stale.unlink(missing_ok=True)  # rows of iterations whose state was never saved
-            return None
-        broken: list[tuple[Path, str]] = []
-        for ckpt in reversed(ckpts):
-            meta_path = ckpt / "meta.json"
-            try:
-                resumable = json.loads(meta_path.read_text()).get("resumable")
-            except (OSError, json.JSONDecodeError):
-                resumable = True  # load_checkpoint reports the corruption
-            if not resumable:
-                continue
-            try:
-                load_checkpoint(ckpt, with_train_state=True)  # checksums and train state verify
-            except CheckpointError as exc:
-                broken.append((ckpt, str(exc)))
-                continue
-            for bad, why in broken:  # set aside (never deleted), so new checkpoints can take their steps
-                aside = self.run_dir / "corrupt_checkpoints" / bad.name
-                aside.parent.mkdir(exist_ok=True)
-                bad.rename(aside.with_name(f"{bad.name}.{int(time.time())}") if aside.exists() else aside)
-                self.notes.append(
-                    f"note: {bad.name} does not verify ({why}); resuming from {ckpt.name}, the newest "
-                    f"checkpoint that does (the broken one was moved to {aside.parent})"
-                )
-            return ckpt
-        if broken:
-            raise CheckpointError(
-                f"cannot resume: no checkpoint of {self.run_dir} verifies (newest: {broken[0][1]}); "
-                "start the run again with another --out"
-            )
-        raise CheckpointError(f"cannot resume: {self.run_dir} has no resumable checkpoint yet")
 
     def _save_pools(self) -> dict[str, Any]:
         """Save every policy-pool partner once per content under ``run/pools/<sha256>/`` (one
@@ -376,10 +335,10 @@ class Trainer:
         writer = csv.DictWriter(out, fieldnames=columns)
         writer.writeheader()
         writer.writerows(self.metrics)
-        atomic_write_text(self.run_dir / METRICS, out.getvalue())
+        atomic_write_text(self.run.metrics, out.getvalue())
 
     def _read_metrics(self, upto_steps: int) -> list[dict[str, Any]]:
-        path = self.run_dir / METRICS
+        path = self.run.metrics
         if not path.is_file():
             return []
         rows = list(csv.DictReader(path.open()))
@@ -479,10 +438,9 @@ class Trainer:
     def _iteration(self) -> dict[str, Any]:
         cfg = self.cfg
         t0 = time.perf_counter()
-        episodes = self.core.collect(self.runner, self.env_steps)
-        self.algorithm.on_rollout(self.core.buffer, episodes)
-        t_collect = time.perf_counter() - t0
-        row = self.core.update(self.env_steps, self.update_gen)
+        episodes, row, t_collect = self.core.iteration(
+            self.runner, self.env_steps, self.update_gen, self.algorithm.on_rollout
+        )
         steps = cfg.steps_per_iteration
         self.env_steps += steps
         self.iteration += 1
@@ -524,7 +482,7 @@ class Trainer:
     def _train(self, on_iteration: Callable[[Trainer, dict], None] | None) -> dict[str, Any]:
         cfg = self.cfg
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.run_dir / CONFIG, yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
+        atomic_write_text(self.run.config, yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
         writer = self._tensorboard()
         bar = tqdm(
             total=cfg.run.total_steps,
@@ -612,7 +570,7 @@ class Trainer:
             summary["self_play"] = summarize(result)
             for name, p in policies.items():
                 p.train(training[name])
-        atomic_write_text(self.run_dir / EVAL, json.dumps(summary, indent=2))
+        atomic_write_text(self.run.eval, json.dumps(summary, indent=2))
         return summary
 
     def close(self) -> None:

@@ -18,14 +18,18 @@ PPO actor optimizers on a loss of its own (TrajeDi's JSD step).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from zsceval.rl.config import TrainConfig
+from zsceval.rl.cores import LearningCore
 from zsceval.rl.gae import compute_gae
 from zsceval.rl.loss import ppo_loss
 from zsceval.rl.policy import Policy
+from zsceval.rl.rollout import Rollout
 from zsceval.rl.runner import EpisodeRunner, EpisodeTable, _Episodes
 from zsceval.rl.schedules import piecewise_linear, shaping_factor
 from zsceval.rl.storage import RolloutBuffer
@@ -42,7 +46,7 @@ def _chunks(x: torch.Tensor, L: int) -> torch.Tensor:
     return x.reshape(C, L, R, *x.shape[2:]).transpose(0, 1).reshape(L, C * R, *x.shape[2:])
 
 
-class PPOCore:
+class PPOCore(LearningCore):
     """The MAPPO learner group: rollout storage, collection with critic values, and the update.
 
     Args:
@@ -54,6 +58,10 @@ class PPOCore:
     """
 
     name = "ppo"
+    rollout_fields = frozenset(
+        {"obs", "actions", "actor", "avail", "starts", "log_probs", "rewards", "terminated", "truncated"}
+    )
+    """The :class:`~zsceval.rl.rollout.Rollout` fields this core fills (per-seat ``rewards``)."""
 
     def __init__(self, learners: dict[str, Policy], cfg: TrainConfig, env, device, algorithm) -> None:
         self.learners, self.cfg, self.algorithm = learners, cfg, algorithm
@@ -70,6 +78,13 @@ class PPOCore:
             cfg.ppo.rollout_length, B, n, tuple(env.obs_shape), tuple(critic_shape), env.num_actions,
             hidden, self.device, critic_is_obs=self.own_critic, obs_dtype=obs_dtype,
         )  # fmt: skip
+        buf = self.buffer
+        self.rollout = Rollout(
+            buf.T, B, n, obs=buf.obs, actions=buf.actions, actor=buf.actor, avail=buf.avail,
+            starts=buf.starts, log_probs=buf.log_probs, rewards=buf.rewards, terminated=buf.terminated,
+            truncated=buf.truncated,
+        )  # fmt: skip
+        """The plug-in hooks' view of the buffer (:mod:`zsceval.rl.rollout`)."""
         self.L = [cfg.model.chunk_length if p.recurrent else 1 for p in self.policies]
         self.optimizers: dict[str, dict[str, torch.optim.Optimizer]] = {}
         for name, p in learners.items():
@@ -99,8 +114,8 @@ class PPOCore:
         Raises:
             ConfigError: the learners' specs differ, or a plug-in adds extra parameters.
         """
-        from zsceval.rl.population import StackedPolicies
         from zsceval.rl.config import ConfigError
+        from zsceval.rl.population import StackedPolicies
 
         if any(p.spec != self.policies[0].spec for p in self.policies):
             raise ConfigError("stack_learners needs learners of one network spec")
@@ -115,6 +130,39 @@ class PPOCore:
             "actor": torch.optim.Adam(self.stacked.actor_parameters(), lr=cfg.lr, eps=cfg.adam_eps),
             "critic": torch.optim.Adam(self.stacked.critic_parameters(), lr=cfg.lr, eps=cfg.adam_eps),
         }
+
+    # -- one iteration ----------------------------------------------------------------------------------
+    def iteration(
+        self, runner: EpisodeRunner, env_steps: int, generator: torch.Generator,
+        on_rollout: Callable[[Rollout, EpisodeTable], None],
+    ) -> tuple[EpisodeTable, dict[str, Any], float]:  # fmt: skip
+        """One PPO iteration, top to bottom in CleanRL's order (``ppo.py``); the trainer logs it.
+
+        1. collect ``T`` steps of the ``B`` games (:meth:`collect`): observations, actions and
+           log-probabilities, critic values ``V(s_t)``, training rewards;
+        2. bootstrap ``V(s_T)`` (:meth:`bootstrap`); then the plug-in's hook sees the rollout
+           (``on_rollout``: MEP's reward bonus, TrajeDi's JSD actor step), before GAE;
+        3. GAE advantages and returns of every row, each with its driver's critic (:meth:`advantages`);
+        4. ``ppo.epochs`` epochs of ``ppo.num_minibatches`` shuffled minibatches per learner, or for
+           all learners at once when they are stacked (:meth:`learn`).
+
+        Args:
+            runner: the episode runner (its env and seated actors).
+            env_steps: env steps done before this iteration (schedules).
+            generator: the minibatch-shuffling generator.
+            on_rollout: the plug-in hook, ``Algorithm.on_rollout``.
+
+        Returns:
+            ``(episodes that ended in the rollout, loss statistics, seconds of steps 1-2 and the hook)``.
+        """
+        t0 = time.perf_counter()
+        episodes = self.collect(runner, env_steps)  # 1
+        self.bootstrap(runner)  # 2
+        on_rollout(self.rollout, episodes)
+        collect_s = time.perf_counter() - t0
+        advantages, returns = self.advantages()  # 3
+        stats = self.learn(advantages, returns, env_steps, generator)  # 4
+        return episodes, stats, collect_s
 
     # -- collection -----------------------------------------------------------------------------------
     def _critic_obs(self, s) -> torch.Tensor:
@@ -146,7 +194,9 @@ class PPOCore:
 
     @torch.no_grad()
     def collect(self, runner: EpisodeRunner, env_steps: int) -> EpisodeTable:
-        """Fill the buffer with one rollout of T steps; returns the episodes that ended in it."""
+        """Fill the buffer with one rollout of T steps (observations, actions and their
+        log-probabilities, critic values ``V(s_t)``, training rewards); returns the episodes that
+        ended in it. :meth:`bootstrap` adds ``V(s_T)``."""
         buf, cfg, N, B = self.buffer, self.cfg, self.N, self.B
         L = len(self.policies)
         episodes = _Episodes()
@@ -191,12 +241,19 @@ class PPOCore:
                 self._values(runner, final.reshape(N, *final.shape[2:]), no_start,
                              buf.truncated_values[t].view(N), None, extra)  # fmt: skip
             runner.finish_step(s2, done, episodes)
+        return episodes.table(runner.arm_table.arms, tuple(runner.env.event_names), self.n, runner.E)
+
+    @torch.no_grad()
+    def bootstrap(self, runner: EpisodeRunner) -> None:
+        """``V(s_T)`` of every row into ``buffer.values[T]``, with the seating at ``s_T`` in
+        ``buffer.actor[T]`` (GAE bootstraps each row with the critic of the learner that drives it
+        next)."""
+        buf, N = self.buffer, self.N
         s = runner.step_out
         buf.actor[buf.T].copy_(runner.seat_actor)
         critic_obs = self._critic_obs(s).reshape(N, *buf.critic_obs.shape[3:])
         extra = self._features(runner, buf.T)
         self._values(runner, critic_obs, runner.starts, buf.values[buf.T].view(N), None, extra)
-        return episodes.table(runner.arm_table.arms, tuple(runner.env.event_names), self.n, runner.E)
 
     # -- update ---------------------------------------------------------------------------------------
     def advantages(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -223,7 +280,7 @@ class PPOCore:
             )
 
     def update(self, env_steps: int, generator: torch.Generator) -> dict[str, Any]:
-        """One PPO update of every learner on its samples of the rollout.
+        """GAE, then epochs of minibatches for every learner (steps 3 and 4 of :meth:`iteration`).
 
         Args:
             env_steps: env steps done before this rollout (entropy schedule).
@@ -233,28 +290,86 @@ class PPOCore:
             Mean loss statistics per learner (keys prefixed ``<name>/`` when there are several;
             ``stacked/`` for stacked learners), plus ``entropy_coef``.
         """
+        advantages, returns = self.advantages()
+        return self.learn(advantages, returns, env_steps, generator)
+
+    def learn(self, advantages: torch.Tensor, returns: torch.Tensor, env_steps: int,
+              generator: torch.Generator) -> dict[str, Any]:  # fmt: skip
+        """Epochs of minibatches: each learner's samples, shuffled, in one loop over learner groups.
+
+        A group is one learner, or every learner when they are stacked (``stack_learners``: one
+        forward and backward per minibatch for all). The permutations are drawn learner by
+        learner, then epoch by epoch, before any step, so a stacked member sees exactly the
+        minibatches it would see alone.
+
+        Args:
+            advantages, returns: ``float32 [T, N]`` from :meth:`advantages`.
+            env_steps: env steps done before this rollout (entropy schedule).
+            generator: torch generator (on the buffer's device) for minibatch shuffling.
+        """
         cfg = self.cfg.ppo
         ent_coef = piecewise_linear(env_steps, cfg.entropy_milestones, cfg.entropy_coefs)
-        advantages, returns = self.advantages()
         owner = self.buffer.flat(self.buffer.actor)[: self.buffer.T]
-        row: dict[str, Any] = {"entropy_coef": ent_coef}
-        multi = len(self.learners) > 1
-        batches = {}
         others = self.other_actions()  # once per update, shared by every learner
+        batches = {}
         for k in range(len(self.policies)):
             mask = owner == k
             if bool(mask.any()):
                 batches[k] = self._samples(k, mask, advantages, returns, others)
-        if self.stacked is not None:
-            row.update(
-                {f"stacked/{s}": v for s, v in self._update_stacked(batches, ent_coef, generator).items()}
-            )
-            return row
-        for k, batch in batches.items():
-            name = list(self.learners)[k]
-            stats = self._update_learner(k, name, batch, ent_coef, generator)
-            row.update({(f"{name}/{s}" if multi else s): v for s, v in stats.items()})
+        perms = {
+            k: [torch.randperm(b["seq"]["actions"].shape[1], generator=generator, device=self.device)
+                for _ in range(cfg.epochs)]
+            for k, b in batches.items()
+        }  # fmt: skip
+        groups = [[k] for k in batches] if self.stacked is None else [list(batches)]
+        names = list(self.learners)
+        multi = len(self.learners) > 1
+        row: dict[str, Any] = {"entropy_coef": ent_coef}
+        for group in groups:
+            if not group:
+                continue
+            stats = self._train_group(group, batches, perms, ent_coef)
+            if self.stacked is not None:
+                prefix = "stacked/"
+            else:
+                prefix = f"{names[group[0]]}/" if multi else ""
+            row.update({prefix + key: v for key, v in stats.items()})
         return row
+
+    def _train_group(self, group: list[int], batches: dict, perms: dict, ent_coef: float) -> dict[str, float]:
+        """``ppo.epochs`` x ``ppo.num_minibatches`` gradient steps of one learner group; returns the
+        mean of each step statistic and the group's mean value target."""
+        cfg = self.cfg.ppo
+        sizes = {k: -(-batches[k]["seq"]["actions"].shape[1] // cfg.num_minibatches) for k in group}
+        if self.stacked is not None:
+            self._sync_stacked_from_policies()
+        sums: dict[str, torch.Tensor] = {}
+        count = 0
+        for epoch in range(cfg.epochs):
+            for j in range(cfg.num_minibatches):
+                parts = {}
+                for k in group:
+                    idx = perms[k][epoch][j * sizes[k] : (j + 1) * sizes[k]]
+                    if idx.numel():
+                        parts[k] = self._minibatch(batches[k], idx)
+                if not parts:
+                    continue
+                if self.stacked is None:
+                    (k, mb), = parts.items()
+                    step_stats = self._learner_step(k, mb, ent_coef)
+                else:
+                    step_stats = self._stacked_step(parts, ent_coef)
+                self._accumulate(sums, step_stats)
+                count += 1
+        if self.stacked is not None:
+            self._sync_policies_from_stacked()
+        out = {key: float(v) / max(count, 1) for key, v in sums.items()}
+        if len(group) == 1:
+            out["value_target_mean"] = float(batches[group[0]]["returns"].mean())
+        else:
+            pooled = torch.cat([batches[k]["returns"].reshape(-1) for k in group])
+            out["value_target_mean"] = float(pooled.mean())
+        return out
 
     def other_actions(self) -> torch.Tensor | None:
         """``int64 [T, B * n, n - 1]``: at each step, the actions of the other seats of the row's game,
@@ -362,108 +477,69 @@ class PPOCore:
         for key, v in stats.items():
             sums[key] = sums.get(key, 0.0) + (v.detach() if isinstance(v, torch.Tensor) else v)
 
-    def _update_learner(self, k, name, batch, ent_coef, generator) -> dict[str, float]:
+    def _learner_step(self, k: int, mb: dict, ent_coef: float) -> dict[str, torch.Tensor]:
+        """One gradient step of learner ``k`` on one minibatch: PPO loss (+ the plug-in's extra
+        loss), actor and critic gradients clipped at ``ppo.max_grad_norm`` apart, Adam."""
         cfg, p = self.cfg.ppo, self.policies[k]
-        S = batch["seq"]["actions"].shape[1]
-        mb_size = -(-S // cfg.num_minibatches)
+        name = list(self.learners)[k]
         opts = self.optimizers[name]
-        sums: dict[str, torch.Tensor] = {}
-        count = 0
-        for _ in range(cfg.epochs):
-            order = torch.randperm(S, generator=generator, device=self.device)
-            for start in range(0, S, mb_size):
-                mb = self._minibatch(batch, order[start : start + mb_size])
-                logp, entropy, values = p.evaluate(
-                    mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
-                    mb["h_actor"], mb["h_critic"], mb["starts"], mb.get("critic_extra"),
-                )  # fmt: skip
-                total, step_stats = self._loss(name, mb, logp, entropy, values, ent_coef, p, mb["weight"])
-                for opt in opts.values():
-                    opt.zero_grad(set_to_none=True)
-                total.backward()
-                step_stats["actor_grad_norm"] = torch.nn.utils.clip_grad_norm_(
-                    p.actor.parameters(), cfg.max_grad_norm
-                ).detach()
-                step_stats["critic_grad_norm"] = torch.nn.utils.clip_grad_norm_(
-                    p.critic.parameters(), cfg.max_grad_norm
-                ).detach()
-                for opt in opts.values():
-                    opt.step()
-                self._accumulate(sums, step_stats)
-                count += 1
-        out = {key: float(v) / count for key, v in sums.items()}
-        out["value_target_mean"] = float(batch["returns"].mean())
-        return out
+        logp, entropy, values = p.evaluate(
+            mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
+            mb["h_actor"], mb["h_critic"], mb["starts"], mb.get("critic_extra"),
+        )  # fmt: skip
+        total, step_stats = self._loss(name, mb, logp, entropy, values, ent_coef, p, mb["weight"])
+        for opt in opts.values():
+            opt.zero_grad(set_to_none=True)
+        total.backward()
+        step_stats["actor_grad_norm"] = torch.nn.utils.clip_grad_norm_(
+            p.actor.parameters(), cfg.max_grad_norm
+        ).detach()
+        step_stats["critic_grad_norm"] = torch.nn.utils.clip_grad_norm_(
+            p.critic.parameters(), cfg.max_grad_norm
+        ).detach()
+        for opt in opts.values():
+            opt.step()
+        return step_stats
 
-    def _update_stacked(self, batches: dict, ent_coef: float, generator) -> dict[str, float]:
-        """Every learner in one forward and backward per minibatch (:class:`StackedPolicies`).
+    def _stacked_step(self, parts: dict[int, dict], ent_coef: float) -> dict[str, torch.Tensor]:
+        """One gradient step of every stacked learner on its minibatch, in one forward and backward
+        (:class:`StackedPolicies`).
 
-        Member k's minibatches are the slices of the same permutations the separate update would
-        draw (learner-major, then epoch), and its loss is its own weighted mean, so each member's
-        gradient, clipping and Adam step equal training it alone.
+        Member k's loss is its own weighted mean, so each member's gradient, clipping and Adam
+        step equal training it alone.
         """
         cfg, stacked = self.cfg.ppo, self.stacked
-        self._sync_stacked_from_policies()
-        sizes = {k: b["seq"]["actions"].shape[1] for k, b in batches.items()}
-        mb_sizes = {k: -(-S // cfg.num_minibatches) for k, S in sizes.items()}
-        perms = {
-            k: [torch.randperm(S, generator=generator, device=self.device) for _ in range(cfg.epochs)]
-            for k, S in sizes.items()
-        }
-        sums: dict[str, torch.Tensor] = {}
-        count = 0
-        for epoch in range(cfg.epochs):
-            for j in range(cfg.num_minibatches):
-                parts, members, weights = [], [], []
-                for k, batch in batches.items():
-                    idx = perms[k][epoch][j * mb_sizes[k] : (j + 1) * mb_sizes[k]]
-                    if idx.numel() == 0:
-                        continue
-                    mb = self._minibatch(batch, idx)
-                    w = mb["weight"] if mb["weight"] is not None else torch.ones_like(mb["advantages"])
-                    weights.append(w / w.sum())  # member k's loss is its own weighted mean
-                    members.append(torch.full((idx.numel(),), k, dtype=torch.int64, device=self.device))
-                    parts.append(mb)
-                if not parts:
-                    continue
-                shared = parts[0]["critic_obs"] is parts[0]["obs"]
-                skip = {"weight", "critic_obs"} if shared else {"weight"}
-                mb = {key: torch.cat([m[key] for m in parts], dim=0 if key.startswith("h_") else 1)
-                      for key in parts[0] if key not in skip}  # fmt: skip
-                if shared:
-                    mb["critic_obs"] = mb["obs"]
-                member = torch.cat(members)
-                # each member's weights sum to 1: ppo_loss's weighted mean is the mean of the K
-                # members' losses, and scaling it by K sums them (each gets its own gradient)
-                weight = torch.cat(weights, 1)
-                mb["weight"], mb["member"] = weight, member
-                logp, entropy, values = stacked.evaluate(
-                    mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
-                    mb["h_actor"], mb["h_critic"], mb["starts"], member,
-                )  # fmt: skip
-                total, step_stats = self._loss(
-                    "stacked", mb, logp, entropy, values, ent_coef, stacked, weight
-                )
-                total = total * len(parts)  # sum of the members' losses
-                for opt in self.stacked_optimizers.values():
-                    opt.zero_grad(set_to_none=True)
-                total.backward()
-                step_stats["actor_grad_norm"] = stacked.clip_grad_norm_per_member(
-                    cfg.max_grad_norm, "actor."
-                ).max()
-                step_stats["critic_grad_norm"] = stacked.clip_grad_norm_per_member(
-                    cfg.max_grad_norm, "critic."
-                ).max()
-                for opt in self.stacked_optimizers.values():
-                    opt.step()
-                self._accumulate(sums, step_stats)
-                count += 1
-        self._sync_policies_from_stacked()
-        out = {key: float(v) / max(count, 1) for key, v in sums.items()}
-        out["value_target_mean"] = float(
-            torch.cat([b["returns"].reshape(-1) for b in batches.values()]).mean()
-        )
-        return out
+        members, weights = [], []
+        for k, mb in parts.items():
+            w = mb["weight"] if mb["weight"] is not None else torch.ones_like(mb["advantages"])
+            weights.append(w / w.sum())  # member k's loss is its own weighted mean
+            members.append(torch.full((mb["actions"].shape[1],), k, dtype=torch.int64, device=self.device))
+        parts = list(parts.values())
+        shared = parts[0]["critic_obs"] is parts[0]["obs"]
+        skip = {"weight", "critic_obs"} if shared else {"weight"}
+        mb = {key: torch.cat([m[key] for m in parts], dim=0 if key.startswith("h_") else 1)
+              for key in parts[0] if key not in skip}  # fmt: skip
+        if shared:
+            mb["critic_obs"] = mb["obs"]
+        member = torch.cat(members)
+        # each member's weights sum to 1: ppo_loss's weighted mean is the mean of the K
+        # members' losses, and scaling it by K sums them (each gets its own gradient)
+        weight = torch.cat(weights, 1)
+        mb["weight"], mb["member"] = weight, member
+        logp, entropy, values = stacked.evaluate(
+            mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
+            mb["h_actor"], mb["h_critic"], mb["starts"], member,
+        )  # fmt: skip
+        total, step_stats = self._loss("stacked", mb, logp, entropy, values, ent_coef, stacked, weight)
+        total = total * len(parts)  # sum of the members' losses
+        for opt in self.stacked_optimizers.values():
+            opt.zero_grad(set_to_none=True)
+        total.backward()
+        step_stats["actor_grad_norm"] = stacked.clip_grad_norm_per_member(cfg.max_grad_norm, "actor.").max()
+        step_stats["critic_grad_norm"] = stacked.clip_grad_norm_per_member(cfg.max_grad_norm, "critic.").max()
+        for opt in self.stacked_optimizers.values():
+            opt.step()
+        return step_stats
 
     # -- plug-in steps -------------------------------------------------------------------------------
     def actor_step(self, loss: torch.Tensor) -> torch.Tensor:

@@ -24,11 +24,11 @@ from typing import Any, ClassVar
 import torch
 
 from zsceval.rl.algorithm import Algorithm
-from zsceval.rl.config import ConfigError, TrainConfig
+from zsceval.rl.config import ConfigError, TrainConfig, population_size
 from zsceval.rl.policy import Policy
 from zsceval.rl.seating import Arm, self_play_arm
 
-__all__ = ["PopulationSelfPlay", "member_name", "population_size", "stage1_size", "member_log_probs"]
+__all__ = ["DEFAULT_SIZE", "PopulationSelfPlay", "member_name", "stage1_size", "member_log_probs"]
 
 STAGE1_CHECKPOINTS = 20
 """Checkpoints a stage-1 run keeps (besides the first): the trail the mid checkpoint is chosen from."""
@@ -40,12 +40,8 @@ def member_name(i: int) -> str:
 
 
 DEFAULT_SIZE = 12
-"""Stage-2 population of the co-play methods when ``population.size`` is 0 (ZSC-Eval's smallest)."""
-
-
-def population_size(cfg: TrainConfig) -> int:
-    """Stage-2 population size: ``population.size``, or :data:`DEFAULT_SIZE` when it is 0."""
-    return cfg.population.size or DEFAULT_SIZE
+"""Stage-2 population of the co-play methods when ``population.size`` is 0 (ZSC-Eval's smallest;
+:func:`zsceval.rl.config.population_size`)."""
 
 
 def stage1_size(cfg: TrainConfig) -> int:
@@ -111,6 +107,8 @@ class PopulationSelfPlay(Algorithm):
 
     The population size is :func:`stage1_size` of the config. The ego (first learner) is member 0.
     """
+
+    default_population_size = DEFAULT_SIZE
 
     stack_learners = True
     paper_entropy_milestones: ClassVar[tuple[float, ...] | None] = None

@@ -21,13 +21,13 @@ from typing import Any, ClassVar
 
 import torch
 
-from zsceval.algorithms.base.stage1 import member_name, population_size, stage1_size
+from zsceval.algorithms.base.stage1 import DEFAULT_SIZE, member_name, stage1_size
 from zsceval.envs.scenarios import env_flags
+from zsceval.rl.algorithm import Algorithm, JobContext
+from zsceval.rl.config import ConfigError, TrainConfig, check_episode_budget, population_size
+from zsceval.rl.policy import Policy
 from zsceval.rl.population.checkpoints import load_population
 from zsceval.rl.population.pool import PolicyPool
-from zsceval.rl.algorithm import Algorithm, JobContext
-from zsceval.rl.config import ConfigError, TrainConfig, check_episode_budget
-from zsceval.rl.policy import Policy
 from zsceval.rl.seating import Arm, Seating, ego_partner_arms
 
 __all__ = ["PopulationEgo", "PopulationEgoOptions", "sliding_window", "stage2_preset"]
@@ -87,6 +87,7 @@ class PopulationEgo(Algorithm):
     """
 
     Options = PopulationEgoOptions
+    default_population_size = DEFAULT_SIZE
     stage1_algo: ClassVar[str] = ""
     critic_feature_size = 2
     """Two players: the policy ids of the seat's own agent and of the other seat's."""

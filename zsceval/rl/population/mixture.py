@@ -14,8 +14,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from zsceval.rl.population.pool import PolicyPool
 from zsceval.rl.agent import ActOutput, register_agent
+from zsceval.rl.population.pool import PolicyPool
 
 __all__ = ["MixtureAgent"]
 

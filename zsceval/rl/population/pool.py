@@ -29,9 +29,9 @@ from torch import nn
 from torch.func import functional_call, vmap
 
 from zsceval.io import atomic_directory, sha256_file
-from zsceval.rl.population.functional import Layout, StepForward
 from zsceval.rl.agent import ActOutput, sample_actions
 from zsceval.rl.policy import Policy
+from zsceval.rl.population.functional import Layout, StepForward
 
 __all__ = ["POOL_FORMAT", "POOL_JSON", "POOL_VERSION", "POOL_WEIGHTS", "PolicyPool", "PoolError"]
 

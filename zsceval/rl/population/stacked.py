@@ -20,9 +20,9 @@ from torch import nn
 from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
-from zsceval.rl.population.functional import Layout, SequenceForward
 from zsceval.rl.networks import cast_shared, masked_logits
 from zsceval.rl.policy import Policy
+from zsceval.rl.population.functional import Layout, SequenceForward
 from zsceval.rl.valuenorm import ValueNorm
 
 __all__ = ["StackedPolicies"]
