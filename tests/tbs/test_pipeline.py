@@ -253,6 +253,7 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     assert "TBS protocol" in res.output and "Oracle" in res.output
     clustering = json.loads((base / "cluster_n3_s0" / "clustering.json").read_text())
     assert len(clustering["labels"]) == 3 and 1 <= clustering["k"] <= 2
+    assert clustering["k_rule"] == "paper" and clustering["fixed_k"] is None  # the paper's rule by default
     assert (base / "cluster_n3_s0" / "similarity.png").stat().st_size > 0
     trained = json.loads((base / "brs_n3_s0" / "run" / "eval.json").read_text())["env_steps"]
     per_rollout = 16 * 32  # games x the quick tbs-br rollout
@@ -281,6 +282,23 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     assert len(frame) == 6 * 3 * 2  # agents x held-out pairs x seats (1 episode)
     report = CliRunner().invoke(main, ["report", str(out), "--no-figures"])
     assert report.exit_code == 0 and "TBS protocol" in report.output, report.output
+    # the selection diagnostics read the chain's folder (benchmarks/learning/tbs_selection.py)
+    (diagnostics,) = _selection_script().main([str(out), "--horizon", "20"])
+    assert diagnostics["k"] == clustering["k"] and diagnostics["tracker_agreement"] == 1.0
+
+
+def _selection_script():
+    """benchmarks/learning/tbs_selection.py as a module."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "learning" / "tbs_selection.py"
+    spec = importlib.util.spec_from_file_location("tbs_selection_in_pipeline", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_unknown_tom_global_is_refused_before_any_job_runs():

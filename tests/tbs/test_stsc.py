@@ -65,19 +65,24 @@ def test_invalid_similarity_raises(S, match):
         self_tuning_spectral_clustering(S, zero_diagonal=match == "isolated")
 
 
-def test_pairs_that_cooperate_with_nobody_are_clusters_of_their_own():
-    """A measured coordination_ring pool of 6 pairs: 0, 2 and 3 cross-play well, 1, 4 and 5 only with
-    themselves. Keeping s(A, A) = 1 finds the four blocks; the zero-diagonal affinity merges the
-    three loners into one cluster (their only edges are the 1e-4 offsets, scaled up by D^-1/2)."""
-    from zsceval.algorithms.tbs.similarity import clustering_affinity
+_LONERS_J = np.array([
+    [200, 0, 200, 160, 0, 0], [0, 200, 0, 0, 40, 0], [160, 0, 160, 20, 20, 0],
+    [140, 0, 140, 140, 0, 0], [0, 0, 0, 0, 220, 0], [0, 20, 0, 0, 0, 180],
+], dtype=float)  # fmt: skip
+"""Cross-play returns of a measured coordination_ring pool of 6 pairs: 0, 2 and 3 cross-play well,
+1, 4 and 5 only with themselves."""
 
-    J = np.array([
-        [200, 0, 200, 160, 0, 0], [0, 200, 0, 0, 40, 0], [160, 0, 160, 20, 20, 0],
-        [140, 0, 140, 140, 0, 0], [0, 0, 0, 0, 220, 0], [0, 20, 0, 0, 0, 180],
-    ], dtype=float)  # fmt: skip
-    c = self_tuning_spectral_clustering(clustering_affinity(J))
+
+@pytest.mark.parametrize("k_rule", ["paper", "normalized"])
+def test_pairs_that_cooperate_with_nobody_are_clusters_of_their_own(k_rule):
+    """Keeping s(A, A) = 1 finds the four blocks (under either rule of k); the zero-diagonal affinity
+    merges the three loners into one cluster (their only edges are the 1e-4 offsets, scaled up by
+    D^-1/2)."""
+    c = self_tuning_spectral_clustering(clustering_affinity(_LONERS_J), k_rule=k_rule)
     assert c.k == 4 and c.labels.tolist() == [0, 1, 0, 0, 2, 3]
-    merged = self_tuning_spectral_clustering(clustering_affinity(J), zero_diagonal=True)
+    merged = self_tuning_spectral_clustering(
+        clustering_affinity(_LONERS_J), zero_diagonal=True, k_rule=k_rule
+    )
     assert merged.k == 2 and merged.labels.tolist() == [0, 1, 0, 0, 1, 1]
 
 
@@ -146,15 +151,62 @@ def test_relabel_by_first_member():
     assert relabel_by_first_member(np.array([5, 3])).dtype == np.int64
 
 
-def test_select_k_largest_within_tolerance():
+def test_select_k_normalized_rule_takes_the_largest_k_within_tolerance():
     n = 10
     # normalized (J/n - 1)/k: k=2 -> 0, k=3 -> 0.002/3 = 0.000667, k=4 -> 0.1/4 = 0.025
     costs = {2: 10.0, 3: 10.02, 4: 11.0}
     assert stsc.normalized_cost(costs[3], n, 3) == pytest.approx(0.002 / 3)
     assert stsc.normalized_cost(costs[4], n, 4) == pytest.approx(0.025)
-    assert select_k(costs, n, tol=1e-3) == 3
-    assert select_k(costs, n, tol=1e-4) == 2
-    assert select_k({2: 12.0, 3: 10.0}, n, tol=1e-3) == 3
+    assert select_k(costs, n, rule="normalized", tol=1e-3) == 3
+    assert select_k(costs, n, rule="normalized") == 3  # the default tolerance is Zelnik-Manor's 1e-3
+    assert select_k(costs, n, rule="normalized", tol=1e-4) == 2
+    assert select_k({2: 12.0, 3: 10.0}, n, rule="normalized", tol=1e-3) == 3
+    # the paper's rule on the same costs: the arg-min of J
+    assert select_k(costs, n) == 2 and select_k({2: 12.0, 3: 10.0}, n) == 3
+
+
+def test_select_k_paper_rule_is_the_argmin_of_the_raw_cost_smallest_k_on_ties():
+    """TBS Sec. 3.2: "selecting the k that yields the lowest alignment cost" (Eq. 6's raw J)."""
+    n = 10
+    # raw J: the minimum 11.0 ties between k = 3 and 4: the smaller wins
+    costs = {2: 12.0, 3: 11.0, 4: 11.0, 5: 12.5}
+    assert select_k(costs, n) == 3 and select_k(costs, n, rule="paper") == 3
+    # normalized (J/n - 1)/k = 0.1, 0.0333, 0.025, 0.05: the minimum is k = 4 alone
+    assert select_k(costs, n, rule="normalized") == 4
+    # J rising with k: the paper takes the fewest clusters, the normalization (J/n - 1)/k =
+    # 0.025, 0.02, 0.0175 the most
+    rising = {2: 10.5, 3: 10.6, 4: 10.7}
+    assert select_k(rising, n) == 2 and select_k(rising, n, rule="normalized") == 4
+    # ties are J/n within PAPER_TIE_TOLERANCE = 1e-9 of the minimum: 5e-9 / 10 ties, 2e-8 / 10 does not
+    assert stsc.PAPER_TIE_TOLERANCE == 1e-9
+    assert select_k({2: 10.0 + 5e-9, 3: 10.0}, n) == 2
+    assert select_k({2: 10.0 + 2e-8, 3: 10.0}, n) == 3
+    assert select_k({2: 10.0 + 2e-8, 3: 10.0}, n, tol=1e-8) == 2  # a looser tolerance on J / n
+    assert select_k({4: 10.0, 2: 10.0, 3: 10.0}, n) == 2  # exact ties, in any dict order
+    assert select_k({7: 30.0}, n) == 7
+
+
+def test_select_k_refuses_bad_input_with_the_valid_rules():
+    with pytest.raises(ValueError, match="unknown k rule 'largest'; valid rules: paper, normalized"):
+        select_k({2: 10.0}, 10, rule="largest")
+    with pytest.raises(ValueError, match="no candidate k"):
+        select_k({}, 10)
+    with pytest.raises(ValueError, match="tol must be >= 0"):
+        select_k({2: 10.0}, 10, tol=-1.0)
+    S, _ = block_similarity((3, 4, 3), 0)
+    with pytest.raises(ValueError, match="valid rules: paper, normalized"):
+        self_tuning_spectral_clustering(S, k_rule="Paper")
+
+
+def test_normalized_rule_never_picks_fewer_clusters_than_the_paper_rule():
+    """Module docstring item 4: every k below the paper's choice has a larger excess J/n - 1, divided
+    by a smaller k, so its normalized cost is larger too."""
+    rng = np.random.default_rng(0)
+    n = 10
+    for _ in range(500):
+        ks = range(2, int(rng.integers(3, 10)))
+        costs = {k: float(n * rng.uniform(1.0, 1.0 + 0.3 * k)) for k in ks}
+        assert select_k(costs, n, rule="normalized") >= select_k(costs, n, rule="paper")
 
 
 # --------------------------------------------------------------------------- clustering
@@ -209,21 +261,58 @@ def _identical_blocks_pool():
 
 def test_identical_pairs_are_never_split():
     """A block of identical pairs makes L rank one on the block; the null space then lets Eq. 6 align
-    each member with an axis of its own at cost n, so without the eigenvalue floor STSC's largest-k
-    rule splits the four never-scoring pairs (k = 9). With the floor the candidates stop at the six
-    eigenvalues near 1 and the blocks are found."""
+    each member with an axis of its own at no extra cost, so without the eigenvalue floor the
+    normalized (largest-k) rule splits the four never-scoring pairs (k = 9). With the floor the
+    candidates stop at the six eigenvalues near 1. The paper's rule (arg-min of J, fewer clusters on
+    ties) keeps them together with or without the floor; it takes k = 5 (J/n - 1 = 8.4e-7) over
+    k = 3 (8.5e-7) and k = 6 (1.3e-4), merging pair 1 (similarity 0.05 to pair 3) into the cluster of
+    3 and 4."""
     S = _identical_blocks_pool()
     eigenvalues = np.sort(np.linalg.eigvalsh(normalized_affinity(S)))[::-1]
     assert (eigenvalues[:6] > 0.9).all() and (np.abs(eigenvalues[6:]) < 1e-3).all()
-    result = self_tuning_spectral_clustering(S)
-    assert result.k == 6
-    assert result.labels.tolist() == [0, 1, 2, 3, 3, 2, 2, 4, 2, 5]
-    assert max(result.costs) == 6
-    cut = self_tuning_spectral_clustering(S, k_range=(7, 8))  # above the floor: k = 6 only
-    assert list(cut.costs) == [6] and cut.labels.tolist() == result.labels.tolist()
+    result = self_tuning_spectral_clustering(S)  # the paper's rule
+    assert max(result.costs) == 6  # the floor
+    assert result.k == 5 and result.labels.tolist() == [0, 1, 2, 1, 1, 2, 2, 3, 2, 4]
+    assert min(result.costs, key=result.costs.get) == 5
     unfloored = self_tuning_spectral_clustering(S, min_eigenvalue=None)
+    assert max(unfloored.costs) == 9 and unfloored.labels.tolist() == result.labels.tolist()
+    normalized = self_tuning_spectral_clustering(S, k_rule="normalized")
+    assert normalized.k == 6
+    assert normalized.labels.tolist() == [0, 1, 2, 3, 3, 2, 2, 4, 2, 5]
+    assert normalized.costs == result.costs  # the same search; only the choice differs
+    cut = self_tuning_spectral_clustering(S, k_range=(7, 8))  # above the floor: k = 6 only
+    assert list(cut.costs) == [6] and cut.labels.tolist() == normalized.labels.tolist()
+    unfloored = self_tuning_spectral_clustering(S, min_eigenvalue=None, k_rule="normalized")
     assert unfloored.k > 6  # the split the floor prevents
     assert len({int(unfloored.labels[i]) for i in (2, 5, 6, 8)}) > 1
+
+
+def test_default_affinity_keeps_the_diagonal_of_the_similarity():
+    """Module docstring item 1: the affinity is S itself, self-similarity s(A, A) = 1 + 1e-4 included
+    (the degree counts it); ``zero_diagonal=True`` is exactly S with its diagonal set to 0. On the
+    measured coordination_ring pool (``_LONERS_J``) the choice decides the
+    clusters."""
+    S = clustering_affinity(_LONERS_J)
+    assert np.diag(S).tolist() == [1 + 1e-4] * 6
+    L = normalized_affinity(S)
+    np.testing.assert_allclose(np.diag(L), np.diag(S) / S.sum(1), rtol=1e-12)  # self loops kept
+    zeroed = S.copy()
+    np.fill_diagonal(zeroed, 0.0)
+    np.testing.assert_allclose(normalized_affinity(S, zero_diagonal=True), normalized_affinity(zeroed))
+    assert np.diag(normalized_affinity(S, zero_diagonal=True)).tolist() == [0.0] * 6
+    default = self_tuning_spectral_clustering(S)
+    assert default.labels.tolist() == self_tuning_spectral_clustering(S, zero_diagonal=False).labels.tolist()
+    assert default.labels.tolist() == [0, 1, 0, 0, 2, 3]
+    zero = self_tuning_spectral_clustering(S, zero_diagonal=True)
+    assert (
+        zero.labels.tolist() == self_tuning_spectral_clustering(zeroed).labels.tolist() == [0, 1, 0, 0, 1, 1]
+    )
+    # a larger self-similarity changes the default's affinity, never the zero-diagonal one
+    heavier = S + np.eye(6)
+    assert not np.allclose(normalized_affinity(heavier), L)
+    np.testing.assert_allclose(
+        normalized_affinity(heavier, zero_diagonal=True), normalized_affinity(S, zero_diagonal=True)
+    )
 
 
 def test_a_pool_of_alike_pairs_is_one_cluster():

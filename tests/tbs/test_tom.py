@@ -8,11 +8,11 @@ import torch
 from zsceval.algorithms.tbs.concepts import build_concept_set, next_interaction_labels
 from zsceval.algorithms.tbs.tom import ToMModel, collect_tom_data, label_entropy, tom_loss, train_tom
 from zsceval.envs.overcooked import OvercookedEnv
-from zsceval.rl.population import PolicyPool
 from zsceval.rl.agent import ActOutput
 from zsceval.rl.checkpoint import load_agent, save_checkpoint
 from zsceval.rl.config import ModelConfig
 from zsceval.rl.policy import Policy, network_spec
+from zsceval.rl.population import PolicyPool
 
 OBS = [2, 2, 3]
 

@@ -29,7 +29,14 @@ from zsceval.algorithms.tbs.results import plot_tbs, scaled_rewards, summarize
 from zsceval.execution.jobs import JobInputError, job_kind
 from zsceval.io import atomic_write_text
 
-__all__ = ["TOM_GLOBAL", "cross_play_returns", "global_tom_plan", "read_clusters"]
+__all__ = [
+    "FIXED_K_ASSIGN",
+    "TOM_GLOBAL",
+    "check_cluster_options",
+    "cross_play_returns",
+    "global_tom_plan",
+    "read_clusters",
+]
 
 TOM_GLOBAL = ("mixed", "matched")
 """The global ToM model's episodes (``tom_global``): Eq. 11's every cluster with every BR, or the
@@ -87,33 +94,95 @@ def cross_play_returns(
     return res.sparse.double().view(N, N, episodes).mean(-1).numpy()
 
 
+FIXED_K_ASSIGN = ("rotation", "kmeans")
+"""How ``fixed_k`` assigns pairs to clusters (``fixed_k_assign``; the first is the default): the
+arg-max of STSC's rotation at that k (one code path with the automatic method), or k-means on the
+unit-normalized top-k eigenvector rows (Ng, Jordan & Weiss 2002). The paper's fixed-k ablation says
+"vanilla spectral clustering" without details; both are (``docs/differences.md``, "TBS clustering")."""
+
+
+def check_cluster_options(
+    k_rule: str, fixed_k: int, fixed_k_assign: str, pool_size: int | None = None
+) -> None:
+    """Validate the clustering options of ``tbs.cluster`` (``algo.k_rule``, ``algo.fixed_k``,
+    ``algo.fixed_k_assign``).
+
+    Args:
+        k_rule: one of :data:`zsceval.algorithms.tbs.stsc.K_RULES`.
+        fixed_k: 0 (choose k) or a number of clusters in ``1 .. pool_size``.
+        fixed_k_assign: one of :data:`FIXED_K_ASSIGN`.
+        pool_size: pairs in the training pool (None: not checked against ``fixed_k``).
+
+    Raises:
+        ValueError: an unknown rule or assignment (the message names the option and lists the valid
+            values), or ``fixed_k`` out of range.
+    """
+    from zsceval.algorithms.tbs.stsc import K_RULES
+
+    if k_rule not in K_RULES:
+        raise ValueError(f"k_rule must be one of {', '.join(K_RULES)}, got {k_rule!r}")
+    if fixed_k_assign not in FIXED_K_ASSIGN:
+        raise ValueError(f"fixed_k_assign must be one of {', '.join(FIXED_K_ASSIGN)}, got {fixed_k_assign!r}")
+    if fixed_k < 0 or (pool_size is not None and fixed_k > pool_size):
+        top = "" if pool_size is None else f" .. {pool_size} (the pool's pairs)"
+        raise ValueError(f"fixed_k must be 0 (STSC chooses k) or a number of clusters 1{top}, got {fixed_k}")
+
+
 @job_kind("tbs.cluster")
 def cluster_job(params: dict, out: Path, needs: dict) -> dict:
-    """Cross-play matrix, similarity and clustering of the training pool (params: ``layout, pool``
-    (train-job id), ``episodes, seed, device, fixed_k``)."""
+    """Cross-play matrix, similarity and clustering of the training pool.
+
+    Params: ``layout, pool`` (train-job id), ``episodes, seed, device``, optionally ``view_radius``
+    (the partial variant), ``k_rule`` (:data:`zsceval.algorithms.tbs.stsc.K_RULES`, default
+    ``"paper"``: the arg-min of Eq. 6's cost), ``fixed_k`` (0: choose k; else vanilla spectral
+    clustering with that k) and ``fixed_k_assign`` (:data:`FIXED_K_ASSIGN`, default ``"rotation"``).
+    A pool of fewer than 3 pairs is one cluster unless ``fixed_k`` is given.
+
+    Writes ``xp.json`` (``J``, ``similarity``), ``clustering.json`` (``labels, k, costs`` and the
+    options used: ``fixed_k`` (None: chosen) and ``k_rule`` or ``fixed_k_assign``), ``similarity.png``
+    and ``costs.png``.
+
+    Raises:
+        JobInputError: an invalid ``k_rule``, ``fixed_k`` or ``fixed_k_assign``
+            (:func:`check_cluster_options`).
+    """
     from zsceval.algorithms.tbs.figures import plot_costs, plot_similarity
     from zsceval.algorithms.tbs.similarity import clustering_affinity, cross_play_similarity
-    from zsceval.algorithms.tbs.stsc import self_tuning_spectral_clustering
+    from zsceval.algorithms.tbs.stsc import K_RULES, self_tuning_spectral_clustering
 
     device = params.get("device", "cpu")
+    k_rule = str(params.get("k_rule", K_RULES[0]))
+    fixed = int(params.get("fixed_k", 0) or 0)
+    assign = str(params.get("fixed_k_assign", FIXED_K_ASSIGN[0]))
     firsts, seconds = _pool(_run(needs, params["pool"]), device)
+    try:
+        check_cluster_options(k_rule, fixed, assign, len(firsts))
+    except ValueError as exc:
+        raise JobInputError(str(exc)) from None
     radius = int(params.get("view_radius", 0))
     J = cross_play_returns(
         params["layout"], firsts, seconds, int(params["episodes"]), int(params["seed"]), device, radius
     )
     S = cross_play_similarity(J)
-    fixed = int(params.get("fixed_k", 0)) or None
-    if len(firsts) < 3:
+    if len(firsts) < 3 and not fixed:
         labels, k, costs = [0] * len(firsts), 1, {}
     else:
-        c = self_tuning_spectral_clustering(clustering_affinity(J), fixed_k=fixed)
+        c = self_tuning_spectral_clustering(
+            clustering_affinity(J),
+            fixed_k=fixed or None,
+            assign=assign,
+            k_rule=k_rule,
+            seed=int(params["seed"]),
+        )
         labels, k, costs = (
             [int(x) for x in c.labels],
             int(c.k),
             {int(a): float(b) for a, b in c.costs.items()},
         )
     atomic_write_text(out / "xp.json", json.dumps({"J": J.tolist(), "similarity": S.tolist()}, indent=1))
-    result = {"labels": labels, "k": k, "costs": {str(a): b for a, b in costs.items()}, "fixed_k": fixed}
+    result = {"labels": labels, "k": k, "costs": {str(a): b for a, b in costs.items()},
+              "fixed_k": fixed or None, "k_rule": None if fixed else k_rule,
+              "fixed_k_assign": assign if fixed else None}  # fmt: skip
     atomic_write_text(out / "clustering.json", json.dumps(result, indent=2))
     title = f"{params['layout']}: cross-play similarity (Eq. 5), k = {k}"
     plot_similarity(S, np.asarray(labels), out / "similarity.png", title=title)
@@ -340,7 +409,11 @@ def _env_spec(layout: str, view_radius: int = 0) -> dict:
 @job_kind("tbs.evaluate")
 def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
     """The TBS protocol against the held-out pool (params: ``layout, heldout, ego`` (job ids),
-    ``episodes, seed, device``)."""
+    ``episodes, seed, device``, and ``view_radius`` for the partial variant).
+
+    Every variant (TBS, BR, Random, CEM, CBPR) and the Oracle play the same env: the chain's, with
+    its view radius (:func:`_env`; 0 = fully observable).
+    """
     from zsceval.evaluation.matches import play_games
     from zsceval.rl.checkpoint import load_agent
 
@@ -361,14 +434,14 @@ def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
     gen = torch.Generator(device=device).manual_seed(int(params["seed"]))
     h = torch.arange(H).repeat_interleave(E)
     ep = torch.arange(E).repeat(H)
+    seat0 = torch.stack([torch.zeros_like(h), 2 + H + h], 1)  # ego in seat 0 with agent 2 of pair h
+    seat1 = torch.stack([2 + h, torch.ones_like(h)], 1)  # ego in seat 1 with agent 1 of pair h
+    assignment = torch.cat([seat0, seat1])
     for name, (ego0, ego1) in variants.items():
         # policies: ego0, ego1, held-out agent 1s, held-out agent 2s
         pol = [ego0, ego1, *h1, *h2]
-        seat0 = torch.stack([torch.zeros_like(h), 2 + H + h], 1)  # ego in seat 0 with agent 2 of pair h
-        seat1 = torch.stack([2 + h, torch.ones_like(h)], 1)  # ego in seat 1 with agent 1 of pair h
-        res = play_games(
-            layout, pol, torch.cat([seat0, seat1]), generator=gen, device=device, deterministic=True
-        )
+        env = _env(layout, assignment.shape[0], device, int(params["seed"]), radius)
+        res = play_games(env, pol, assignment, generator=gen, device=device, deterministic=True)
         frames.append(pd.DataFrame({"agent": name, "heldout": torch.cat([h, h]).numpy(),
                                     "seat": np.repeat([0, 1], H * E), "episode": torch.cat([ep, ep]).numpy(),
                                     "sparse_return": res.sparse.numpy().astype(float)}))  # fmt: skip

@@ -15,6 +15,7 @@ __all__ = ["AGENTS", "plot_tbs", "result_cube", "scaled_rewards", "summarize"]
 AGENTS = ("TBS", "BR", "Random", "CEM", "CBPR", "Oracle")
 """Rows of the TBS table, in the paper's order of discussion."""
 
+
 def scaled_rewards(frame: pd.DataFrame) -> pd.DataFrame:
     """Adds ``scaled``: each return divided by the Oracle's mean return with the same held-out pair
     (both seats; TBS's "scaled reward", inferred: the Oracle scores 1 on average). A held-out pair

@@ -272,8 +272,16 @@ class TBSOptions:
     """N, pairs in the training pool (0: the preset's); the pool-size ablation varies it."""
     heldout_size: int = 0
     """Pairs in the held-out pool (0: as ``pool_size``)."""
+    k_rule: str = "paper"
+    """How STSC chooses the number of clusters from Eq. 6's costs: ``paper`` (the k of the lowest cost
+    J, fewer clusters on ties; TBS Sec. 3.2) or ``normalized`` (Zelnik-Manor's MATLAB rule: the
+    largest k whose ``(J / n - 1) / k`` is within 1e-3 of the best); :func:`~.stsc.select_k`."""
     fixed_k: int = 0
-    """Use vanilla spectral clustering with this k instead of STSC's choice (0: STSC)."""
+    """Use vanilla spectral clustering with this k instead of STSC's choice (0: STSC; TBS Sec. 4.3.4,
+    "TBS (fixed)", k = 2..5); at most the pool's pairs."""
+    fixed_k_assign: str = "rotation"
+    """With ``fixed_k``: ``rotation`` (the arg-max of STSC's rotation at that k) or ``kmeans`` (k-means on
+    the unit-normalized top-k eigenvector rows, Ng-Jordan-Weiss)."""
     granularity: str = "fine"
     """ToM concepts: ``fine`` (per tile), ``coarse`` (11 kinds), ``very_coarse`` (6), ``action``."""
     window: int = 0
@@ -342,9 +350,11 @@ class TBS(Algorithm):
         (the ego), and the TBS evaluation against the held-out pool.
 
         Raises:
-            ConfigError: ``algo.tom_global`` is not one of :data:`zsceval.algorithms.tbs.jobs.TOM_GLOBAL`.
+            ConfigError: ``algo.tom_global`` is not one of :data:`zsceval.algorithms.tbs.jobs.TOM_GLOBAL`;
+                an invalid ``algo.k_rule``, ``algo.fixed_k`` or ``algo.fixed_k_assign``
+                (:func:`zsceval.algorithms.tbs.jobs.check_cluster_options`; the valid values listed).
         """
-        from zsceval.algorithms.tbs.jobs import TOM_GLOBAL
+        from zsceval.algorithms.tbs.jobs import TOM_GLOBAL, check_cluster_options
         from zsceval.execution.jobs import Job
 
         opts = dict(ctx.ego_options)
@@ -378,9 +388,24 @@ class TBS(Algorithm):
         common = {"layout": ctx.layout, "device": ctx.common.get("device", "cpu"), "seed": ctx.seed}
         if radius:
             common["view_radius"] = radius
-        fixed_k = int(opts.get("fixed_k", 0))
-        cid = f"{base}/cluster_{tag}_s{ctx.seed}" + (f"_k{fixed_k}" if fixed_k else "")
+        fixed_k = int(opts.get("fixed_k", 0) or 0)
+        k_rule, assign = str(opts.get("k_rule", "paper")), str(opts.get("fixed_k_assign", "rotation"))
+        try:
+            check_cluster_options(k_rule, fixed_k, assign, size)
+        except ValueError as exc:
+            raise ConfigError(f"algo.{exc}") from None
+        # stage folders per clustering choice: the pools are shared, the clusters and BRs are not
+        suffix = (f"_k{fixed_k}" + ("_kmeans" if assign == "kmeans" else "")) if fixed_k else (
+            "" if k_rule == "paper" else f"_{k_rule}"
+        )  # fmt: skip
+        cid = f"{base}/cluster_{tag}_s{ctx.seed}{suffix}"
         cparams = {**common, "pool": pool.id, "episodes": episodes, "fixed_k": fixed_k}
+        # k_rule is recorded (so a chain clustered before the paper's rule was the default re-clusters);
+        # fixed_k_assign only when not the default, so that fixed-k chains keep their fingerprints
+        if not fixed_k:
+            cparams["k_rule"] = k_rule
+        elif assign != "rotation":
+            cparams["fixed_k_assign"] = assign
         cluster = Job(cid, "tbs.cluster", cparams, needs=(pool.id,), out=cid)
         per_br = int(ctx.steps) if ctx.steps else _sizes(preset)["br_steps"]
         brs = ctx.train_job(

@@ -8,11 +8,17 @@ cross-play similarity matrix ``S`` of :mod:`zsceval.algorithms.tbs.similarity` (
 Method, as implemented here:
 
 1. **Affinity.** ``S`` (symmetric, entries >= 0; TBS adds ``1e-4`` to every entry) is the affinity
-   matrix ``A``; as in STSC its diagonal is set to zero (no self loops).
+   matrix ``A``, **diagonal kept**: TBS builds "the graph Laplacian of S" (Sec. 3.2), and Eq. 5 makes
+   every pair's self-similarity ``s(A, A) = 1`` (``1 + 1e-4`` after the offset), so each node has a
+   self loop of weight about 1. STSC's own affinity (Gaussian kernel of distances) has a zero
+   diagonal; that is the option ``zero_diagonal=True``. The default keeps the diagonal because it
+   decides pools with pairs that cooperate with nobody else (:func:`normalized_affinity`: with a
+   zero diagonal their only edges are the ``1e-4`` offsets, which the normalization blows up, and
+   the loners merge into one spurious cluster). ``docs/differences.md``, "TBS clustering".
 2. **Spectrum.** ``L = D^-1/2 A D^-1/2`` with ``D = diag(sum_j A_ij)``; eigenvectors from
    ``scipy.linalg.eigh``, ordered by decreasing eigenvalue (not by magnitude, as the SVD in
-   Zelnik-Manor's code does: with a zero diagonal a cluster of two pairs has eigenvalue ``-1``, which
-   the SVD would rank among the top). For a block-diagonal ``A`` with ``k``
+   Zelnik-Manor's code does: with ``zero_diagonal`` a cluster of two pairs has eigenvalue ``-1``,
+   which the SVD would rank among the top). For a block-diagonal ``A`` with ``k``
    blocks the top ``k`` eigenvectors span the block indicators (scaled by ``sqrt(D)``), so the rows
    of ``X = [x_1 .. x_k]`` become ``k`` orthogonal directions.
 3. **Alignment (Eq. 6).** For each candidate ``k``, find the rotation ``R`` of the top-``k``
@@ -24,10 +30,21 @@ Method, as implemented here:
    every row has a single non-zero entry. ``R`` is parameterized by its ``k(k-1)/2`` Givens angles
    (:func:`givens_rotation`). As in STSC the search is incremental: the rotated solution for ``k - 1``
    plus the next eigenvector initializes ``k``.
-4. **Choice of k.** STSC takes the *largest* ``k`` whose cost is minimal up to a small tolerance.
-   Costs of different ``k`` are compared through the reference code's normalization
-   ``(J / n - 1) / k`` (``1 - quality`` in Zelnik-Manor's ``evrot``; ``0`` = perfect alignment), with
-   tolerance ``1e-3`` as in her ``cluster_rotate``.
+4. **Choice of k** (``k_rule``, :func:`select_k`). ``"paper"`` (the default): the ``k`` of the lowest
+   raw cost ``J(R*, k)``, as TBS Sec. 3.2 says ("selecting the k that yields the lowest alignment
+   cost") and Sec. 4.3.2 ("minimizing the cost function from Eq. 6"), and as widely used Python ports
+   of STSC do (issue 33: the first ``k`` of a sort by cost, the smallest ``k`` on ties). Ties are costs
+   within :data:`PAPER_TIE_TOLERANCE` (``1e-9``) of the minimum on the scale ``J / n``, i.e. equal up
+   to numerical error: the optimizer reaches a perfect alignment to within ``1e-12`` of ``J = n``, and
+   two ``k`` that share one alignment (e.g. the same clusters plus perfectly aligned null-space
+   vectors) differ by about ``1e-12`` in ``J``; both far below the tolerance. Any difference the data
+   make counts (on a measured counter_circuit pool, ``k = 3`` and ``k = 5`` had ``J / n - 1`` of
+   ``8.49e-7`` and ``8.38e-7``, and the rule takes 5), so the rule is the paper's arg-min.
+   ``"normalized"``: Zelnik-Manor's MATLAB rule (``cluster_rotate``), the *largest* ``k`` whose
+   normalized cost ``(J / n - 1) / k`` (``1 - quality`` of her ``evrot``; ``0`` = perfect) is within
+   :data:`SELECTION_TOLERANCE` (``1e-3``) of the best. On the same costs it never picks fewer clusters
+   than the paper's rule: every ``k`` below the paper's choice has a larger excess ``J / n - 1``,
+   divided by a smaller ``k``. ``docs/differences.md``, "TBS clustering".
 5. **Labels.** Agent ``i`` joins cluster ``argmax_j |Z_ij|``; labels are renumbered so that clusters
    appear in order of their first member.
 
@@ -36,10 +53,12 @@ Candidate ``k``: by default ``2 .. min(n - 1, 10)``, and never more than the num
 affinity: for a block of identical pairs (similarity 1 within, e.g. pairs that never score, which
 Eq. 5's 0/0 rule makes identical) ``L`` has rank one on the block, and its null space together with
 the block's indicator spans every coordinate of the block. Eq. 6 ignores eigenvalues, so a rotation
-then aligns each member of the block with an axis of its own at cost ``J = n``: every ``k`` past the
-number of blocks is "perfectly aligned" and STSC's largest-``k`` rule splits identical pairs (measured
-on a counter_circuit pool: four pairs with similarity 1 to each other became four clusters, k = 9
-instead of 6). Two pairs of similarity ``s`` to each other and none to the rest give eigenvalues 1 and
+then aligns each member of the block with an axis of its own at no extra cost: every ``k`` past the
+number of blocks ties with it, and the ``"normalized"`` rule, which takes the largest ``k`` on ties,
+splits identical pairs (measured on a counter_circuit pool: four pairs with similarity 1 to each other
+became four clusters, k = 9 instead of 6). The ``"paper"`` rule takes the smallest ``k`` on ties and
+does not split them (k = 5 on that pool with or without the floor); for it the floor is a guard, not a
+fix. Two pairs of similarity ``s`` to each other and none to the rest give eigenvalues 1 and
 ``(1 - s) / (1 + s)``, so the floor ``0.05`` keeps any two pairs more similar than about 0.9 together.
 When a single eigenvalue passes the floor (every pair alike) the pool is one cluster.
 
@@ -75,6 +94,8 @@ from scipy.cluster.vq import ClusterError, kmeans2
 
 __all__ = [
     "Clustering",
+    "K_RULES",
+    "PAPER_TIE_TOLERANCE",
     "SELECTION_TOLERANCE",
     "MIN_EIGENVALUE",
     "alignment_cost",
@@ -91,8 +112,15 @@ __all__ = [
     "top_eigenvectors",
 ]
 
+K_RULES: tuple[str, ...] = ("paper", "normalized")
+"""Valid ``k_rule`` values of :func:`select_k` (module docstring, item 4); the first is the default."""
+
+PAPER_TIE_TOLERANCE: float = 1e-9
+"""Tolerance of the ``"paper"`` rule on ``J / n``: costs this close to the minimum tie, and the smallest
+``k`` among them wins (module docstring, item 4)."""
+
 SELECTION_TOLERANCE: float = 1e-3
-"""Tolerance on the normalized cost ``(J / n - 1) / k`` within which the largest ``k`` wins
+"""Tolerance of the ``"normalized"`` rule on ``(J / n - 1) / k``, within which the largest ``k`` wins
 (Zelnik-Manor's ``cluster_rotate``: ``max(Quality) - Quality <= 0.001``)."""
 
 MIN_EIGENVALUE: float = 0.05
@@ -455,26 +483,50 @@ def _candidate_ks(n: int, k_range: tuple[int, int] | None) -> list[int]:
     return list(range(lo, hi + 1))
 
 
-def select_k(costs: dict[int, float], n: int, tol: float = SELECTION_TOLERANCE) -> int:
-    """STSC's rule: the largest ``k`` whose normalized cost ``(J / n - 1) / k`` is within ``tol`` of the
-    minimum over ``costs``.
+def select_k(costs: dict[int, float], n: int, *, rule: str = K_RULES[0], tol: float | None = None) -> int:
+    """The number of clusters from the alignment costs of Eq. 6 (module docstring, item 4).
+
+    ``rule="paper"`` (TBS Sec. 3.2): the smallest ``k`` whose ``J / n`` is within ``tol`` (default
+    :data:`PAPER_TIE_TOLERANCE`) of the minimum, i.e. the arg-min of the raw cost ``J``, fewer
+    clusters on ties. ``rule="normalized"`` (Zelnik-Manor's ``cluster_rotate``): the largest ``k``
+    whose normalized cost ``(J / n - 1) / k`` is within ``tol`` (default :data:`SELECTION_TOLERANCE`)
+    of the minimum.
+
+    Example: ``n = 10``, ``costs = {2: 12.0, 3: 11.0, 4: 11.0, 5: 12.5}``: ``"paper"`` gives 3 (the
+    minimum ``J = 11`` ties between 3 and 4; the smaller wins); ``"normalized"`` gives 4 (normalized
+    costs 0.1, 0.0333, 0.025, 0.05).
 
     Args:
-        costs: ``{k: J}`` alignment costs of Eq. 6.
-        n: number of points.
-        tol: tolerance on the normalized cost.
+        costs: ``{k: J}`` alignment costs of Eq. 6 (``n <= J <= n k``).
+        n: number of points (agent pairs), ``>= 1``.
+        rule: one of :data:`K_RULES`.
+        tol: tie tolerance on the rule's scale (``>= 0``); None: the rule's default.
 
     Returns:
         The chosen ``k``.
 
     Raises:
-        ValueError: ``costs`` is empty.
+        ValueError: ``costs`` is empty; an unknown ``rule`` (the valid ones listed); ``n < 1``;
+            ``tol < 0``.
     """
+    if rule not in K_RULES:
+        raise ValueError(f"unknown k rule {rule!r}; valid rules: {', '.join(K_RULES)}")
     if not costs:
         raise ValueError("no candidate k to choose from")
-    scaled = {k: normalized_cost(c, n, k) for k, c in costs.items()}
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if rule == "paper":
+        tol = PAPER_TIE_TOLERANCE if tol is None else float(tol)
+        scaled = {k: c / n for k, c in costs.items()}
+        pick = min
+    else:
+        tol = SELECTION_TOLERANCE if tol is None else float(tol)
+        scaled = {k: normalized_cost(c, n, k) for k, c in costs.items()}
+        pick = max
+    if tol < 0:
+        raise ValueError(f"tol must be >= 0, got {tol}")
     best = min(scaled.values())
-    return max(k for k, c in scaled.items() if c <= best + tol)
+    return pick(k for k, c in scaled.items() if c <= best + tol)
 
 
 def self_tuning_spectral_clustering(
@@ -483,7 +535,8 @@ def self_tuning_spectral_clustering(
     k_range: tuple[int, int] | None = None,
     fixed_k: int | None = None,
     assign: Literal["rotation", "kmeans"] = "rotation",
-    tol: float = SELECTION_TOLERANCE,
+    k_rule: str = K_RULES[0],
+    tol: float | None = None,
     restarts: int = 0,
     seed: int = 0,
     kmeans_restarts: int = 10,
@@ -501,11 +554,16 @@ def self_tuning_spectral_clustering(
             "TBS (fixed)" ablation); ``None`` chooses ``k`` automatically.
         assign: with ``fixed_k``: ``"rotation"`` (argmax of the aligned eigenvectors) or ``"kmeans"``
             (k-means on unit-normalized eigenvector rows).
-        tol: tolerance of the choice of ``k`` on the normalized cost (:func:`select_k`).
+        k_rule: how ``k`` is chosen from the costs, one of :data:`K_RULES`: ``"paper"`` (arg-min of
+            ``J``, TBS Sec. 3.2) or ``"normalized"`` (Zelnik-Manor's rule); :func:`select_k`.
+            Ignored with ``fixed_k``.
+        tol: tie tolerance of the choice of ``k`` on the rule's scale (None: the rule's default;
+            :func:`select_k`).
         restarts: extra random starts of the rotation search (:func:`minimize_alignment`).
         seed: seed of the random starts and of k-means.
         kmeans_restarts: k-means runs with ``assign="kmeans"``; the lowest distortion wins.
         zero_diagonal: drop the self-similarities (the STSC paper's affinity; :func:`normalized_affinity`).
+            Default False: the diagonal of ``S`` (``s(A, A) = 1`` by Eq. 5) is kept.
         min_eigenvalue: candidate ``k`` are at most the number of eigenvalues of ``L`` that are
             ``>= min_eigenvalue`` (module docstring; a ``k_range`` wholly above that count is cut
             down to it); ``None`` turns the floor off. Ignored with ``fixed_k``.
@@ -516,11 +574,14 @@ def self_tuning_spectral_clustering(
         ``min_eigenvalue``, are one cluster (``costs = {1: n}``).
 
     Raises:
-        ValueError: invalid ``S`` (see :func:`normalized_affinity`), ``k_range``, ``fixed_k`` or ``assign``;
+        ValueError: invalid ``S`` (see :func:`normalized_affinity`), ``k_range``, ``fixed_k``, ``assign`` or
+            ``k_rule`` (the valid rules listed);
             with ``assign="kmeans"``, every k-means run left a cluster empty.
     """
     if assign not in ("rotation", "kmeans"):
         raise ValueError(f"assign must be 'rotation' or 'kmeans', got {assign!r}")
+    if k_rule not in K_RULES:
+        raise ValueError(f"unknown k rule {k_rule!r}; valid rules: {', '.join(K_RULES)}")
     L = normalized_affinity(S, zero_diagonal)  # validates S
     n = L.shape[0]
     if fixed_k is not None:
@@ -550,6 +611,6 @@ def self_tuning_spectral_clustering(
         cost, R = minimize_alignment(current, restarts=restarts, seed=seed)
         costs[k] = cost
         rotated[k] = current @ R
-    k = select_k(costs, n, tol)
+    k = select_k(costs, n, rule=k_rule, tol=tol)
     labels = _axis_labels(rotated[k])
     return Clustering(labels=labels, k=int(labels.max()) + 1, costs=costs)
