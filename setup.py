@@ -23,7 +23,7 @@ setup(
     package_data={
         "zsceval.layouts": ["*.layout", "*.md"],
         "zsceval.suites": ["*.yaml"],
-        "zsceval": ["presets/*.yaml", "evaluation/grids/*.yaml", "evaluation/reference/*.yaml"],
+        "zsceval": ["presets/*.yaml", "evaluation/grids/*.yaml", "bench/reference/*.yaml"],
     },
     install_requires=[
         "torch>=2.4",

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from zsceval import registry
 from zsceval.algorithms.base.stage2 import sliding_window
 from zsceval.cli import main
-from zsceval.rl.population.checkpoints import mid_step, nearest_checkpoint
 from zsceval.rl.config import resolve_config
+from zsceval.rl.population.checkpoints import mid_step, nearest_checkpoint
 
 
 def _algo(name):
@@ -238,6 +238,28 @@ def test_chain_trains_through_the_cli_and_resumes_after_a_kill(tmp_path, algo, k
         assert pool == json.loads(next((cut / "ego" / "run" / "pools").glob("*/pool.json")).read_text())
     stage1 = next((ref / "cramped_room" / "stage1").iterdir()) / "run"
     assert final_weights(next((cut / "cramped_room" / "stage1").iterdir()) / "run") == final_weights(stage1)
+
+
+def test_redo_runs_a_finished_stage_again_with_its_readers_and_keeps_the_old_folders(tmp_path):
+    """Issue 38: a chain stuck on a finished stage can be redone with an explicit flag; nothing is lost."""
+    out = tmp_path / "fcp"
+    assert invoke("train", "--algo", "fcp", "--out", out, *TINY).exit_code == 0
+    stage1 = out / "cramped_room" / "stage1" / "fcp-stage1"
+    done = {p: p.stat().st_mtime_ns for p in (stage1 / "DONE.json", out / "ego" / "DONE.json")}
+    res = invoke("train", "--resume", "--out", out, "--no-progress")  # finished: nothing is redone
+    assert res.exit_code == 0 and {p: p.stat().st_mtime_ns for p in done} == done
+    res = invoke("train", "--resume", "--out", out, "--no-progress", "--redo", "*stage1*")
+    assert res.exit_code == 0, res.output
+    assert "redo: cramped_room/stage1/fcp-stage1" in res.output and "redo: ego" in res.output  # its reader
+    assert all(p.stat().st_mtime_ns != t for p, t in done.items())  # both ran again
+    (aside,) = (out / "redone").iterdir()
+    assert (aside / "cramped_room" / "stage1" / "fcp-stage1" / "DONE.json").is_file()  # the old results kept
+    assert final_weights(out / "ego" / "run") == final_weights(aside / "ego" / "run")  # same seeds
+    res = invoke("train", "--resume", "--out", out, "--no-progress", "--redo", "stage2")
+    assert res.exit_code != 0
+    assert "matches no job of this chain; its jobs: cramped_room/stage1/fcp-stage1, ego" in res.output
+    res = invoke("train", "--algo", "sp", "--out", tmp_path / "sp", *TINY, "--redo", "ego")
+    assert res.exit_code != 0 and "--redo applies to a multi-stage run" in res.output
 
 
 # -- HSP ------------------------------------------------------------------------------------------------

@@ -151,6 +151,24 @@ def test_report_manifest_marks_partners(tmp_path):
     assert (tmp_path / "figures" / "partners_features_coordination_ring.png").read_bytes()[:8] == PNG_MAGIC
 
 
+def test_report_figures_folder_is_checked_before_the_compute(tmp_path, monkeypatch):
+    """Issue 38 item 4: a figures path that cannot be written fails before any statistic is computed."""
+    from zsceval.bench import report_contents
+
+    returns, br = synthetic()
+    write_tables(tmp_path, returns, br)
+    (tmp_path / "figures").write_text("a file where the figures' folder goes")
+    calls = []
+    monkeypatch.setattr(report_contents, "gather_report", lambda *a, **k: calls.append(a))
+    result = CliRunner().invoke(report, [str(tmp_path), "--reps", "50"])
+    assert result.exit_code != 0 and not calls
+    assert f"cannot write the figures to {tmp_path / 'figures'}" in result.output
+    assert "--no-figures" in result.output
+    assert (tmp_path / "figures").read_text().startswith("a file")  # nothing overwritten
+    monkeypatch.undo()
+    assert CliRunner().invoke(report, [str(tmp_path), "--reps", "50", "--no-figures"]).exit_code == 0
+
+
 def test_report_missing_results_is_a_clear_error(tmp_path):
     result = CliRunner().invoke(report, [str(tmp_path)])
     assert result.exit_code != 0

@@ -20,11 +20,22 @@ import yaml
 from zsceval.io import atomic_write_text
 from zsceval.rl.config import ConfigError, TrainConfig
 
-__all__ = ["CHAIN", "chain_threads", "missing_inputs", "run_chain", "saved_chain"]
+__all__ = [
+    "CHAIN",
+    "REDONE",
+    "chain_job_ids",
+    "chain_threads",
+    "missing_inputs",
+    "redo_jobs",
+    "run_chain",
+    "saved_chain",
+]
 
 CHAIN = "chain.json"
 """The chain's parameters, saved in the run folder (``--resume`` reads them)."""
 EGO = "ego"
+REDONE = "redone"
+"""Where :func:`redo_jobs` sets aside the folders of jobs to redo: ``out/redone/<time>/<job folder>``."""
 
 
 def _context(params: dict[str, Any]) -> Any:
@@ -93,19 +104,77 @@ def saved_chain(out: str | Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def run_chain(params: dict[str, Any], out: str | Path, progress: bool = True) -> dict[str, Any]:
+def chain_job_ids(params: dict[str, Any]) -> list[str]:
+    """The ids of the chain's jobs, in the plug-in's order (e.g. ``cramped_room/stage1/fcp-stage1``,
+    ``ego``)."""
+    from zsceval import registry
+
+    return [j.id for j in registry.get(params["algo"]).jobs(_context(params))]
+
+
+def redo_jobs(jobs: list, out: Path, patterns: list[str]) -> list[str]:
+    """Set aside the folders of the jobs matching ``patterns`` and of every job that reads them, so
+    that the chain runs them again; nothing is deleted (``out/redone/<time>/...``).
+
+    Args:
+        jobs: the chain's jobs.
+        out: the chain's folder.
+        patterns: job ids or shell patterns over them (``fnmatch``: ``*stage1*``, ``ego``).
+
+    Returns:
+        The ids of the jobs set aside (those that had a folder), in chain order.
+
+    Raises:
+        ConfigError: a pattern that matches no job (the chain's job ids are listed).
+    """
+    import fnmatch
+    import time
+
+    ids = [j.id for j in jobs]
+    chosen: set[str] = set()
+    for pattern in patterns:
+        hit = [i for i in ids if fnmatch.fnmatchcase(i, pattern)]
+        if not hit:
+            raise ConfigError(f"--redo {pattern!r} matches no job of this chain; its jobs: {', '.join(ids)}")
+        chosen.update(hit)
+    changed = True
+    while changed:  # the jobs that read a redone job's output are redone too
+        changed = False
+        for j in jobs:
+            if j.id not in chosen and chosen.intersection(j.needs):
+                chosen.add(j.id)
+                changed = True
+    aside = out / REDONE / time.strftime("%Y%m%d-%H%M%S")
+    moved = []
+    for j in jobs:
+        folder = out / (j.out or j.id)
+        if j.id in chosen and folder.exists():
+            target = aside / (j.out or j.id)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            folder.rename(target)
+            moved.append(j.id)
+    return moved
+
+
+def run_chain(
+    params: dict[str, Any], out: str | Path, progress: bool = True, redo: list[str] | None = None,
+    log: Any = None,
+) -> dict[str, Any]:  # fmt: skip
     """Run (or resume) the plug-in's job chain into ``out``.
 
     Args:
         params: ``algo, layout, seed, steps`` (None: the preset's), ``preset, device, overrides``.
         out: the run folder; the ego's run is ``out/ego/run``.
         progress: progress bars.
+        redo: job ids or patterns to run again although finished (:func:`redo_jobs`), with every
+            job that reads them.
+        log: called with one line per job set aside (default: nothing).
 
     Returns:
         the ego run's ``eval.json`` content.
 
     Raises:
-        ConfigError: ``out`` holds another chain.
+        ConfigError: ``out`` holds another chain, or a ``redo`` pattern matches no job.
         zsceval.execution.jobs.JobError: a job failed (finished jobs stay finished).
     """
     import torch
@@ -121,9 +190,13 @@ def run_chain(params: dict[str, Any], out: str | Path, progress: bool = True) ->
             f"{out} holds a {saved['algo']} chain with other settings; resume it with "
             f"`zsceval train --resume --out {out}` or choose another --out"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / CHAIN, json.dumps(params, indent=2))
     jobs = registry.get(params["algo"]).jobs(_context(params))
+    out.mkdir(parents=True, exist_ok=True)
+    if redo:
+        for job_id in redo_jobs(jobs, out, redo):
+            if log is not None:
+                log(f"redo: {job_id} (its folder moved to {out / REDONE})")
+    atomic_write_text(out / CHAIN, json.dumps(params, indent=2))
     previous = os.environ.get(JOB_PROGRESS_ENV)
     os.environ[JOB_PROGRESS_ENV] = "1" if progress else "0"
     # Training jobs set run.num_threads themselves; the others (clustering, ToM models, evaluation)

@@ -1,6 +1,6 @@
 """Compare a BR-Prox summary with a published reference table (``zsceval report --compare``).
 
-Reference tables are YAML files (``zsceval/evaluation/reference/*.yaml``, or any path in the same
+Reference tables are YAML files (``zsceval/bench/reference/*.yaml``, or any path in the same
 format)::
 
     format_version: 1

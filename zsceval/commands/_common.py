@@ -30,23 +30,29 @@ def parse_steps(value, flag: str = "--steps") -> int | None:
     return steps
 
 
+def unwritable_reason(folder: str | Path) -> str | None:
+    """Create ``folder`` and write a file in it; the OS's reason when that fails, else None."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".write-test.")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
 def check_writable(out: str | Path, flag: str = "--out") -> None:
     """Create ``out`` and check that a file can be written in it.
 
     Raises:
         click.ClickException: naming the folder, the OS error and the way out.
     """
-    path = Path(out)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path, prefix=".write-test.")
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
+    reason = unwritable_reason(out)
+    if reason is not None:
         raise click.ClickException(
             f"cannot write to {flag} {out}: {reason}; choose a writable folder with {flag}"
-        ) from None
+        )
 
 
 def write_error(exc: OSError) -> click.ClickException:

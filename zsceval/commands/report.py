@@ -106,8 +106,17 @@ def report(
         report_text,
         write_report_figures,
     )
+    from zsceval.commands._common import unwritable_reason
     from zsceval.evaluation.manifest import ManifestError
 
+    if figures and directory.is_dir():  # the figures' folder checked before the compute
+        folder = directory / FIGURES_DIR
+        reason = unwritable_reason(folder)
+        if reason is not None:
+            raise click.ClickException(
+                f"cannot write the figures to {folder}: {reason}; pass --no-figures, or make it a "
+                "writable folder"
+            )
     try:
         contents = gather_report(
             directory,

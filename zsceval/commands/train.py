@@ -19,7 +19,7 @@ def _fail(exc: Exception) -> click.ClickException:
     return click.ClickException(str(exc))
 
 
-def _finish_chain(params: dict, out, progress: bool) -> None:
+def _finish_chain(params: dict, out, progress: bool, redo: tuple[str, ...] = ()) -> None:
     """Run or resume a multi-stage algorithm's job chain (:mod:`zsceval.bench.chain`) and report."""
     from zsceval.execution.jobs import JobError
 
@@ -27,7 +27,8 @@ def _finish_chain(params: dict, out, progress: bool) -> None:
         f"{params['algo']} trains in stages: running its job chain in {out} (rerun to resume)", err=True
     )
     try:
-        summary = run_chain(params, out, progress=progress)
+        summary = run_chain(params, out, progress=progress, redo=list(redo),
+                            log=lambda line: click.echo(line, err=True))  # fmt: skip
     except JobError as exc:
         raise click.ClickException(f"{exc}; rerun `zsceval train --resume --out {out}` to resume") from None
     _report(summary, Path(out) / "ego" / "run")
@@ -108,6 +109,13 @@ def _finished_steps(out) -> int | None:
     show_default=True,
     help="Continue the run in --out from its last checkpoint.",
 )
+@click.option(
+    "--redo",
+    multiple=True,
+    metavar="JOB",
+    help="Multi-stage runs: run this finished job again (a job id or a pattern such as '*stage1*'; "
+    "repeatable), with every job that reads it; their old folders are kept under OUT/redone/.",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
 @click.option(
     "--print-config/--no-print-config",
@@ -127,6 +135,7 @@ def train(
     device,
     out,
     resume,
+    redo,
     progress,
     print_config,
 ) -> None:
@@ -161,12 +170,16 @@ def train(
             if overrides or any(
                 v is not None for v in (algo, env_name, layout, seed, preset, config_file, device, steps)
             ):
-                raise click.UsageError("--resume of a multi-stage run takes only --out (and --no-progress)")
-            _finish_chain(saved_chain(out), out, progress)
+                raise click.UsageError(
+                    "--resume of a multi-stage run takes only --out (and --redo, --no-progress)"
+                )
+            _finish_chain(saved_chain(out), out, progress, redo)
             return
         if resume:
             if out is None:
                 raise click.UsageError("--resume needs --out RUN_DIR (the run to continue)")
+            if redo:
+                raise click.UsageError(f"--redo applies to a multi-stage run (a job chain); {out} holds none")
             given = {
                 "--algo": algo, "--env": env_name, "--layout": layout, "--seed": seed, "--preset": preset,
                 "--config": config_file, "--device": device,
@@ -227,8 +240,12 @@ def train(
             }  # fmt: skip
             if not print_config and missing_inputs(algo_cls, cfg, chain):
                 check_writable(out)
-                _finish_chain(chain, out, progress)
+                _finish_chain(chain, out, progress, redo)
                 return
+            if redo:
+                raise click.UsageError(
+                    f"--redo applies to a multi-stage run (a job chain); '{cfg.run.algo}' trains in one run"
+                )
         if print_config:
             click.echo(yaml.safe_dump(config_to_dict(cfg), sort_keys=False), nl=False)
             return
