@@ -15,14 +15,19 @@ setup(
     long_description=(HERE / "README.md").read_text(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["zsceval", "zsceval.*"]) + ["zsceval.layouts", "zsceval.suites"],
+    packages=find_packages(include=["zsceval", "zsceval.*"])
+    + ["zsceval.layouts", "zsceval.suites", "zsceval.partner_sets"],
     package_dir={
         "zsceval.layouts": "layouts",
         "zsceval.suites": "benchmarks/suites",
+        # Shipped evaluation-partner sets (index.yaml + sets/<name>/v<version>/<split>/); the working
+        # folders `zsceval partners generate` leaves in eval_partners/<layout> are not installed.
+        "zsceval.partner_sets": "eval_partners",
     },
     package_data={
         "zsceval.layouts": ["*.layout", "*.md"],
         "zsceval.suites": ["*.yaml"],
+        "zsceval.partner_sets": ["index.yaml", "*.md", "sets/**/*"],
         "zsceval": ["presets/*.yaml", "evaluation/grids/*.yaml", "bench/reference/*.yaml"],
     },
     install_requires=[
@@ -112,6 +117,7 @@ setup(
             "partners.human_proxy = zsceval.evaluation.human_proxy:partners_human_proxy",
             "partners.manifest = zsceval.evaluation.pipeline:partners_manifest",
             "partners.select = zsceval.evaluation.pipeline:partners_select",
+            "partners.shipped = zsceval.evaluation.shipped_sets:partners_shipped",
             "tbs.brs = zsceval.algorithms.tbs.jobs:best_responses_job",
             "tbs.cluster = zsceval.algorithms.tbs.jobs:cluster_job",
             "tbs.ego = zsceval.algorithms.tbs.jobs:ego_job",
@@ -119,5 +125,8 @@ setup(
             "train = zsceval.evaluation.pipeline:train_job",
         ],
         "zsceval.suites": ["zsceval = zsceval.suites"],
+        # Evaluation-partner sets: name = the label of `label:set@version/split`, value = a package
+        # whose folder holds index.yaml (zsceval/evaluation/shipped_sets.py).
+        "zsceval.partner_sets": ["zsceval = zsceval.partner_sets"],
     },
 )

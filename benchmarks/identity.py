@@ -26,7 +26,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-TIMING = re.compile(r"wall|per_s|_s$|seconds|time|date|host|revision|git|version|path|dir|out$|started|finished")
+TIMING = re.compile(
+    r"wall|per_s|_s$|seconds|time|date|host|revision|git|version|path|dir|out$|started|finished"
+)
 
 TINY_BENCH = """
 name: identity
@@ -51,7 +53,8 @@ evaluation:
   episodes: 2
 """
 
-COMMON = ["--no-progress", "--set", "run.num_threads=1", "--set", "env.num_envs=8", "--set", "run.eval_episodes=4"]
+COMMON = ["--no-progress", "--set", "run.num_threads=1", "--set", "env.num_envs=8",
+          "--set", "run.eval_episodes=4"]  # fmt: skip
 
 
 def jobs(out: Path) -> dict[str, list[str]]:
@@ -69,8 +72,8 @@ def jobs(out: Path) -> dict[str, list[str]]:
         "fcp_chain": ["train", "--algo", "fcp", "--layout", "cramped_room", "--steps", "3200",
                       "--out", str(out / "fcp_chain"), *COMMON, "--set", "population.stage1_size=2",
                       "--set", "population.stage1_steps=3200", "--set", "population.size=3"],
-        "tbs_chain": ["train", "--algo", "tbs", "--layout", "cramped_room", "--steps", "2048", "--no-progress",
-                      "--out", str(out / "tbs_chain"), "--set", "run.num_threads=1", *tbs],
+        "tbs_chain": ["train", "--algo", "tbs", "--layout", "cramped_room", "--steps", "2048",
+                      "--no-progress", "--out", str(out / "tbs_chain"), "--set", "run.num_threads=1", *tbs],
         "bench": ["bench", "--suite", str(suite), "--out", str(out / "bench"), "--no-report"],
     }  # fmt: skip
 
@@ -127,7 +130,8 @@ def compare(a: Path, b: Path) -> int:
     for key in sorted(set(old) | set(new)):
         if old.get(key) != new.get(key):
             bad += 1
-            print(f"differs: {key} ({'missing in new' if key not in new else 'missing in old' if key not in old else 'content'})")
+            why = "missing in new" if key not in new else "missing in old" if key not in old else "content"
+            print(f"differs: {key} ({why})")
     print(f"{len(set(old) | set(new)) - bad} identical, {bad} different")
     return 1 if bad else 0
 
@@ -136,7 +140,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, help="folder for the jobs' outputs and fingerprints.json")
     ap.add_argument("--zsceval", default="zsceval", help="the zsceval executable to run (default: on PATH)")
-    ap.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"), help="two fingerprints.json files")
+    ap.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"),
+                    help="two fingerprints.json files")  # fmt: skip
     args = ap.parse_args()
     if args.compare:
         sys.exit(compare(*args.compare))

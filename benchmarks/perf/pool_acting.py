@@ -25,11 +25,11 @@ import time
 import torch
 
 from zsceval.envs.overcooked import OvercookedEnv
-from zsceval.rl.population.functional import Layout
-from zsceval.rl.population.pool import PolicyPool
 from zsceval.rl.agent import sample_actions
 from zsceval.rl.config import resolve_config
 from zsceval.rl.policy import Policy, network_spec
+from zsceval.rl.population.functional import Layout
+from zsceval.rl.population.pool import PolicyPool
 
 
 def preset_spec(preset: str, layout: str) -> dict:

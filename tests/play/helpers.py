@@ -11,11 +11,11 @@ def save_agent(root: Path, layout: str = "cramped_room", horizon: int = 12, *, r
     a two-member mixture (``mixture``) or a policy that always stays (``stay``: STAY's logit 30
     above the others), trained, as far as its metadata says, on ``layout`` with ``horizon``."""
     from zsceval.envs.overcooked import OvercookedEnv
-    from zsceval.rl.population import PolicyPool
-    from zsceval.rl.population.mixture import MixtureAgent
     from zsceval.rl.checkpoint import save_checkpoint
     from zsceval.rl.config import ModelConfig
     from zsceval.rl.policy import Policy, network_spec
+    from zsceval.rl.population import PolicyPool
+    from zsceval.rl.population.mixture import MixtureAgent
 
     env = OvercookedEnv(layout, num_envs=1, horizon=horizon)
     spec = network_spec(ModelConfig(hidden_size=16, recurrent=recurrent), env.obs_shape,

@@ -5,10 +5,10 @@ import json
 import pytest
 import torch
 
-from zsceval.rl.population import MixtureAgent, PolicyPool, PoolError
-from zsceval.rl.population.pool import POOL_JSON, POOL_WEIGHTS
 from zsceval.rl.agent import agent_class, sample_actions
 from zsceval.rl.policy import Policy, network_spec
+from zsceval.rl.population import MixtureAgent, PolicyPool, PoolError
+from zsceval.rl.population.pool import POOL_JSON, POOL_WEIGHTS
 
 OBS = (3, 4, 5)
 A = 6

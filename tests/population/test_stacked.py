@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from zsceval.rl.population.stacked import StackedPolicies
 from zsceval.rl.policy import Policy
+from zsceval.rl.population.stacked import StackedPolicies
 
 from .test_pool import OBS, A, make_policies, make_spec
 

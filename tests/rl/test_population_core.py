@@ -12,12 +12,12 @@ from click.testing import CliRunner
 
 from zsceval import registry
 from zsceval.cli import main
-from zsceval.rl.population import MixtureAgent, PolicyPool
 from zsceval.rl.agent import ActOutput
 from zsceval.rl.algorithm import Algorithm
 from zsceval.rl.checkpoint import CheckpointError, load_agent, save_checkpoint
 from zsceval.rl.config import resolve_config
 from zsceval.rl.policy import Policy
+from zsceval.rl.population import MixtureAgent, PolicyPool
 from zsceval.rl.seating import Arm, ego_partner_arms
 from zsceval.rl.trainer import Trainer
 

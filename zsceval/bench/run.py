@@ -28,6 +28,8 @@ algorithms, seeds and budgets::
       weight_sampling: reference  # candidate i trains grid point (seed + i) % len(grid); or `random`
     layout_partners:              # per-layout changes to `partners` (ZSC-Eval: K = 15 multi-recipe)
       counter_circuit_mr: {k: 15, candidates: 72}
+    layout_partner_sets:          # evaluate a layout's egos on a shipped partner set instead of
+      counter_circuit: zsceval:counter_circuit   # generating and selecting its partners
     evaluation:
       episodes: 10                # per (ego, partner, seat)
 
@@ -135,10 +137,19 @@ class Suite:
     layout_partners: tuple[tuple[str, PartnerBudget], ...] = ()
     """Per-layout partner budgets (canonical layout name, full budget) that replace ``partners``
     for that layout; from the suite's ``layout_partners`` mapping (changed keys only)."""
+    layout_partner_sets: tuple[tuple[str, str], ...] = ()
+    """Layouts evaluated on a shipped partner set (canonical layout name, set name such as
+    ``zsceval:counter_circuit``; :mod:`zsceval.evaluation.shipped_sets`): no candidates, selection or
+    mid BRs for them; the set, verified, is the layout's ``partners/set``. From the suite's
+    ``layout_partner_sets`` mapping."""
 
     def ego_budget(self, algo: str) -> int:
         """Env steps of each ego run of ``algo``: its ``algo_ego_steps`` entry or ``ego_steps``."""
         return dict(self.algo_ego_steps).get(algo, self.ego_steps)
+
+    def partner_set(self, layout: str) -> str | None:
+        """The shipped partner set ``layout`` (name or alias) is evaluated on, or None."""
+        return dict(self.layout_partner_sets).get(resolve_scenario(layout))
 
     def budget(self, layout: str) -> PartnerBudget:
         """The partner budget of ``layout`` (name or alias): its ``layout_partners`` entry or ``partners``."""
@@ -149,6 +160,7 @@ class Suite:
         d = asdict(self)
         d["evaluation"] = {"episodes": d.pop("evaluation_episodes"), "human_proxy": d.pop("human_proxy")}
         d["layout_partners"] = {name: asdict(budget) for name, budget in self.layout_partners}
+        d["layout_partner_sets"] = dict(self.layout_partner_sets)
         d["algo_ego_steps"] = dict(self.algo_ego_steps)
         d["algo_overrides"] = {a: list(o) for a, o in self.algo_overrides}
         return d
@@ -247,7 +259,8 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
     values = {"name": path.stem, "layouts": [], "algorithms": []}
     algo_steps = _algo_ego_steps(data.get("algo_ego_steps") or {}, path)
     algo_over = _algo_overrides(data.get("algo_overrides") or {}, path)
-    sections = ("partners", "evaluation", "layout_partners", "algo_ego_steps", "algo_overrides")
+    sections = ("partners", "evaluation", "layout_partners", "layout_partner_sets", "algo_ego_steps",
+                "algo_overrides")  # fmt: skip
     values.update({k: v for k, v in data.items() if k not in sections})
     if "episodes" in edata:
         values["evaluation_episodes"] = edata["episodes"]
@@ -257,6 +270,7 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
         **_typed(Suite, values, path, ""),
         partners=base,
         layout_partners=layout_partners,
+        layout_partner_sets=_layout_partner_sets(data.get("layout_partner_sets") or {}, path),
         algo_ego_steps=algo_steps,
         algo_overrides=algo_over,
     )
@@ -308,6 +322,30 @@ def _layout_partners(data: dict, base: PartnerBudget, path: Path) -> tuple[tuple
         prefix = f"layout_partners.{name}."
         _check_keys(changes or {}, set(PartnerBudget.__dataclass_fields__), path, prefix)
         out[layout] = dataclasses.replace(base, **_typed(PartnerBudget, changes or {}, path, prefix))
+    return tuple(sorted(out.items()))
+
+
+def _layout_partner_sets(data: dict, path: Path) -> tuple[tuple[str, str], ...]:
+    """Resolve the ``layout_partner_sets`` mapping (layout name or alias -> shipped set name).
+
+    Raises:
+        SuiteError: not a mapping, an unknown layout or set (the installed sets listed), or a set of
+            another layout.
+    """
+    from zsceval.evaluation.manifest import ManifestError
+    from zsceval.evaluation.shipped_sets import resolve_set
+
+    if not isinstance(data, dict):
+        raise SuiteError(f"{path}: layout_partner_sets must map layout names to set names")
+    out: dict[str, str] = {}
+    for name, set_name in data.items():
+        try:
+            layout, entry = resolve_scenario(str(name)), resolve_set(str(set_name))
+        except (ValueError, ManifestError) as exc:
+            raise SuiteError(f"{path}: layout_partner_sets.{name}: {exc}") from None
+        if entry.layout != layout:
+            raise SuiteError(f"{path}: layout_partner_sets.{name}: {entry.full_name} is for {entry.layout}")
+        out[layout] = str(set_name)
     return tuple(sorted(out.items()))
 
 
@@ -483,6 +521,14 @@ def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], dict
         "device": suite.device,
         "overrides": list(suite.overrides),
     }
+    if suite.partner_set(lay):  # a shipped set: no candidates; HSP generates its own (partners None)
+        egos, stages = ego_jobs(suite, lay, common, None)
+        info = {"candidates": [], "trains": {}, "evals": {}, "select": None, "egos": egos}
+        info["shipped"] = suite.partner_set(lay)
+        proxy = human_proxy_job(suite, lay)
+        if proxy is not None:
+            info["human_proxy"] = proxy
+        return [stages + egos + ([proxy] if proxy else []), [], []], info
     trains, evals, select = candidate_jobs(lay, pb, suite.seed, common)
     cand_ids = [t.id.split("/")[-2] for t in trains]
     partners = {"train": [t.id for t in trains], "evaluate": [e.id for e in evals], "select": select.id}
@@ -602,6 +648,10 @@ def late_phases(suite: Suite, root: Path, infos: dict) -> list[list[Job]]:
     mids, manifests, evaluations = [], [], []
     for lay, info in infos.items():
         pb = suite.budget(lay)
+        if info.get("shipped"):
+            manifests.append(_shipped_set_job(lay, info["shipped"]))
+            evaluations.extend(_evaluation_jobs(suite, lay, info, manifests[-1].id))
+            continue
         sel = json.loads((root / info["select"].out / "DONE.json").read_text())["result"]
         sel_candidates = list(sel["selected_ids"])
         mid_jobs = {}
@@ -657,34 +707,50 @@ def late_phases(suite: Suite, root: Path, infos: dict) -> list[list[Job]]:
                 out=man_id,
             )
         )
-        for ego in info["egos"]:
-            algo, seed = ego.id.split("/")[2], int(ego.id.split("/")[3][1:])
-            jid = f"{lay}/evaluation/{algo}/s{seed}"
-            evaluations.append(
-                Job(
-                    jid,
-                    "ego.evaluate",
-                    {
-                        "layout": lay,
-                        "algorithm": algo,
-                        "ego_seed": seed,
-                        "episodes": suite.evaluation_episodes,
-                        "seed": suite.seed,
-                        "device": suite.device,
-                        "ego": ego.id,
-                        "partners": man_id,
-                    },
-                    needs=(ego.id, man_id),
-                    out=jid,
-                )
-            )
-            if "human_proxy" in info:
-                proxy = info["human_proxy"].id
-                hid = f"{lay}/human-proxy/{algo}/s{seed}"
-                params = dict(evaluations[-1].params, proxy=proxy)
-                params.pop("partners")
-                evaluations.append(Job(hid, "ego.human_proxy", params, needs=(ego.id, proxy), out=hid))
+        evaluations.extend(_evaluation_jobs(suite, lay, info, man_id))
     return [mids, manifests, evaluations]
+
+
+def _shipped_set_job(lay: str, name: str) -> Job:
+    """The job that verifies the shipped set ``name`` and copies it into ``<lay>/partners/set`` (the
+    set's full name, version included, is a parameter: a newer version is a changed job)."""
+    from zsceval.evaluation.shipped_sets import resolve_set
+
+    man_id = f"{lay}/partners/set"
+    return Job(man_id, "partners.shipped", {"set": resolve_set(name).full_name, "layout": lay}, out=man_id)
+
+
+def _evaluation_jobs(suite: Suite, lay: str, info: dict, man_id: str) -> list[Job]:
+    """Every ego of ``lay`` against the partner set of job ``man_id`` (and the human proxy)."""
+    evaluations = []
+    for ego in info["egos"]:
+        algo, seed = ego.id.split("/")[2], int(ego.id.split("/")[3][1:])
+        jid = f"{lay}/evaluation/{algo}/s{seed}"
+        evaluations.append(
+            Job(
+                jid,
+                "ego.evaluate",
+                {
+                    "layout": lay,
+                    "algorithm": algo,
+                    "ego_seed": seed,
+                    "episodes": suite.evaluation_episodes,
+                    "seed": suite.seed,
+                    "device": suite.device,
+                    "ego": ego.id,
+                    "partners": man_id,
+                },
+                needs=(ego.id, man_id),
+                out=jid,
+            )
+        )
+        if "human_proxy" in info:
+            proxy = info["human_proxy"].id
+            hid = f"{lay}/human-proxy/{algo}/s{seed}"
+            params = dict(evaluations[-1].params, proxy=proxy)
+            params.pop("partners")
+            evaluations.append(Job(hid, "ego.human_proxy", params, needs=(ego.id, proxy), out=hid))
+    return evaluations
 
 
 def _partner_set_br_jobs(suite: Suite, lay: str, sel_candidates: list[str]) -> dict[str, Job]:
@@ -781,6 +847,8 @@ def env_step_budget(suite: Suite, static: list[list[Job]], root: str | Path | No
     for layout in suite.layouts:
         lay = resolve_scenario(layout)
         pb = suite.budget(lay)
+        if suite.partner_set(lay):  # a shipped set: nothing to train
+            continue
         count = pb.k if num_players(lay) <= 2 else len(list(itertools.combinations(range(2 * pb.k), 2)))
         brs = root / lay / "partners" if root is not None else None
         for _ in range(count):
@@ -1004,8 +1072,10 @@ def collect_tables(root: Path, evaluations: list[Job], infos: dict, skipped: lis
         if job.kind == "ego.human_proxy"
     ]
     brs, feats = [], []
-    for lay in infos:
+    for lay, info in infos.items():
         brs.append(pd.read_parquet(root / lay / "partners" / "set" / "br_returns.parquet"))
+        if info.get("shipped"):  # no candidates here: the set's features are in its manifest
+            continue
         f = pd.read_parquet(root / lay / "partners" / "select" / "features.parquet")
         f.insert(0, "layout", lay)
         feats.append(f)

@@ -16,11 +16,14 @@ from zsceval.rl.config import ConfigError
 @click.option(
     "--partner-set",
     default=None,
-    help="A partner-set manifest.json: play every partner, report BR-Prox; or 'human-proxy' (the "
-    "layout's BC human model in eval_partners/<layout>/human-proxy) or a human-proxy folder: report the "
-    "human-proxy score (return with the human model in both seats).",
+    help="A shipped set's name (zsceval:counter_circuit, zsceval:counter_circuit@1/validation; "
+    "`zsceval partners list`) or a partner-set manifest.json: play every partner, report BR-Prox IQM with "
+    "95% CIs; or 'human-proxy' (the layout's BC human model in eval_partners/<layout>/human-proxy) or a "
+    "human-proxy folder: report the human-proxy score (return with the human model in both seats).",
 )
-@click.option("--layout", required=True, help="Layout both agents were trained on.")
+@click.option(
+    "--layout", default=None, help="Layout both agents were trained on. [required; default: a named set's]"
+)
 @click.option(
     "--episodes", type=click.IntRange(min=1), default=20, show_default=True, help="Episodes per seating."
 )
@@ -66,6 +69,7 @@ def evaluate(
                    --layout counter_circuit --episodes 50
       zsceval eval --agent runs/sp_counter_circuit_s0 --layout counter_circuit \\
                    --partner-set eval_partners/counter_circuit/counter_circuit/partners/set/manifest.json
+      zsceval eval --agent runs/sp_counter_circuit_s0 --partner-set zsceval:counter_circuit
       zsceval eval --agent runs/sp_counter_circuit_s0 --layout counter_circuit --partner-set human-proxy
     """
     from zsceval.evaluation.cross_play import cross_play, cross_play_interdependence  # torch: not for --help
@@ -73,6 +77,19 @@ def evaluate(
 
     if (partner is None) == (partner_set is None):
         raise click.UsageError("give exactly one of --partner and --partner-set")
+    shipped = None
+    if partner_set is not None:
+        from zsceval.evaluation.manifest import ManifestError
+        from zsceval.evaluation.shipped_sets import is_set_name, resolve_partner_set
+
+        if is_set_name(partner_set):  # a shipped set: resolved and verified before any game
+            try:
+                manifest, layout, shipped = resolve_partner_set(partner_set, layout)
+            except (ManifestError, ValueError) as exc:
+                raise click.ClickException(str(exc)) from None
+            partner_set = str(manifest)
+    if layout is None:
+        raise click.UsageError("Missing option '--layout' (only a named --partner-set implies it)")
     human = None
     if partner_set is not None:
         from zsceval.evaluation.partner_set import human_proxy_partner
@@ -95,23 +112,29 @@ def evaluate(
     if save_trajectories is not None:
         check_writable(save_trajectories, "--save-trajectories")
     if partner_set is not None:
-        from zsceval.evaluation.manifest import ManifestError
         from zsceval.evaluation.partner_set import partner_set_play
 
         try:
             out = partner_set_play(agent, partner_set, layout, episodes, device, seed)
         except (CheckpointError, ConfigError, ManifestError) as exc:
             raise click.ClickException(str(exc)) from None
+        out["shipped_set"] = shipped.full_name if shipped is not None else None
         if as_json:
             click.echo(json.dumps(out, indent=2, default=float))
             return
-        click.echo(f"layout {out['layout']}: {episodes} episodes per (partner, seat)")
+        where = f"partner set {shipped.full_name}, " if shipped is not None else ""
+        click.echo(f"layout {out['layout']}: {where}{episodes} episodes per (partner, seat)")
         for u in out["units"]:
             click.echo(
                 f"  {u['partner']:<14} {u['partner_level']:<9} seat {u['seat']}: "
                 f"return {u['sparse_return']:6.1f}  BR {u['br_return']:6.1f}  BR-Prox {u['br_prox']:.3f}"
             )
         click.echo(f"  BR-Prox IQM over {len(out['units'])} (partner, seat) units: {out['br_prox_iqm']:.3f}")
+        for level, r in out["summary"].items():
+            click.echo(
+                f"  BR-Prox IQM {level:<8} {r['iqm']:.3f} (95% CI {r['ci_low']:.3f}..{r['ci_high']:.3f}) "
+                f"over {r['num_partners']} partners, {r['num_units']} units"
+            )
         return
     try:
         out = cross_play(agent, partner, layout, episodes, device, seed)

@@ -1,4 +1,5 @@
-"""``zsceval partners``: generate behavior-preferring candidates and select an evaluation-partner set."""
+"""``zsceval partners``: generate behavior-preferring candidates, select an evaluation-partner set,
+list the shipped sets and add a set to a collection."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ def partners() -> None:
     Examples:
       zsceval partners generate --layout counter_circuit --candidates 24 --out eval_partners/counter_circuit
       zsceval partners select --layout counter_circuit -k 10 --out eval_partners/counter_circuit
+      zsceval partners list
     """
 
 
@@ -290,3 +292,90 @@ def probe(layout, role, out) -> None:
         raise click.ClickException(str(exc)) from None
     ckpt = save_probe_partner(lay.name, role, out)
     click.echo(f"scripted probe ({role}) for {lay.name} -> {ckpt}")
+
+
+@partners.command(name="list")
+@click.option("--json/--no-json", "as_json", default=False, show_default=True, help="Print the sets as JSON.")
+def list_sets(as_json) -> None:
+    """The installed evaluation-partner sets: name, layout, split, partners per level, provenance.
+
+    Play one with `zsceval eval --agent RUN --partner-set NAME` (docs/partner-sets.md).
+
+    \b
+    Examples:
+      zsceval partners list
+      zsceval eval --agent runs/sp_counter_circuit_s0 --partner-set zsceval:counter_circuit
+    """
+    import json
+
+    from zsceval.evaluation.manifest import ManifestError
+    from zsceval.evaluation.shipped_sets import list_sets as installed
+
+    try:
+        sets = installed()
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps([s.to_dict() for s in sets], indent=2))
+        return
+    if not sets:
+        click.echo("no partner set is installed yet (docs/partner-sets.md says which runs will produce them)")
+        return
+    for s in sets:
+        levels = ", ".join(f"{n} {lvl}" for lvl, n in s.levels.items())
+        p = s.provenance
+        click.echo(f"{s.full_name}: layout {s.layout}, {s.split} split, {s.partners} partners ({levels})")
+        click.echo(
+            f"    suite {p.suite}, seed {p.seed}, commit {(p.commit or 'unknown')[:12]}, {p.date}, "
+            f"zsceval {s.engine_version}; budgets: "
+            + ", ".join(f"{k} {v}" for k, v in (p.budgets or {}).items() if v is not None)
+        )
+
+
+@partners.command(name="export")
+@click.option(
+    "--from", "source", required=True, type=click.Path(file_okay=False, exists=True),
+    help="A finished `zsceval bench` or `zsceval partners select` output folder.",
+)  # fmt: skip
+@click.option("--layout", required=True, help="The layout whose partner set to add.")
+@click.option(
+    "--into", "root", default="eval_partners", show_default=True,
+    help="The collection folder (index.yaml and sets/); eval_partners is zsceval's own.",
+)  # fmt: skip
+@click.option("--name", default=None, help="The set's name. [default: the layout]")
+@click.option(
+    "--version", type=click.IntRange(min=1), default=1, show_default=True, help="The set's version."
+)
+@click.option(
+    "--episodes", type=click.IntRange(min=1), default=50, show_default=True,
+    help="Episodes per (partner, seat) for the validation split's BR returns.",
+)  # fmt: skip
+@click.option(
+    "--validation/--no-validation", default=True, show_default=True,
+    help="Also add the validation split (the candidates the selection left out, with their BRs).",
+)  # fmt: skip
+@click.option("--suite", default=None, help="Provenance: the suite name. [default: the folder's record]")
+@click.option("--commit", default=None, help="Provenance: git commit. [default: the checkpoints' record]")
+@click.option("--device", default="cpu", show_default=True, help="Torch device.")
+def export(source, layout, root, name, version, episodes, validation, suite, commit, device) -> None:
+    """Add a finished pipeline folder's partner set (test split) and the held-out candidates
+    (validation split) to a collection, with its index entries and provenance.
+
+    \b
+    Examples:
+      zsceval partners export --from bench/overcooked-s12 --layout counter_circuit --version 1
+    """
+    from zsceval.evaluation.manifest import ManifestError
+    from zsceval.evaluation.shipped_sets import export_sets
+
+    layout = _resolve_layout(layout)
+    check_writable(root)
+    try:
+        added = export_sets(source, layout, root, name=name, version=version, episodes=episodes,
+                            device=device, validation=validation, suite=suite, commit=commit)  # fmt: skip
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise write_error(exc) from None
+    for s in added:
+        click.echo(f"added {s.name}@{s.version}/{s.split}: {s.partners} partners -> {s.folder}")

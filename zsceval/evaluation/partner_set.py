@@ -1,7 +1,10 @@
 """One saved agent against a partner set, the evaluations of ``zsceval eval --partner-set``.
 
 :func:`partner_set_play` plays the agent with every partner of a BR-Prox manifest in every seat and
-scores BR-Prox per (partner, seat) (ZSC-Eval Sec. 4.3); :func:`human_proxy_partner` resolves a
+scores BR-Prox per (partner, seat) (ZSC-Eval Sec. 4.3), with the IQM and its 95% bootstrap CI over
+all partners and per level (moderate, expert); :func:`evaluate_partner_set` is the one-call API that
+also takes a shipped set's name (``zsceval:counter_circuit``, :mod:`zsceval.evaluation.shipped_sets`);
+:func:`human_proxy_partner` resolves a
 ``--partner-set`` value that names a behavior-cloned human model (``human-proxy``, a human-proxy
 folder or its ``human-proxy.json``) into a partner checkpoint that
 :func:`zsceval.evaluation.cross_play.cross_play` plays.
@@ -11,11 +14,60 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["human_proxy_partner", "partner_set_play"]
+__all__ = ["evaluate_partner_set", "human_proxy_partner", "partner_set_play"]
+
+CI_REPS = 2000
+"""Bootstrap replicates of the BR-Prox IQM's confidence intervals."""
+
+
+def evaluate_partner_set(
+    agent: str,
+    partner_set: str,
+    *,
+    layout: str | None = None,
+    episodes: int = 20,
+    device: str = "cpu",
+    seed: int = 0,
+    reps: int = CI_REPS,
+) -> dict:
+    """Score one saved agent against a partner set in one call: BR-Prox IQM with 95% CIs.
+
+    Args:
+        agent: run dir, checkpoint dir or meta.json of the agent (``PATH#policy`` picks a policy).
+        partner_set: a shipped set's name (``zsceval:counter_circuit``, ``...@1/validation``) or a
+            partner-set ``manifest.json``.
+        layout: the layout to evaluate on; a shipped set's own when None (a manifest path needs it).
+        episodes: episodes per (partner, seat).
+        device: torch device.
+        seed: seed of action sampling and of the bootstrap.
+        reps: bootstrap replicates.
+
+    Returns:
+        :func:`partner_set_play`'s dict, plus ``shipped_set`` (the set's full name, or None).
+
+    Raises:
+        UnknownPartnerSetError: an unknown set name (the valid names listed).
+        ManifestError: the set fails verification (engine, layout, a file named), before any game.
+        ValueError: a manifest path without ``layout``.
+        CheckpointError: the agent cannot be loaded or was trained on another observation spec.
+    """
+    from zsceval.evaluation.shipped_sets import resolve_partner_set
+
+    manifest, layout, entry = resolve_partner_set(partner_set, layout)
+    out = partner_set_play(agent, str(manifest), layout, episodes, device, seed, reps=reps)
+    out["shipped_set"] = entry.full_name if entry is not None else None
+    return out
 
 
 def partner_set_play(
-    agent_path: str, manifest: str, layout: str, episodes: int, device: str, seed: int
+    agent_path: str,
+    manifest: str,
+    layout: str,
+    episodes: int,
+    device: str,
+    seed: int,
+    *,
+    reps: int = CI_REPS,
 ) -> dict:
     """Play ``agent`` with every partner of a partner-set manifest in every seat; BR-Prox per partner.
 
@@ -29,49 +81,69 @@ def partner_set_play(
         layout: layout name; the set and the agent must be for it.
         episodes: episodes per (partner, seat).
         device: torch device.
-        seed: seed of action sampling.
+        seed: seed of action sampling and of the bootstrap.
+        reps: bootstrap replicates of the confidence intervals.
 
     Returns:
         JSON-able dict: ``layout, agent, partner_set, episodes_per_seat``, ``br_prox_iqm`` (IQM over
-        the units) and ``units``: one record per (partner, seat) with ``partner, partner_level, seat,
+        the units), ``summary``: per level ``all``, ``moderate``, ``expert`` (those the set has) the
+        ``iqm, ci_low, ci_high`` (95% percentile bootstrap over partners, a partner with both its
+        seats: :func:`~zsceval.stats.metrics.br_prox_summary`) and ``num_partners, num_units``; and
+        ``units``: one record per (partner, seat) with ``partner, partner_level, seat,
         sparse_return`` (mean over the episodes), ``br_return`` and ``br_prox``.
 
     Raises:
         ManifestError: another layout, missing or altered files (checked before any game is played).
         CheckpointError: the agent cannot be loaded or was trained on another observation spec.
     """
+    import numpy as np
     import pandas as pd
     import torch
 
     from zsceval.envs.overcooked import OvercookedEnv
+    from zsceval.envs.scenarios import resolve_scenario
     from zsceval.evaluation.manifest import load_manifest
     from zsceval.evaluation.matches import evaluate_agent
     from zsceval.evaluation.pipeline import load_partner_set
     from zsceval.rl.checkpoint import check_compatible, load_policy
     from zsceval.rl.trainer import resolve_device
-    from zsceval.stats.metrics import br_prox, iqm
+    from zsceval.stats.metrics import br_prox, br_prox_summary, iqm
 
     dev = resolve_device(device)
     partners = load_partner_set(manifest, layout, dev)
     agent, meta = load_policy(agent_path, device=dev)
     check_compatible(meta, OvercookedEnv(layout, num_envs=1).spec_dict(), f"agent {agent_path}")
     gen = torch.Generator(dev).manual_seed(seed)
-    frame = evaluate_agent(layout, agent, partners, episodes=episodes, generator=gen, device=dev)
+    labels = {"algorithm": "agent", "ego_seed": 0}
+    frame = evaluate_agent(
+        layout, agent, partners, episodes=episodes, generator=gen, device=dev, labels=labels
+    )
+    frame["layout"] = resolve_scenario(layout)  # the BR table names the canonical layout
     units = frame.groupby(["partner", "partner_level", "seat"], as_index=False)["sparse_return"].mean()
     br_file = Path(manifest).parent / "br_returns.parquet"
     if br_file.is_file():
-        br = pd.read_parquet(br_file).groupby(["partner", "seat"], as_index=False)["br_return"].mean()
+        br_table = pd.read_parquet(br_file)
+        br = br_table.groupby(["partner", "seat"], as_index=False)["br_return"].mean()
         units = units.merge(br, on=["partner", "seat"])
     else:
         stored = {p.id: p.br.br_return for p in load_manifest(manifest, verify=False).partners}
         units["br_return"] = units["partner"].map(stored)
+        br_table = pd.DataFrame({"partner": list(stored), "br_return": list(stored.values())})
     units["br_prox"] = br_prox(units["sparse_return"].to_numpy(), units["br_return"].to_numpy())
+    br_table = br_table.assign(layout=resolve_scenario(layout))
+    rows = br_prox_summary(frame, br_table, rng=np.random.default_rng(seed), reps=reps)
+    summary = {
+        r.partner_level: {"iqm": float(r.iqm), "ci_low": float(r.ci_low), "ci_high": float(r.ci_high),
+                          "num_partners": int(r.num_partners), "num_units": int(r.num_units)}
+        for r in rows.itertuples()
+    }  # fmt: skip
     return {
         "layout": layout,
         "agent": agent_path,
         "partner_set": str(manifest),
         "episodes_per_seat": episodes,
         "br_prox_iqm": float(iqm(units["br_prox"].to_numpy())),
+        "summary": summary,
         "units": units.to_dict(orient="records"),
     }
 

@@ -1,0 +1,232 @@
+"""Shipped partner sets end to end: a tiny real set made by the pipeline, added to a collection with
+`zsceval partners export`, registered as a shipped collection, listed, played by name and refused
+when corrupted, of another layout or engine, or unknown."""
+
+import dataclasses
+import json
+import shutil
+
+import pandas as pd
+import pytest
+import scipy.stats
+import yaml
+from click.testing import CliRunner
+
+from zsceval.bench.partner_runs import partner_suite, select_partners, write_settings
+from zsceval.cli import main
+from zsceval.evaluation import shipped_sets
+from zsceval.evaluation.manifest import ChecksumMismatchError
+from zsceval.evaluation.partner_set import evaluate_partner_set
+from zsceval.evaluation.shipped_sets import EngineMismatchError, UnknownPartnerSetError
+
+SETTINGS = {"layout": "cramped_room", "seed": 0, "preset": "quick", "device": "cpu", "steps": 6400,
+            "weight_sampling": "reference", "candidates": 3}  # fmt: skip
+
+
+def tiny_suite():
+    """`partners select -k 1` on 3 candidates, with budgets of seconds (as the tiny bench's)."""
+    suite = partner_suite(SETTINGS, k=1, min_return=-1)
+    budget = dataclasses.replace(
+        suite.partners, checkpoints=2, feature_episodes=2, mid_br_steps=3200, dpp_samples=50
+    )
+    return dataclasses.replace(
+        suite, partners=budget, overrides=("env.num_envs=8", "run.eval_episodes=2"), evaluation_episodes=2
+    )
+
+
+@pytest.fixture(scope="module")
+def collection(tmp_path_factory):
+    """A collection holding zsceval:cramped_room@1 (test and validation), registered as the label
+    ``zsceval`` in place of the installed eval_partners; and an agent (a candidate's BR)."""
+    root = tmp_path_factory.mktemp("shipped")
+    work, coll = root / "work", root / "collection"
+    write_settings(work, SETTINGS)
+    select_partners(tiny_suite(), work)
+    args = ["partners", "export", "--from", str(work), "--layout", "cramped_room", "--into", str(coll),
+            "--episodes", "2"]  # fmt: skip
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    assert "cramped_room@1/test: 2 partners" in res.output and "cramped_room@1/validation: 2" in res.output
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(shipped_sets, "registry_roots", lambda: {"zsceval": coll})
+        yield coll, f"{work / 'cramped_room/candidates/c000/train/run'}#br"
+
+
+def test_no_set_is_shipped_yet_and_the_index_is_installed():
+    assert shipped_sets.list_sets() == []  # the installed eval_partners/index.yaml: empty, not faked
+    res = CliRunner().invoke(main, ["partners", "list"])
+    assert res.exit_code == 0 and "no partner set is installed yet" in res.output
+
+
+def test_list_shows_the_sets_with_their_provenance(collection):
+    res = CliRunner().invoke(main, ["partners", "list"])
+    assert res.exit_code == 0, res.output
+    assert (
+        "zsceval:cramped_room@1/test: layout cramped_room, test split, 2 partners (1 moderate, 1 expert)"
+        in (res.output)
+    )
+    assert (
+        "zsceval:cramped_room@1/validation: layout cramped_room, validation split, 2 partners (2 expert)"
+        in (res.output)
+    )
+    assert "suite partners, seed 0" in res.output and "candidates 3" in res.output
+    sets = json.loads(CliRunner().invoke(main, ["partners", "list", "--json"]).output)
+    test = sets[0]
+    assert (
+        test["provenance"]["budgets"]["steps"] == 6400 and test["provenance"]["source"] == "zsceval partners"
+    )
+    candidates = {s["split"]: {p["candidate_id"] for p in json.loads(open(s["manifest"]).read())["partners"]}
+                  for s in sets}  # fmt: skip
+    assert len(candidates["test"]) == 1 and len(candidates["validation"]) == 2
+    assert not candidates["test"] & candidates["validation"]  # disjoint splits
+
+
+def test_eval_by_name_scores_br_prox_against_the_stored_br_returns(collection):
+    coll, agent = collection
+    args = ["eval", "--agent", agent, "--partner-set", "zsceval:cramped_room", "--episodes", "2", "--json"]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["shipped_set"] == "zsceval:cramped_room@1/test" and out["layout"] == "cramped_room"
+    stored = pd.read_parquet(coll / "sets/cramped_room/v1/test/br_returns.parquet")
+    br = stored.groupby(["partner", "seat"])["br_return"].mean()
+    assert len(out["units"]) == 2 * 2  # 2 partners x 2 seats
+    by_hand = []
+    for u in out["units"]:
+        b = br[(u["partner"], u["seat"])]
+        assert u["br_return"] == pytest.approx(b)
+        by_hand.append(1.0 if b <= 0 else min(1.0, u["sparse_return"] / b))
+        assert u["br_prox"] == pytest.approx(by_hand[-1])
+    assert out["br_prox_iqm"] == pytest.approx(scipy.stats.trim_mean(by_hand, 0.25))
+    assert set(out["summary"]) == {"all", "moderate", "expert"}
+    assert out["summary"]["all"]["iqm"] == pytest.approx(out["br_prox_iqm"])
+    for r in out["summary"].values():
+        assert r["ci_low"] <= r["iqm"] <= r["ci_high"]
+    text = CliRunner().invoke(main, args[:-1])
+    assert text.exit_code == 0 and "partner set zsceval:cramped_room@1/test" in text.output
+    assert "BR-Prox IQM expert" in text.output and "95% CI" in text.output
+
+
+def test_the_api_plays_the_validation_split_in_one_call(collection):
+    _, agent = collection
+    out = evaluate_partner_set(agent, "zsceval:cramped_room@1/validation", episodes=1, reps=50)
+    assert out["shipped_set"] == "zsceval:cramped_room@1/validation"
+    assert set(out["summary"]) == {"all", "expert"} and len(out["units"]) == 2 * 2
+
+
+def test_unknown_names_list_the_valid_ones(collection):
+    valid = r"installed sets: .*zsceval:cramped_room@1/test.*zsceval:cramped_room@1/validation"
+    with pytest.raises(UnknownPartnerSetError, match=valid + r".*Did you mean 'zsceval:cramped_room'"):
+        shipped_sets.resolve_set("zsceval:cramped_rom")
+    res = CliRunner().invoke(main, ["eval", "--agent", "x", "--partner-set", "zsceval:cramped_room@2"])
+    assert res.exit_code != 0 and "zsceval:cramped_room@1/test" in res.output
+    with pytest.raises(UnknownPartnerSetError, match="unknown split 'train'"):
+        shipped_sets.resolve_set("zsceval:cramped_room/train")
+
+
+def test_another_layout_is_refused_with_the_differing_fields(collection):
+    _, agent = collection
+    args = ["eval", "--agent", agent, "--partner-set", "zsceval:cramped_room", "--layout", "counter_circuit"]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code != 0
+    assert "is for layout 'cramped_room', not 'counter_circuit'" in res.output
+    assert "layout: 'cramped_room' -> 'counter_circuit'" in res.output and "obs_shape" in res.output
+
+
+@pytest.fixture
+def copy(collection, tmp_path, monkeypatch):
+    """A copy of the collection, registered instead of it (for tests that damage it)."""
+    dst = tmp_path / "collection"
+    shutil.copytree(collection[0], dst)
+    monkeypatch.setattr(shipped_sets, "registry_roots", lambda: {"zsceval": dst})
+    return dst
+
+
+def test_a_corrupted_file_is_refused_with_its_name(collection, copy):
+    _, agent = collection
+    victim = next((copy / "sets/cramped_room/v1/test/brs").rglob("policies.safetensors"))
+    victim.write_bytes(victim.read_bytes()[:-1] + b"\0")
+    entry = shipped_sets.resolve_set("zsceval:cramped_room")
+    with pytest.raises(ChecksumMismatchError, match="was altered") as err:
+        shipped_sets.verify_set(entry)
+    assert str(victim) in str(err.value)
+    meta = next((copy / "sets/cramped_room/v1/test/policies").rglob("meta.json"))
+    meta.write_text(meta.read_text() + " ")
+    with pytest.raises(ChecksumMismatchError, match="files changed") as err:
+        shipped_sets.verify_set(entry)
+    assert str(meta) in str(err.value)
+    parquet = copy / "sets/cramped_room/v1/validation/br_returns.parquet"
+    parquet.write_bytes(parquet.read_bytes() + b"\0")
+    res = CliRunner().invoke(
+        main, ["eval", "--agent", agent, "--partner-set", "zsceval:cramped_room@1/validation"]
+    )
+    assert res.exit_code != 0 and str(parquet) in res.output and "was altered" in res.output
+
+
+def test_another_engine_is_refused(copy):
+    index = yaml.safe_load((copy / "index.yaml").read_text())
+    index["sets"][0]["engine"]["env_spec"]["horizon"] = 123
+    index["sets"][1]["engine"]["zsceval"] = "9.0.0"
+    (copy / "index.yaml").write_text(yaml.safe_dump(index))
+    with pytest.raises(EngineMismatchError, match=r"engine spec.*\n  horizon: 123 -> 400"):
+        shipped_sets.verify_set(shipped_sets.resolve_set("zsceval:cramped_room"))
+    with pytest.raises(EngineMismatchError, match="made by zsceval 9.0.0"):
+        shipped_sets.verify_set(shipped_sets.resolve_set("zsceval:cramped_room@1/validation"))
+
+
+def test_a_published_version_is_never_overwritten(collection, copy):
+    source = collection[0].parent / "work"
+    with pytest.raises(shipped_sets.PartnerSetError, match="already holds cramped_room@1"):
+        shipped_sets.export_sets(source, "cramped_room", copy, version=1, validation=False)
+
+
+def test_caret_compatibility():
+    ok = shipped_sets._caret_compatible
+    assert ok("0.1.0", "0.1.7") and ok("1.2.0", "1.9.1") and ok("0.0.3", "0.0.3")
+    assert not ok("0.1.0", "0.2.0") and not ok("1.0.0", "2.0.0") and not ok("0.0.3", "0.0.4")
+
+
+def test_set_names_are_parsed():
+    assert shipped_sets.parse_set_name("zsceval:counter_circuit") == (
+        "zsceval",
+        "counter_circuit",
+        None,
+        "test",
+    )
+    assert shipped_sets.parse_set_name("lab:cc@3/validation") == ("lab", "cc", 3, "validation")
+    assert not shipped_sets.is_set_name("human-proxy") and not shipped_sets.is_set_name("a/manifest.json")
+
+
+BENCH = """
+name: shipped
+seed: 0
+layouts: [cramped_room]
+algorithms: [sp]
+ego_seeds: 1
+ego_steps: 3200
+preset: quick
+overrides: [env.num_envs=8, run.eval_episodes=1]
+layout_partner_sets:
+  cramped_room: zsceval:cramped_room
+evaluation:
+  episodes: 1
+"""
+
+
+def test_a_bench_evaluates_its_egos_on_a_shipped_set(collection, tmp_path):
+    from zsceval.bench.run import SuiteError, load_suite, run_bench
+
+    coll, _ = collection
+    path = tmp_path / "shipped.yaml"
+    path.write_text(BENCH)
+    suite = load_suite(path)
+    assert suite.partner_set("cramped_room") == "zsceval:cramped_room"
+    tables = run_bench(suite, tmp_path / "out", progress=False, log=lambda *_: None)
+    assert not (tmp_path / "out/cramped_room/candidates").exists()  # no partners generated
+    results = pd.read_parquet(tables["results"])
+    manifest = json.loads((coll / "sets/cramped_room/v1/test/manifest.json").read_text())
+    assert set(results["partner"]) == {p["id"] for p in manifest["partners"]} and len(results) == 2 * 2
+    assert "features" not in tables
+    path.write_text(BENCH.replace("cramped_room: zsceval:cramped_room", "cramped_room: zsceval:cramped_rom"))
+    with pytest.raises(SuiteError, match="layout_partner_sets.cramped_room: unknown partner set"):
+        load_suite(path)

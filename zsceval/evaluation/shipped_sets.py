@@ -1,0 +1,662 @@
+"""Named, versioned evaluation-partner sets shipped with a package, verified before any game.
+
+A shipped set is a partner-set folder (:mod:`zsceval.evaluation.manifest`: ``manifest.json``,
+``policies/``, ``brs/``, ``br_returns.parquet``) inside a *collection*: a package folder holding
+``index.yaml`` and the sets under ``sets/<name>/v<version>/<split>/``. zsceval's own collection is
+``eval_partners/``, installed as ``zsceval.partner_sets``; other packages add theirs through the
+entry-point group ``zsceval.partner_sets`` (name = the collection's label, value = its package), as
+suites do (:mod:`zsceval.plugins`).
+
+Names: ``LABEL:NAME[@VERSION][/SPLIT]``, e.g. ``zsceval:counter_circuit@1/validation``. Without
+``@VERSION`` the newest version, without ``/SPLIT`` the ``test`` split. Per (name, version) the
+``test`` split holds the partners selected by BR-Div (``mid`` = moderate, ``final`` = expert) and the
+``validation`` split the layout's other candidates (their ``final`` checkpoints with the BRs they
+were trained with), disjoint from ``test``: tune on validation, report on test.
+
+``index.yaml``::
+
+    format: zsceval-partner-set-index
+    format_version: 1
+    sets:
+      - name: counter_circuit
+        version: 1
+        split: test
+        layout: counter_circuit
+        path: sets/counter_circuit/v1/test          # the set's folder, relative to index.yaml
+        files: {manifest.json: <sha256>, br_returns.parquet: <sha256>}
+        partners: 20
+        levels: {moderate: 10, expert: 10}
+        engine: {zsceval: 0.1.0, env_spec: {...}}    # what the partners were trained on
+        provenance: {suite: overcooked-s12, seed: 0, commit: <git sha>, budgets: {...},
+                     date: 2025-01-31, source: zsceval bench}
+
+:func:`verify_set` checks, before any game: the index's checksums of ``manifest.json`` and
+``br_returns.parquet``, the engine (the zsceval version that made the set must be caret-compatible
+with the running one, and the recorded env spec must equal the running engine's: dynamics,
+observation encoding and shapes, events, horizon), the layout asked for, and the manifest's
+checksum of every checkpoint file. Every refusal names what differs or which file.
+
+:func:`export_sets` adds a finished pipeline folder (``zsceval bench`` or ``zsceval partners
+select``) to a collection: the test split copied, the validation split built from the candidates
+the selection left out, and the index entries with provenance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import difflib
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from zsceval import __version__
+from zsceval.envs.scenarios import is_football, num_players, resolve_scenario
+from zsceval.execution.jobs import job_kind
+from zsceval.io import atomic_directory, atomic_write_text, sha256_file
+from zsceval.plugins import PluginGroup
+from zsceval.stats.records import differences
+
+from .manifest import (
+    ChecksumMismatchError,
+    LayoutMismatchError,
+    ManifestError,
+    MissingFilesError,
+    PartnerSetManifest,
+    load_manifest,
+)
+
+__all__ = [
+    "GROUP",
+    "INDEX",
+    "SPLITS",
+    "EngineMismatchError",
+    "PartnerSetError",
+    "Provenance",
+    "ShippedSet",
+    "UnknownPartnerSetError",
+    "export_sets",
+    "is_set_name",
+    "list_sets",
+    "parse_set_name",
+    "registry_roots",
+    "resolve_set",
+    "verify_set",
+]
+
+GROUP = "zsceval.partner_sets"
+"""Entry-point group of set collections: name = label, value = a package whose folder holds ``index.yaml``."""
+INDEX = "index.yaml"
+INDEX_FORMAT = "zsceval-partner-set-index"
+INDEX_VERSION = 1
+SPLITS: tuple[str, ...] = ("test", "validation")
+"""``test``: the BR-Div selection (report on it); ``validation``: other candidates (tune on it)."""
+SET_FILES: tuple[str, ...] = ("manifest.json", "br_returns.parquet")
+"""Files of a set folder whose checksums the index records (the manifest records the checkpoints')."""
+SET_DIRS: tuple[str, ...] = ("policies", "brs", "combination_brs")
+"""Checkpoint folders of a set (copied whole: a checkpoint's meta.json lists its other files)."""
+
+_NAME = r"[a-z0-9][a-z0-9_.-]*"
+_SET_NAME = re.compile(rf"^(?P<label>{_NAME}):(?P<name>{_NAME})(?:@(?P<version>\d+))?(?:/(?P<split>\w+))?$")
+_collections = PluginGroup(GROUP, "partner-set collection")
+
+
+class PartnerSetError(ManifestError):
+    """A named partner set is unknown, its index entry malformed, or it cannot be added."""
+
+
+class UnknownPartnerSetError(PartnerSetError):
+    """No installed collection holds a set of that name (the message lists the valid names)."""
+
+
+class EngineMismatchError(PartnerSetError):
+    """The set was made by an incompatible zsceval or on other dynamics / observation spec."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a shipped set comes from.
+
+    Attributes:
+        suite: the suite of the run that made it (``overcooked-s12``), or ``partners`` for a
+            ``zsceval partners generate/select`` folder.
+        seed: the run's seed (candidate weights, selection, BR returns).
+        commit: git revision of the code that trained the partners (their checkpoints' record).
+        budgets: the partner budget of the layout (candidates, env steps, k, ...).
+        date: UTC date the set was exported, ``YYYY-MM-DD``.
+        source: the command that ran the pipeline (``zsceval bench`` or ``zsceval partners``).
+    """
+
+    suite: str | None
+    seed: int
+    commit: str | None
+    budgets: dict = field(default_factory=dict)
+    date: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class ShippedSet:
+    """One entry of a collection's index (see the module docstring for the fields).
+
+    Attributes:
+        label: the collection's entry-point name (``zsceval`` for the built-in one).
+        name: the set's name, usually its layout.
+        version: the set's version (a regenerated set is a new version; old ones stay).
+        split: ``test`` or ``validation``.
+        layout: canonical layout name.
+        folder: the set's folder (absolute).
+        files: SHA-256 of ``manifest.json`` and ``br_returns.parquet``.
+        partners: number of partners.
+        levels: partners per level (``moderate``, ``expert``).
+        engine_version: the zsceval version that made the set.
+        env_spec: the env spec its partners were trained on (a checkpoint's ``env_spec``).
+        provenance: where it comes from.
+    """
+
+    label: str
+    name: str
+    version: int
+    split: str
+    layout: str
+    folder: Path
+    files: dict[str, str]
+    partners: int
+    levels: dict[str, int]
+    engine_version: str
+    env_spec: dict | None
+    provenance: Provenance
+
+    @property
+    def full_name(self) -> str:
+        """``label:name@version/split``."""
+        return f"{self.label}:{self.name}@{self.version}/{self.split}"
+
+    @property
+    def manifest(self) -> Path:
+        """The set's ``manifest.json``."""
+        return self.folder / "manifest.json"
+
+    def to_dict(self) -> dict:
+        """JSON-able record (for ``zsceval partners list --json``)."""
+        return {
+            "name": self.full_name,
+            "layout": self.layout,
+            "split": self.split,
+            "version": self.version,
+            "partners": self.partners,
+            "levels": dict(self.levels),
+            "engine": {"zsceval": self.engine_version},
+            "provenance": dataclasses.asdict(self.provenance),
+            "manifest": str(self.manifest),
+        }
+
+
+# -- names and lookup -------------------------------------------------------------------------------
+def is_set_name(value: str) -> bool:
+    """Whether ``value`` is written as a set name (``label:name[@version][/split]``), not a path."""
+    return bool(_SET_NAME.match(str(value))) and not Path(str(value)).exists()
+
+
+def parse_set_name(value: str) -> tuple[str, str, int | None, str]:
+    """``(label, name, version or None, split)`` of a set name; the split defaults to ``test``.
+
+    Raises:
+        UnknownPartnerSetError: not of the form ``label:name[@version][/split]``, or an unknown split.
+    """
+    match = _SET_NAME.match(str(value))
+    if not match:
+        raise UnknownPartnerSetError(
+            f"{value!r} is not a partner-set name; names read LABEL:NAME[@VERSION][/SPLIT], "
+            "e.g. zsceval:counter_circuit@1/validation"
+        )
+    split = match["split"] or "test"
+    if split not in SPLITS:
+        raise UnknownPartnerSetError(f"{value!r}: unknown split {split!r}; splits: {', '.join(SPLITS)}")
+    version = int(match["version"]) if match["version"] else None
+    return match["label"], match["name"], version, split
+
+
+def _adopt(label: str, package: Any) -> None:
+    if not hasattr(package, "__path__"):
+        raise TypeError(f"{package!r} is not a package (a folder holding {INDEX})")
+
+
+def registry_roots() -> dict[str, Path]:
+    """Collection label -> the folder holding its ``index.yaml``, from the entry points of
+    :data:`GROUP` (collections that fail to load are left out; :func:`list_sets` names them)."""
+    _collections.load_all(_adopt)
+    return {label: Path(str(resources.files(pkg))) for label, pkg in sorted(_collections.loaded().items())}
+
+
+def read_index(root: str | Path, label: str) -> list[ShippedSet]:
+    """The entries of one collection's ``index.yaml`` (none when it has no index).
+
+    Raises:
+        PartnerSetError: a malformed index (names the file and the entry).
+    """
+    path = Path(root) / INDEX
+    if not path.is_file():
+        return []
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise PartnerSetError(f"cannot read the partner-set index {path}: {exc}") from None
+    if data.get("format") != INDEX_FORMAT or data.get("format_version") != INDEX_VERSION:
+        raise PartnerSetError(
+            f"{path} is not a {INDEX_FORMAT} file of format_version {INDEX_VERSION} (this zsceval's)"
+        )
+    out = []
+    for i, e in enumerate(data.get("sets") or []):
+        try:
+            prov = dict(e.get("provenance") or {})
+            out.append(
+                ShippedSet(
+                    label=label,
+                    name=str(e["name"]),
+                    version=int(e["version"]),
+                    split=str(e["split"]),
+                    layout=str(e["layout"]),
+                    folder=(path.parent / str(e["path"])).resolve(),
+                    files={str(k): str(v) for k, v in e["files"].items()},
+                    partners=int(e["partners"]),
+                    levels={str(k): int(v) for k, v in (e.get("levels") or {}).items()},
+                    engine_version=str(e["engine"]["zsceval"]),
+                    env_spec=e["engine"].get("env_spec"),
+                    provenance=Provenance(**{k: prov.get(k) for k in Provenance.__dataclass_fields__}),
+                )
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise PartnerSetError(f"{path}: sets[{i}] is malformed ({type(exc).__name__}: {exc})") from None
+        if out[-1].split not in SPLITS or not re.fullmatch(_NAME, out[-1].name):
+            raise PartnerSetError(f"{path}: sets[{i}]: bad name {out[-1].name!r} or split {out[-1].split!r}")
+    return out
+
+
+def list_sets() -> list[ShippedSet]:
+    """Every set of every installed collection, sorted by (label, name, version, split)."""
+    found = [s for label, root in registry_roots().items() for s in read_index(root, label)]
+    return sorted(found, key=lambda s: (s.label, s.name, s.version, s.split))
+
+
+def resolve_set(value: str) -> ShippedSet:
+    """The installed set a name designates (newest version without ``@VERSION``; ``test`` split
+    without ``/SPLIT``).
+
+    Raises:
+        UnknownPartnerSetError: no such set; the message lists the valid names and the closest one.
+    """
+    label, name, version, split = parse_set_name(value)
+    sets = list_sets()
+    same = [s for s in sets if (s.label, s.name, s.split) == (label, name, split)]
+    if version is not None:
+        same = [s for s in same if s.version == version]
+    if same:
+        return max(same, key=lambda s: s.version)
+    valid = sorted({n for s in sets for n in (s.full_name, f"{s.label}:{s.name}")})
+    close = difflib.get_close_matches(str(value), valid, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    shown = ", ".join(valid) if valid else "none (no partner set is installed yet; see docs/partner-sets.md)"
+    raise UnknownPartnerSetError(f"unknown partner set {value!r}; installed sets: {shown}.{hint}")
+
+
+# -- verification ---------------------------------------------------------------------------------------
+def engine_spec(layout: str) -> dict | None:
+    """The running engine's env spec of ``layout`` (what a checkpoint's ``env_spec`` must equal);
+    None for Football, whose engine is external."""
+    if is_football(layout):
+        return None
+    from zsceval.envs.overcooked import OvercookedEnv
+
+    return json.loads(json.dumps(OvercookedEnv(layout, num_envs=1).spec_dict()))
+
+
+def _caret_compatible(made: str, running: str) -> bool:
+    """Whether a set made by zsceval ``made`` may be used by ``running``: the same leading version
+    numbers up to and including the first non-zero one (Cargo's caret rule: 0.1.x with 0.1.y, 1.x
+    with 1.y)."""
+
+    def parts(v: str) -> list[int]:
+        return [int(p) for p in re.findall(r"\d+", v.split("+")[0])[:3]] + [0, 0, 0]
+
+    a, b = parts(made)[:3], parts(running)[:3]
+    for x, y in zip(a, b):
+        if x != y:
+            return False
+        if x != 0:
+            return True
+    return True
+
+
+def _spec_lines(old: dict, new: dict) -> list[str]:
+    return [line if len(line) <= 160 else line[:157] + "..." for line in differences(old, new)]
+
+
+def verify_set(entry: ShippedSet, layout: str | None = None) -> PartnerSetManifest:
+    """Check a shipped set before any game: index checksums, engine, layout, checkpoint checksums.
+
+    Args:
+        entry: the set (:func:`resolve_set`).
+        layout: the layout the caller evaluates on (None: the set's own).
+
+    Returns:
+        The set's manifest (verified, ``root`` set).
+
+    Raises:
+        MissingFilesError: a file of the set is missing (named).
+        ChecksumMismatchError: a file differs from its recorded SHA-256 (named, both hashes).
+        EngineMismatchError: made by an incompatible zsceval version (both named), or on another
+            env spec (each differing field: ``field: set -> engine``).
+        LayoutMismatchError: ``layout`` is another layout (the set's and the requested layout's
+            differing spec fields named).
+        ManifestError: a malformed manifest.
+    """
+    missing = [str(entry.folder / f) for f in entry.files if not (entry.folder / f).is_file()]
+    if missing:
+        raise MissingFilesError(f"partner set {entry.full_name}: missing files: {', '.join(missing)}")
+    for name, expected in sorted(entry.files.items()):
+        actual = sha256_file(entry.folder / name)
+        if actual != expected:
+            raise ChecksumMismatchError(
+                f"partner set {entry.full_name}: {entry.folder / name} was altered "
+                f"(expected sha256 {expected}, found {actual})"
+            )
+    if not _caret_compatible(entry.engine_version, __version__):
+        raise EngineMismatchError(
+            f"partner set {entry.full_name} was made by zsceval {entry.engine_version}, which is not "
+            f"compatible with this zsceval {__version__}; use a set made by zsceval {__version__} "
+            "(`zsceval partners list`) or install the version that made it"
+        )
+    current = engine_spec(entry.layout)
+    if entry.env_spec is not None and current is not None and entry.env_spec != current:
+        raise EngineMismatchError(
+            f"partner set {entry.full_name} was trained on another engine spec than this zsceval's "
+            "(dynamics or observation spec; set -> engine):\n  "
+            + "\n  ".join(_spec_lines(entry.env_spec, current))
+        )
+    if layout is not None and resolve_scenario(layout) != entry.layout:
+        asked = engine_spec(resolve_scenario(layout))
+        diffs = _spec_lines(entry.env_spec or {}, asked or {}) if asked is not None else []
+        raise LayoutMismatchError(
+            f"partner set {entry.full_name} is for layout {entry.layout!r}, not {layout!r}"
+            + (" (set -> requested):\n  " + "\n  ".join(diffs) if diffs else "")
+        )
+    manifest = load_manifest(entry.manifest, layout=entry.layout, verify=True)
+    _verify_checkpoint_files(entry, manifest)
+    return manifest
+
+
+def _verify_checkpoint_files(entry: ShippedSet, manifest: PartnerSetManifest) -> None:
+    """Check the files each checkpoint's ``meta.json`` lists (weights) against their SHA-256 there
+    (the manifest's checksums cover the meta.json files themselves)."""
+    for ref in manifest.file_refs():
+        meta_path = manifest.resolve(ref)
+        for name, expected in sorted(json.loads(meta_path.read_text()).get("files", {}).items()):
+            f = meta_path.parent / name
+            if not f.is_file():
+                raise MissingFilesError(f"partner set {entry.full_name}: missing file {f}")
+            actual = sha256_file(f)
+            if actual != expected:
+                raise ChecksumMismatchError(
+                    f"partner set {entry.full_name}: {f} was altered "
+                    f"(expected sha256 {expected}, found {actual})"
+                )
+
+
+def resolve_partner_set(value: str, layout: str | None = None) -> tuple[Path, str, ShippedSet | None]:
+    """A ``--partner-set`` value as ``(manifest path, layout, shipped set or None)``.
+
+    A set name is resolved and verified (:func:`verify_set`); anything else is a manifest path,
+    returned as is with ``layout`` (checked when the set is loaded).
+
+    Raises:
+        UnknownPartnerSetError: an unknown set name (valid names listed).
+        ManifestError: the set fails verification (see :func:`verify_set`).
+        ValueError: a path without a layout.
+    """
+    if is_set_name(value):
+        entry = resolve_set(value)
+        verify_set(entry, layout)
+        return entry.manifest, entry.layout, entry
+    if layout is None:
+        raise ValueError(f"--partner-set {value}: a manifest path needs --layout")
+    return Path(value), layout, None
+
+
+# -- adding sets ------------------------------------------------------------------------------------------
+def _job_result(folder: Path) -> dict:
+    return json.loads((folder / "DONE.json").read_text())["result"]
+
+
+def _provenance(source: Path, layout: str, manifest: PartnerSetManifest, **given) -> Provenance:
+    """Provenance of a pipeline folder: ``suite.yaml`` (bench) or ``partners.yaml`` (``partners``)."""
+    budgets, suite, source_cmd = {}, None, ""
+    if (source / "suite.yaml").is_file():
+        record = yaml.safe_load((source / "suite.yaml").read_text()) or {}
+        suite, source_cmd = record.get("name"), "zsceval bench"
+        budgets = dict((record.get("layout_partners") or {}).get(layout) or record.get("partners") or {})
+        budgets["evaluation_episodes"] = (record.get("evaluation") or {}).get("episodes")
+        budgets["preset"] = record.get("preset")
+    elif (source / "partners.yaml").is_file():
+        record = yaml.safe_load((source / "partners.yaml").read_text()) or {}
+        suite, source_cmd = "partners", "zsceval partners"
+        budgets = {k: record.get(k) for k in ("candidates", "steps", "preset", "weight_sampling")}
+        budgets["k"] = manifest.selection.k
+    first = manifest.resolve(manifest.partners[0].checkpoint)
+    commit = json.loads(first.read_text()).get("git_revision")
+    values = {
+        "suite": suite,
+        "seed": manifest.seed,
+        "commit": commit,
+        "budgets": budgets,
+        "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        "source": source_cmd,
+    }
+    values.update({k: v for k, v in given.items() if v is not None})
+    return Provenance(**values)
+
+
+def _levels(manifest: PartnerSetManifest) -> dict[str, int]:
+    names = {"mid": "moderate", "final": "expert"}
+    counts = {}
+    for p in manifest.partners:
+        counts[names[p.level]] = counts.get(names[p.level], 0) + 1
+    return {lvl: counts[lvl] for lvl in ("moderate", "expert") if lvl in counts}
+
+
+def build_validation_set(
+    source: str | Path, layout: str, out: str | Path, *, episodes: int, seed: int = 0, device: str = "cpu"
+) -> Path | None:
+    """The validation split of a pipeline folder: every candidate the BR-Div selection kept but did
+    not select, at its ``final`` checkpoint with the BR it was trained with (expert level), with
+    their BR returns measured in every seat. Disjoint from the test split by construction.
+
+    Args:
+        source: the pipeline folder (``<layout>/candidates/...``, ``<layout>/partners/select``).
+        layout: its layout.
+        out: the set folder to write (``manifest.json``, ``policies/``, ``brs/``, ``br_returns.parquet``).
+        episodes: episodes per (partner, seat) for the BR returns.
+        seed: seed of the BR-return games.
+        device: torch device.
+
+    Returns:
+        ``out/manifest.json``, or None when every kept candidate was selected.
+
+    Raises:
+        PartnerSetError: a game of more than two players (its validation set needs combination BRs).
+    """
+    import numpy as np
+    import torch
+
+    from zsceval.rl.checkpoint import load_policy
+
+    from .manifest import BRReference, PartnerEntry, SelectionRecord, make_file_ref, write_manifest
+    from .matches import PartnerSpec, evaluate_br_references
+    from .pipeline import _export
+    from .selection import br_div, similarity_kernel
+
+    lay, base, out = resolve_scenario(layout), Path(source) / resolve_scenario(layout), Path(out)
+    if num_players(lay) > 2:
+        raise PartnerSetError(f"{lay}: validation sets of games of more than two players are not supported")
+    select = _job_result(base / "partners" / "select")
+    kept, chosen = list(select["candidate_ids"]), set(select["selected_ids"])
+    rest = [c for c in kept if c not in chosen]
+    if not rest:
+        return None
+    evals = {c: _job_result(base / "candidates" / c / "evaluate") for c in kept}
+    specs, entries = [], []
+    for cid in rest:
+        ckpt = base / "candidates" / cid / "train" / evals[cid]["final_checkpoint"]
+        pid = f"{cid}_final"
+        specs.append((pid, cid, _export(out / "policies" / pid, ckpt, "biased", device),
+                      _export(out / "brs" / pid, ckpt, "br", device)))  # fmt: skip
+    partners = [
+        PartnerSpec(pid, "expert", load_policy(p, "biased", device)[0], load_policy(b, "br", device)[0])
+        for pid, _, p, b in specs
+    ]
+    gen = torch.Generator(device=device).manual_seed(seed)
+    frame = evaluate_br_references(lay, partners, episodes=episodes, generator=gen, device=device)
+    frame.to_parquet(out / "br_returns.parquet")
+    br_mean = frame.groupby("partner")["br_return"].mean()
+    for pid, cid, p_meta, b_meta in specs:
+        entries.append(PartnerEntry(pid, "final", make_file_ref(p_meta, out),
+                                    BRReference(make_file_ref(b_meta, out), float(br_mean[pid])),
+                                    tuple(evals[cid]["features"]), cid))  # fmt: skip
+    features = np.array([evals[c]["features"] for c in kept], dtype=float)
+    det = br_div(similarity_kernel(features), [kept.index(c) for c in rest])
+    manifest = PartnerSetManifest(
+        layout=lay,
+        seed=seed,
+        feature_names=tuple(evals[kept[0]]["feature_names"]),
+        selection=SelectionRecord("complement", "BR-Div", float(det), len(rest), 0, tuple(kept), tuple(rest)),
+        partners=tuple(entries),
+    )
+    return write_manifest(manifest, out / "manifest.json")
+
+
+def _write_index(root: Path, entries: list[dict]) -> None:
+    header = (
+        "# Evaluation-partner sets of this collection (zsceval/evaluation/shipped_sets.py).\n"
+        "# Written by `zsceval partners export`; a published (name, version, split) never changes.\n"
+    )
+    body = {"format": INDEX_FORMAT, "format_version": INDEX_VERSION, "sets": entries}
+    atomic_write_text(root / INDEX, header + yaml.safe_dump(body, sort_keys=False))
+
+
+def _index_entry(name: str, version: int, split: str, folder: Path, root: Path, prov: Provenance) -> dict:
+    manifest = load_manifest(folder / "manifest.json", verify=True)
+    meta = json.loads(manifest.resolve(manifest.partners[0].checkpoint).read_text())
+    return {
+        "name": name,
+        "version": version,
+        "split": split,
+        "layout": manifest.layout,
+        "path": folder.relative_to(root).as_posix(),
+        "files": {f: sha256_file(folder / f) for f in SET_FILES},
+        "partners": len(manifest.partners),
+        "levels": _levels(manifest),
+        "engine": {"zsceval": __version__, "env_spec": meta.get("env_spec")},
+        "provenance": dataclasses.asdict(prov),
+    }
+
+
+def export_sets(
+    source: str | Path,
+    layout: str,
+    root: str | Path,
+    *,
+    name: str | None = None,
+    version: int = 1,
+    episodes: int = 50,
+    device: str = "cpu",
+    validation: bool = True,
+    suite: str | None = None,
+    commit: str | None = None,
+    label: str = "local",
+) -> list[ShippedSet]:
+    """Add a finished pipeline folder's partner sets to the collection in ``root``.
+
+    Copies ``<source>/<layout>/partners/set`` as the ``test`` split, builds the ``validation`` split
+    (:func:`build_validation_set`), and adds both to ``root/index.yaml`` with their provenance
+    (suite, seed and budgets from the folder's ``suite.yaml`` or ``partners.yaml``, the commit from
+    the partners' checkpoints).
+
+    Args:
+        source: a ``zsceval bench`` or ``zsceval partners select`` output folder.
+        layout: the layout whose set to add.
+        root: the collection folder (``eval_partners`` for zsceval's own).
+        name: the set's name (default: the layout).
+        version: its version; an existing (name, version) is refused (published sets never change).
+        episodes: episodes per (partner, seat) for the validation set's BR returns.
+        device: torch device of those games.
+        validation: also build the validation split.
+        suite, commit: provenance values that replace what the folder records.
+        label: the label the returned entries carry (the collection's entry-point name).
+
+    Returns:
+        The added entries.
+
+    Raises:
+        PartnerSetError: no finished partner set in ``source``, a bad name, or the version exists.
+        ManifestError: the source set fails verification.
+    """
+    source, root, lay = Path(source), Path(root), resolve_scenario(layout)
+    name = name or lay
+    if not re.fullmatch(_NAME, name):
+        raise PartnerSetError(f"bad set name {name!r}: lowercase letters, digits, '_', '.', '-'")
+    src = source / lay / "partners" / "set"
+    if not (src / "DONE.json").is_file():
+        raise PartnerSetError(
+            f"{src} holds no finished partner set; run `zsceval partners select` or a bench first"
+        )
+    manifest = load_manifest(src / "manifest.json", layout=lay, verify=True)
+    index = yaml.safe_load((root / INDEX).read_text()) if (root / INDEX).is_file() else None
+    entries = list((index or {}).get("sets") or [])
+    if any((e["name"], int(e["version"])) == (name, version) for e in entries):
+        raise PartnerSetError(f"{root / INDEX} already holds {name}@{version}; a new set is a new --version")
+    prov = _provenance(source, lay, manifest, suite=suite, commit=commit)
+    added = []
+    test_dir = root / "sets" / name / f"v{version}" / "test"
+    with atomic_directory(test_dir) as tmp:
+        for f in SET_FILES:
+            shutil.copy2(src / f, tmp / f)
+        for d in SET_DIRS:
+            if (src / d).is_dir():
+                shutil.copytree(src / d, tmp / d)
+    added.append(_index_entry(name, version, "test", test_dir, root, prov))
+    if validation:
+        val_dir = root / "sets" / name / f"v{version}" / "validation"
+        with atomic_directory(val_dir) as tmp:
+            made = build_validation_set(
+                source, lay, tmp, episodes=episodes, seed=manifest.seed, device=device
+            )
+        if made is None:
+            shutil.rmtree(val_dir, ignore_errors=True)
+        else:
+            added.append(_index_entry(name, version, "validation", val_dir, root, prov))
+    _write_index(root, entries + added)
+    return [s for s in read_index(root, label) if (s.name, s.version) == (name, version)]
+
+
+# -- bench job ----------------------------------------------------------------------------------------------
+@job_kind("partners.shipped")
+def partners_shipped(params: dict, out: Path, needs: dict) -> dict:
+    """A shipped set, verified and copied into the job's folder, where ``ego.evaluate`` reads the
+    partners of a bench layout that evaluates on a shipped set instead of generating its own.
+
+    params: ``set`` (a set name), ``layout``.
+    """
+    entry = resolve_set(params["set"])
+    verify_set(entry, params["layout"])
+    for f in SET_FILES:
+        shutil.copy2(entry.folder / f, out / f)
+    for d in SET_DIRS:
+        if (entry.folder / d).is_dir():
+            shutil.copytree(entry.folder / d, out / d, dirs_exist_ok=True)
+    return {"set": entry.full_name, "manifest": "manifest.json", "partners": entry.partners}
