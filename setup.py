@@ -98,6 +98,7 @@ setup(
             "tbs = zsceval.algorithms.tbs.agents:TBSAgent",
             "tbs-cbpr = zsceval.algorithms.tbs.agents:CBPRAgent",
             "tbs-cem = zsceval.algorithms.tbs.agents:CEMAgent",
+            "tbs-hypothesis = zsceval.algorithms.tbs.hypothesis:HypothesisAgent",
             "tbs-random = zsceval.algorithms.tbs.agents:RandomSelectionAgent",
             "tbs-tom = zsceval.algorithms.tbs.tom:ToMModel",
         ],

@@ -140,7 +140,8 @@ class _Agent(torch.nn.Module):
 
 
 def test_every_variant_and_the_oracle_play_the_chains_partial_view(tmp_path, monkeypatch):
-    """``tbs.evaluate`` in the partial variant: TBS, BR, Random, CEM, CBPR and the Oracle all play an
+    """``tbs.evaluate`` in the partial variant: TBS, BR, Random, CEM, CBPR, Hypothesis and the Oracle all
+    play an
     env with the chain's view radius (before the fix only the Oracle did: the variants played
     ``play_games(layout, ...)``, a fully observable env)."""
     import zsceval.evaluation.matches as matches
@@ -162,18 +163,18 @@ def test_every_variant_and_the_oracle_play_the_chains_partial_view(tmp_path, mon
               "view_radius": radius}  # fmt: skip
     (tmp_path / "out").mkdir()
     tbs_jobs.evaluate_job(params, tmp_path / "out", {"h": tmp_path, "e": tmp_path})
-    assert len(calls) == 6  # five variants and the Oracle
+    assert len(calls) == 7  # six variants and the Oracle
     for env, _, assignment in calls:
         assert not isinstance(env, str), "a variant played a layout name: a fully observable env"
         assert env.view_radius == radius
         assert env.num_envs == assignment.shape[0]
-    assert [a.shape[0] for _, _, a in calls] == [2 * H * E] * 5 + [H * E]  # both seats; the Oracle once
+    assert [a.shape[0] for _, _, a in calls] == [2 * H * E] * 6 + [H * E]  # both seats; the Oracle once
     # and the fully observable chain plays fully observable envs
     calls.clear()
     (tmp_path / "full").mkdir()
     full = {k: v for k, v in params.items() if k != "view_radius"}
     tbs_jobs.evaluate_job(full, tmp_path / "full", {"h": tmp_path, "e": tmp_path})
-    assert len(calls) == 6 and all(env.view_radius == 0 for env, _, _ in calls)
+    assert len(calls) == 7 and all(env.view_radius == 0 for env, _, _ in calls)
 
 
 def test_partial_chain_gives_the_evaluation_its_view_radius():

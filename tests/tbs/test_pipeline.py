@@ -277,11 +277,16 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
         assert meta["tom"][name]["best_epoch"] == best and meta["tom"][name]["heldout_loss"] == min(
             c["val_loss"]
         )
+    hyp, _ = load_agent(out / "ego" / "run", "hypothesis")  # paper 003's rule over the same hypotheses
+    assert type(hyp).agent_class == "tbs-hypothesis" and len(hyp.brs) == len(hyp.toms) == clustering["k"]
+    same = zip(hyp.toms.state_dict().values(), tbs.toms.state_dict().values())
+    assert all(torch.equal(a, b) for a, b in same)
     frame = pd.read_parquet(out / "ego" / "tbs_eval" / "results.parquet")
-    assert set(frame["agent"]) == {"TBS", "BR", "Random", "CEM", "CBPR", "Oracle"}
-    assert len(frame) == 6 * 3 * 2  # agents x held-out pairs x seats (1 episode)
+    assert set(frame["agent"]) == {"TBS", "BR", "Hypothesis", "Random", "CEM", "CBPR", "Oracle"}
+    assert len(frame) == 7 * 3 * 2  # agents x held-out pairs x seats (1 episode)
     report = CliRunner().invoke(main, ["report", str(out), "--no-figures"])
     assert report.exit_code == 0 and "TBS protocol" in report.output, report.output
+    assert "  Hypothesis  " in report.output
     # the selection diagnostics read the chain's folder (benchmarks/learning/tbs_selection.py)
     (diagnostics,) = _selection_script().main([str(out), "--horizon", "20"])
     assert diagnostics["k"] == clustering["k"] and diagnostics["tracker_agreement"] == 1.0

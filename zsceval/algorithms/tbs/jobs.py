@@ -8,7 +8,9 @@ agents, and the TBS evaluation protocol (paper 000 Sec. 3.2-3.3 and Sec. 4).
   seats, Eq. 10) and the global ToM model (episodes of every BR_j with every cluster's partners,
   Eq. 11), then saves one checkpoint in
   ``run/`` holding the TBS agent (the ego, ``tbs``) and the baselines' agents: the single best
-  response (``br``), Random Selection, CEM and CBPR for each ego seat (``random_0``, ``cem_1``, ...).
+  response (``br``), the hypothesis-scoring agent over the same ToM models and BRs (``hypothesis``,
+  paper 003, :mod:`~.hypothesis`), Random Selection, CEM and CBPR for each ego seat (``random_0``,
+  ``cem_1``, ...).
 * ``tbs.evaluate``: every agent with every held-out pair in both seats (``episodes`` each), the
   held-out pair's own partner as the Oracle; the scaled reward (return / the held-out pair's
   self-play return) with bootstrap 95% CIs; ``results.parquet``, ``summary.json``, ``tbs.png``.
@@ -294,7 +296,8 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     training for early stopping, 0.25; 0: none) and ``tom_global`` (the global model's episodes:
     ``mixed``, Eq. 11, every cluster's partners with every cluster's best response,
     :func:`global_tom_plan`; ``matched``, the cluster models' episodes pooled, each cluster's
-    partners with its own best response only).
+    partners with its own best response only) and the hypothesis agent's options
+    (:func:`hypothesis_options`).
 
     Raises:
         JobInputError: an unreadable clustering (:func:`read_clusters`) or an unknown ``tom_global``.
@@ -303,6 +306,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
 
     from zsceval.algorithms.tbs.agents import CBPRAgent, CEMAgent, RandomSelectionAgent, TBSAgent
     from zsceval.algorithms.tbs.concepts import build_concept_set
+    from zsceval.algorithms.tbs.hypothesis import HypothesisAgent
     from zsceval.algorithms.tbs.tom import ToMModel, train_tom
     from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
     from zsceval.rl.checkpoint import load_agent, save_checkpoint
@@ -371,7 +375,8 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     global_tom = fit("global", global_data, epochs)
     bar.close()
     window = int(params.get("window", 0)) or None
-    agents = {"tbs": TBSAgent(brs, toms, global_tom, window=window), "br": single}
+    agents = {"tbs": TBSAgent(brs, toms, global_tom, window=window), "br": single,
+              "hypothesis": HypothesisAgent(brs, toms, **hypothesis_options(params))}  # fmt: skip
     # seat s: the ego's candidates are the seat-s agents of the pool, the partner models the others'
     for s, (own, other) in enumerate(((firsts, seconds), (seconds, firsts))):
         agents[f"random_{s}"] = RandomSelectionAgent(own)
@@ -387,6 +392,19 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     summary = {"k": k, "clusters": clusters, "tom": meta["tom"]}
     atomic_write_text(run / "eval.json", json.dumps(summary, indent=2))
     return {"run": "run", **summary}
+
+
+HYPOTHESIS_OPTIONS = {"hypothesis_alpha": ("alpha", float), "hypothesis_c": ("c", float),
+                      "hypothesis_v_thr": ("v_thr", float), "hypothesis_top_k": ("top_k", int),
+                      "hypothesis_fallback": ("fallback", str),
+                      "hypothesis_prediction": ("prediction", str)}  # fmt: skip
+"""Params of ``tbs.ego`` -> keyword arguments of :class:`~.hypothesis.HypothesisAgent` (absent: the
+agent's defaults, paper 003's alpha 0.3, c 1, V_thr 0.7 and the arg-max prediction)."""
+
+
+def hypothesis_options(params: dict) -> dict:
+    """The hypothesis agent's keyword arguments from the ``tbs.ego`` params (:data:`HYPOTHESIS_OPTIONS`)."""
+    return {arg: cast(params[key]) for key, (arg, cast) in HYPOTHESIS_OPTIONS.items() if key in params}
 
 
 def _tom_summary(curve: dict) -> dict:
@@ -411,11 +429,14 @@ def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
     """The TBS protocol against the held-out pool (params: ``layout, heldout, ego`` (job ids),
     ``episodes, seed, device``, and ``view_radius`` for the partial variant).
 
-    Every variant (TBS, BR, Random, CEM, CBPR) and the Oracle play the same env: the chain's, with
-    its view radius (:func:`_env`; 0 = fully observable).
+    Every variant (TBS, BR, Hypothesis, Random, CEM, CBPR) and the Oracle play the same env: the
+    chain's, with its view radius (:func:`_env`; 0 = fully observable). An ego checkpoint written
+    before the hypothesis agent existed has no ``hypothesis``: it is then built from the checkpoint's
+    TBS agent (its cluster ToM models and BRs) with the options in ``params``
+    (:func:`hypothesis_options`).
     """
     from zsceval.evaluation.matches import play_games
-    from zsceval.rl.checkpoint import load_agent
+    from zsceval.rl.checkpoint import CheckpointError, load_agent
 
     device = params.get("device", "cpu")
     layout, E = params["layout"], int(params["episodes"])
@@ -425,10 +446,20 @@ def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
     run = _run(needs, params["ego"])
     get = {name: load_agent(run, name, device)[0].eval() for name in
            ("tbs", "br", "random_0", "random_1", "cem_0", "cem_1", "cbpr_0", "cbpr_1")}  # fmt: skip
+    try:
+        hyp = load_agent(run, "hypothesis", device)[0].eval()
+    except CheckpointError as exc:  # an ego checkpoint from before the hypothesis agent
+        if "has no agent 'hypothesis'" not in str(exc):
+            raise
+        from zsceval.algorithms.tbs.hypothesis import HypothesisAgent
+
+        tbs = get["tbs"]
+        hyp = HypothesisAgent(list(tbs.brs), list(tbs.toms), **hypothesis_options(params)).eval()
+    # Hypothesis last: the variants before it draw from the generator as they did before it existed
     variants = {
         "TBS": (get["tbs"], get["tbs"]), "BR": (get["br"], get["br"]),
         "Random": (get["random_0"], get["random_1"]), "CEM": (get["cem_0"], get["cem_1"]),
-        "CBPR": (get["cbpr_0"], get["cbpr_1"]),
+        "CBPR": (get["cbpr_0"], get["cbpr_1"]), "Hypothesis": (hyp, hyp),
     }  # fmt: skip
     frames = []
     gen = torch.Generator(device=device).manual_seed(int(params["seed"]))

@@ -135,15 +135,15 @@ def format_tbs(summary: pd.DataFrame, level: float = 0.95, pooled: pd.DataFrame 
     lines = [f"TBS protocol: held-out pool, both seats; scaled reward and sparse return [{level:.0%} CI]"]
     for (lay, run), g in summary.groupby(["layout", "run"], sort=True):
         lines.append(f"\n{lay}  ({run}, {int(g['heldout_pairs'].iloc[0])} held-out pairs)")
-        lines.append(f"  {'agent':<8}  {'scaled reward':>24}  {'sparse return':>26}")
+        lines.append(f"  {'agent':<10}  {'scaled reward':>24}  {'sparse return':>26}")
         for r in g.itertuples():
             scaled = f"{r.scaled:6.3f} [{r.scaled_low:6.3f}, {r.scaled_high:6.3f}]"
             ret = f"{r.sparse_return:7.1f} [{r.sparse_return_low:6.1f}, {r.sparse_return_high:6.1f}]"
-            lines.append(f"  {r.agent:<8}  {scaled:>24}  {ret:>26}")
+            lines.append(f"  {r.agent:<10}  {scaled:>24}  {ret:>26}")
     for lay, g in pooled.groupby("layout", sort=True) if pooled is not None and len(pooled) else ():
         runs, pairs = int(g["runs"].iloc[0]), int(g["heldout_pairs"].iloc[0])
         lines.append(f"\n{lay}  (pooled over {runs} runs: {pairs} held-out pairs with a scale)")
-        lines.append(f"  {'agent':<8}  {'scaled reward':>24}")
+        lines.append(f"  {'agent':<10}  {'scaled reward':>24}")
         for r in g.itertuples():
-            lines.append(f"  {r.agent:<8}  {r.scaled:6.3f} [{r.scaled_low:6.3f}, {r.scaled_high:6.3f}]")
+            lines.append(f"  {r.agent:<10}  {r.scaled:6.3f} [{r.scaled_low:6.3f}, {r.scaled_high:6.3f}]")
     return "\n".join(lines)

@@ -12,8 +12,9 @@ import pandas as pd
 
 __all__ = ["AGENTS", "plot_tbs", "result_cube", "scaled_rewards", "summarize"]
 
-AGENTS = ("TBS", "BR", "Random", "CEM", "CBPR", "Oracle")
-"""Rows of the TBS table, in the paper's order of discussion."""
+AGENTS = ("TBS", "BR", "Hypothesis", "Random", "CEM", "CBPR", "Oracle")
+"""Rows of the TBS table, in the paper's order of discussion; ``Hypothesis`` (not in paper 000) is
+the hypothesis-scoring agent of paper 003 over TBS's ToM models and BRs (:mod:`~.hypothesis`)."""
 
 
 def scaled_rewards(frame: pd.DataFrame) -> pd.DataFrame:

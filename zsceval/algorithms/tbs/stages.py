@@ -310,6 +310,19 @@ class TBSOptions:
     """Exploration of the best response while the ToM episodes are collected (greedy agents in a
     deterministic game would repeat one episode; the partners, whose intentions are the labels,
     stay greedy)."""
+    hypothesis_alpha: float = 0.3
+    """The hypothesis-scoring variant (paper 003, :mod:`~.hypothesis`): Rescorla-Wagner learning rate."""
+    hypothesis_c: float = 1.0
+    """Its intrinsic reward magnitude (+c for a right prediction, -c for a wrong one)."""
+    hypothesis_v_thr: float = 0.7
+    """Its validation threshold (a hypothesis with ``V >= v_thr`` is validated)."""
+    hypothesis_top_k: int = 1
+    """A prediction is right iff the partner's concept is among its ``top_k`` most probable (1: arg-max)."""
+    hypothesis_fallback: str = "highest"
+    """The hypothesis used while none is validated: ``highest`` value or ``latest_correct``."""
+    hypothesis_prediction: str = "held"
+    """Which prediction a partner's concept scores: ``held`` (the one made after its previous concept)
+    or ``latest`` (the one of the step at which it performed it)."""
     partial: bool = False
     """The partially observable variant (TBS Sec. 4): every stage's env gets ``env.view_radius =
     view_radius`` (:class:`~zsceval.envs.overcooked.OvercookedEnv`)."""
@@ -423,9 +436,11 @@ class TBS(Algorithm):
             "tom_global": tom_global,
             "algo_inputs": {"pool": pool.id},
         }  # fmt: skip
+        hyp = _hypothesis_params(opts)  # only the options that differ from the defaults: old fingerprints
+        ego_params.update(hyp)
         ego = Job(ctx.ego_id, "tbs.ego", ego_params, needs=(pool.id, cluster.id, brs.id), out=ctx.ego_id)
         eid = f"{ctx.ego_id}/tbs_eval"
-        eparams = {**common, "heldout": heldout.id, "ego": ego.id, "episodes": episodes}
+        eparams = {**common, "heldout": heldout.id, "ego": ego.id, "episodes": episodes, **hyp}
         evaluate = Job(eid, "tbs.evaluate", eparams, needs=(heldout.id, ego.id), out=eid)
         return [pool, heldout, cluster, brs, ego, evaluate]
 
@@ -443,3 +458,21 @@ def _read_clusters(folder: str) -> list[list[int]]:
 def _expected_clusters(size: int) -> int:
     """Clusters assumed where a ``tbs-br`` config is resolved without its clustering: ``max(2, N // 3)``."""
     return max(2, size // 3)
+
+
+def _hypothesis_params(opts: dict) -> dict:
+    """The ``algo.hypothesis_*`` options that differ from their defaults, as ``tbs.ego`` params.
+
+    Raises:
+        ConfigError: an unknown fallback or prediction, or an option the agent refuses.
+    """
+    from zsceval.algorithms.tbs.hypothesis import HypothesisAgent
+    from zsceval.algorithms.tbs.jobs import HYPOTHESIS_OPTIONS, hypothesis_options
+
+    defaults = TBSOptions()
+    params = {k: opts[k] for k in HYPOTHESIS_OPTIONS if k in opts and opts[k] != getattr(defaults, k)}
+    try:
+        HypothesisAgent.check_options(**hypothesis_options(params))
+    except ValueError as exc:
+        raise ConfigError(f"algo.hypothesis_*: {exc}") from None
+    return params
