@@ -150,6 +150,34 @@ def _rollout(env, ego, steps, seed, partner=None, horizon_starts=True):
 
 
 # -- partner observation and action ---------------------------------------------------------------
+def test_partner_leaving_or_entering_a_partial_view_is_never_read_as_an_action():
+    """With ``view_radius`` the partner can leave the ego's view; its location plane is then empty
+    and the summary reads cell 0, which looked like a move. CBPR and CEM score the partner model on
+    inferred actions: every action they score must be the partner's real one."""
+    from zsceval.algorithms.tbs.agents import _step_partner_actions, partner_visible
+
+    env = OvercookedEnv("counter_circuit", num_envs=64, seed=3, horizon=80, view_radius=1)
+    step = env.reset()
+    g = torch.Generator().manual_seed(1)
+    N = 64
+    state = {"p_cell": torch.zeros(N, dtype=torch.int64), "p_ori": torch.zeros(N, dtype=torch.int64),
+             "p_held": torch.zeros(N, dtype=torch.int64)}  # fmt: skip
+    starts = torch.ones(N, dtype=torch.bool)
+    hidden = scored = 0
+    for t in range(120):
+        obs = step.obs[:, 0]
+        hidden += int((~partner_visible(obs)).sum())
+        a, known = _step_partner_actions(state, obs, torch.full((N,), t), starts)
+        if t > 0:
+            scored += int(known.sum())
+            assert torch.equal(a[known], prev_a[known]), "an inferred action that the partner did not take"
+        prev_a = torch.rand(N, 2, 6, generator=g).masked_fill(~step.avail_actions, -1).argmax(-1)[:, 1]
+        acts = torch.stack([torch.full((N,), 4), prev_a], 1)  # the ego stays; the partner acts at random
+        step = env.step(acts)
+        starts = step.truncated.clone()
+    assert hidden > 0 and scored > 0  # the partner was out of view sometimes, and actions were still read
+
+
 @pytest.mark.parametrize("layout", ["cramped_room", "counter_circuit", "coordination_ring_mr"])
 def test_partner_view_and_action_inference_on_random_rollouts(layout):
     env = OvercookedEnv(layout, num_envs=32, seed=1, horizon=60)

@@ -64,6 +64,7 @@ __all__ = [
     "infer_partner_action",
     "partner_avail",
     "partner_summary",
+    "partner_visible",
     "partner_view",
 ]
 
@@ -119,6 +120,16 @@ def partner_summary(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torc
     bits = 2 ** torch.arange(end - start, device=obs.device)
     held = ((at[:, start:end] > 0).long() * bits).sum(1)
     return cell, ori, held
+
+
+def partner_visible(obs: torch.Tensor) -> torch.Tensor:
+    """``bool [N]``: the partner is in the ego's view (its location plane is non-zero somewhere;
+    always true with full observability, false where a partial view, ``env.view_radius``, hides it).
+
+    Args:
+        obs: ``uint8 [N, H, W, C]``.
+    """
+    return obs[..., 1].flatten(1).amax(1) > 0
 
 
 def infer_partner_action(prev: tuple[torch.Tensor, ...], cur: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -316,9 +327,13 @@ def _step_partner_actions(s: dict, obs: torch.Tensor, t: torch.Tensor, starts: t
         ``(action int64 [N] clamped to >= 0, known bool [N])``.
     """
     cur = partner_summary(obs)
+    seen = partner_visible(obs)
     a = infer_partner_action((s["p_cell"], s["p_ori"], s["p_held"]), cur)
-    known = (a >= 0) & (t > 0) & ~starts
-    s["p_cell"], s["p_ori"], s["p_held"] = cur
+    # a partner that leaves or enters a partial view seems to jump: nothing is inferred unless it is
+    # seen in both observations (the stored cell is -1 where it was not seen)
+    known = (a >= 0) & (t > 0) & ~starts & seen & (s["p_cell"] >= 0)
+    s["p_cell"] = torch.where(seen, cur[0], -1)
+    s["p_ori"], s["p_held"] = cur[1], cur[2]
     return a.clamp(min=0), known
 
 
