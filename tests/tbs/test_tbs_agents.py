@@ -164,6 +164,7 @@ def test_partner_leaving_or_entering_a_partial_view_is_never_read_as_an_action()
              "p_held": torch.zeros(N, dtype=torch.int64)}  # fmt: skip
     starts = torch.ones(N, dtype=torch.bool)
     hidden = scored = 0
+    prev_a = torch.zeros(N, dtype=torch.int64)
     for t in range(120):
         obs = step.obs[:, 0]
         hidden += int((~partner_visible(obs)).sum())
