@@ -101,6 +101,8 @@ setup(
             "tbs-hypothesis = zsceval.algorithms.tbs.hypothesis:HypothesisAgent",
             "tbs-random = zsceval.algorithms.tbs.agents:RandomSelectionAgent",
             "tbs-tom = zsceval.algorithms.tbs.tom:ToMModel",
+            "unhelpful-random = zsceval.evaluation.strata:UniformRandomAgent",
+            "unhelpful-stay = zsceval.evaluation.strata:StayAgent",
         ],
         "zsceval.cores": [
             "ppo = zsceval.rl.update:PPOCore",

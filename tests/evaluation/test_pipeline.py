@@ -244,6 +244,35 @@ def test_eval_command_against_a_partner_set(tiny_bench):
     assert wrong.exit_code != 0 and "cramped_room" in wrong.output
 
 
+def test_eval_strata_reports_skilled_semi_skilled_and_unhelpful_partners(tiny_bench):
+    """Issue 36 item 3: the set's final (expert) and mid (moderate) partners by BR-Prox, and the
+    unhelpful partners (stay, uniformly random) by return; the same numbers as the plain report."""
+    from click.testing import CliRunner
+
+    from zsceval.cli import main
+
+    _, out, _ = tiny_bench
+    manifest = out / "cramped_room/partners/set/manifest.json"
+    args = ["eval", "--agent", str(out / "cramped_room/egos/sp/s0/run"), "--layout", "cramped_room",
+            "--partner-set", str(manifest), "--episodes", "2"]  # fmt: skip
+    plain = json.loads(CliRunner().invoke(main, [*args, "--json"]).output)
+    res = CliRunner().invoke(main, [*args, "--json", "--strata"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["summary"] == plain["summary"]  # the unhelpful games draw from their own generators
+    assert set(data["unhelpful"]) == {"stay", "random"}
+    assert all(u["episodes"] == 2 * 2 for u in data["unhelpful"].values())  # 2 episodes x 2 seatings
+    text = CliRunner().invoke(main, [*args, "--strata"]).output
+    expert = data["summary"]["expert"]
+    assert f"skilled       (expert): BR-Prox IQM {expert['iqm']:.3f}" in text
+    assert "semi-skilled  (moderate)" in text and "unhelpful (stay)" in text and "unhelpful (random)" in text
+    alone = CliRunner().invoke(main, [*args[:5], "--strata", "--episodes", "2"])
+    assert alone.exit_code == 0 and "unhelpful (stay)" in alone.output and "BR-Prox" not in alone.output
+    refused = CliRunner().invoke(main, [*args[:5], "--partner", str(out / "cramped_room/egos/sp/s0/run"),
+                                        "--strata"])  # fmt: skip
+    assert refused.exit_code != 0 and "--strata works with --partner-set" in refused.output
+
+
 def test_candidate_runs_are_evaluated_as_a_pair(tiny_bench):
     """eval.json of a biased run seats pi_w with its BR, of a mid-BR run the BR with its partner."""
     _, out, _ = tiny_bench

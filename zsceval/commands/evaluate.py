@@ -46,6 +46,14 @@ from zsceval.rl.config import ConfigError
     help="With --partner (or a human-proxy set): also count each episode's interdependencies (paper 002: "
     "constructive, looping, irrelevant; who triggered, who accepted), docs/interdependence.md.",
 )
+@click.option(
+    "--strata",
+    is_flag=True,
+    default=False,
+    help="Report the partner strata (issue 36): skilled (the set's final, ZSC-Eval's expert partners) and "
+    "semi-skilled (mid, moderate) by BR-Prox, and unhelpful partners (one that only stays, one that acts "
+    "uniformly at random) by the agent's return with them. With --partner-set, or alone (unhelpful only).",
+)
 def evaluate(
     agent,
     partner,
@@ -58,6 +66,7 @@ def evaluate(
     save_trajectories,
     gif_dir=None,
     interdependence=False,
+    strata=False,
 ) -> None:
     """Cross-play two saved agents in both seats: mean sparse return (95% CI) and event counts;
     or play one agent against a whole evaluation-partner set and report BR-Prox; or against the
@@ -71,11 +80,15 @@ def evaluate(
                    --partner-set eval_partners/counter_circuit/counter_circuit/partners/set/manifest.json
       zsceval eval --agent runs/sp_counter_circuit_s0 --partner-set zsceval:counter_circuit
       zsceval eval --agent runs/sp_counter_circuit_s0 --layout counter_circuit --partner-set human-proxy
+      zsceval eval --agent runs/sp_counter_circuit_s0 --partner-set zsceval:counter_circuit --strata
     """
     from zsceval.evaluation.cross_play import cross_play, cross_play_interdependence  # torch: not for --help
     from zsceval.rl.checkpoint import CheckpointError
 
-    if (partner is None) == (partner_set is None):
+    if strata and partner is not None:
+        raise click.UsageError("--strata works with --partner-set (or alone), not with --partner")
+    strata_alone = strata and partner is None and partner_set is None
+    if (partner is None) == (partner_set is None) and not strata_alone:
         raise click.UsageError("give exactly one of --partner and --partner-set")
     shipped = None
     if partner_set is not None:
@@ -111,6 +124,23 @@ def evaluate(
         check_writable(gif_dir, "--gif")
     if save_trajectories is not None:
         check_writable(save_trajectories, "--save-trajectories")
+    unhelpful = None
+    if strata:
+        if human is not None:
+            raise click.UsageError("--strata works with a set of trained partners, not the human model")
+        from zsceval.evaluation.strata import unhelpful_play
+
+        try:
+            unhelpful = unhelpful_play(agent, layout, episodes, device, seed)
+        except (CheckpointError, ConfigError) as exc:
+            raise click.ClickException(str(exc)) from None
+        if partner_set is None:
+            if as_json:
+                click.echo(json.dumps({"layout": layout, "agent": agent, "unhelpful": unhelpful}, indent=2))
+                return
+            click.echo(f"layout {layout}: {episodes} episodes per seating")
+            _echo_unhelpful(unhelpful)
+            return
     if partner_set is not None:
         from zsceval.evaluation.partner_set import partner_set_play
 
@@ -119,6 +149,8 @@ def evaluate(
         except (CheckpointError, ConfigError, ManifestError) as exc:
             raise click.ClickException(str(exc)) from None
         out["shipped_set"] = shipped.full_name if shipped is not None else None
+        if unhelpful is not None:
+            out["unhelpful"] = unhelpful
         if as_json:
             click.echo(json.dumps(out, indent=2, default=float))
             return
@@ -135,6 +167,18 @@ def evaluate(
                 f"  BR-Prox IQM {level:<8} {r['iqm']:.3f} (95% CI {r['ci_low']:.3f}..{r['ci_high']:.3f}) "
                 f"over {r['num_partners']} partners, {r['num_units']} units"
             )
+        if unhelpful is not None:
+            click.echo("  strata:")
+            for stratum, level in (("skilled", "expert"), ("semi-skilled", "moderate")):
+                r = out["summary"].get(level)
+                if r is None:
+                    click.echo(f"    {stratum:<13} ({level}): no such partners in this set")
+                    continue
+                click.echo(
+                    f"    {stratum:<13} ({level}): BR-Prox IQM {r['iqm']:.3f} "
+                    f"(95% CI {r['ci_low']:.3f}..{r['ci_high']:.3f})"
+                )
+            _echo_unhelpful(unhelpful, indent="    ")
         return
     try:
         out = cross_play(agent, partner, layout, episodes, device, seed)
@@ -193,3 +237,14 @@ def evaluate(
                 f"{s['partner_triggered_constructive']:.1f}), looping {s['looping']:.1f}, "
                 f"irrelevant {s['irrelevant']:.1f}"
             )
+
+
+def _echo_unhelpful(unhelpful: dict, indent: str = "  ") -> None:
+    """The unhelpful stratum: the agent's mean return with each unhelpful partner (no BR: no BR-Prox)."""
+    for name, r in unhelpful.items():
+        lo, hi = r["sparse_return_ci95"]
+        what = "a partner that only stays" if name == "stay" else "a uniformly random partner"
+        click.echo(
+            f"{indent}unhelpful ({name}): sparse return {r['sparse_return_mean']:.1f} "
+            f"(95% CI {lo:.1f}..{hi:.1f}) with {what}, over {r['episodes']} episodes"
+        )
