@@ -288,6 +288,11 @@ class COLE(Algorithm):
     def __init__(self, config: TrainConfig, num_envs: int, num_agents: int, device) -> None:
         super().__init__(config, num_envs, num_agents, device)
         o = self.options
+        if num_agents != 2:
+            raise ConfigError(
+                f"algorithm 'cole' is written for 2 players, the env has {num_agents} (its payoff over "
+                f"partner pairs and the GRF partner combinations are not built, issue 37)"
+            )
         self.size = population_size(config)
         if self.size < 1:
             raise ConfigError(f"cole needs population.size >= 1, got {self.size}")

@@ -199,6 +199,11 @@ class E3T(Algorithm):
             raise ConfigError(f"algo.epsilon must be in [0, 1], got {o.epsilon}")
         if not 0.0 <= o.copy_factor <= 1.0 or math.isnan(o.copy_factor):
             raise ConfigError(f"algo.copy_factor must be in [0, 1], got {o.copy_factor}")
+        if o.partner_model and num_agents != 2:
+            raise ConfigError(
+                f"e3t's algo.partner_model predicts one partner's action: 2 players only, the env has "
+                f"{num_agents}"
+            )
         self.blends = 0
         """Polyak updates applied to the partner so far."""
 

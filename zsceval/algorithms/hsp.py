@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from zsceval.algorithms.base.stage1 import member_name, stage1_size
-from zsceval.algorithms.base.stage2 import PopulationEgo, PopulationEgoOptions, sliding_window
-from zsceval.envs.scenarios import env_flags
+from zsceval.algorithms.base.stage2 import PopulationEgo, PopulationEgoOptions, check_players, sliding_window
+from zsceval.envs.scenarios import env_flags, num_players
 from zsceval.registry import register
 from zsceval.rl.algorithm import JobContext
 from zsceval.rl.checkpoint import load_agent
@@ -100,6 +100,9 @@ class HSP(PopulationEgo):
     """The HSP ego: K biased agents (greedy max-L1) and MEP members, uniform arms."""
 
     Options = HSPOptions
+    max_players = 2
+    """Football's 3 players are refused: the biased candidates' selection on Football is not built
+    (issue 37)."""
     stage1_algo = "mep-stage1"
 
     @classmethod
@@ -199,6 +202,7 @@ class HSP(PopulationEgo):
         from zsceval.evaluation.candidates import PartnerBudget, candidate_jobs
         from zsceval.rl.config import check_episode_budget, resolve_config
 
+        check_players(cls.name, num_players(ctx.layout), cls.max_players)  # before any job of the chain
         common = ctx.common
         s1 = resolve_config(
             preset=common.get("preset", "quick"),

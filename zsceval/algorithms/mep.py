@@ -16,6 +16,13 @@ with ``R_i`` the running average ``R_i <- 0.95 R_i + 0.05 a_i`` of arm i's train
 
     rank_i = dense rank of 1 / (R_i + 1e-6)   (lowest return -> highest rank)
     P(i) = rank_i^alpha / sum_j rank_j^alpha,  alpha = 0.5 / 1.0 / 1.5 for populations 12 / 24 / 36.
+
+In games of n > 2 players (Football) stage 2 follows ZSC-Eval's GRF runner (``grf_runner.py:
+train_mep``): the prioritized units are the *unordered* combinations of the ego and its partners
+(:func:`~zsceval.algorithms.base.stage2.arm_multiset`), each with its running return over all its
+seatings; their probabilities are floored at 1 / (number of arms) and renormalised, and each is
+split equally over its distinct seat orderings (the reference's random permutation). Stage 1 needs
+nothing new: every seat of a member's self-play games carries the bonus.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from typing import Any
 import torch
 
 from zsceval.algorithms.base.stage1 import PopulationSelfPlay, member_log_probs
-from zsceval.algorithms.base.stage2 import PopulationEgo, PopulationEgoOptions
+from zsceval.algorithms.base.stage2 import PopulationEgo, PopulationEgoOptions, arm_multiset
 from zsceval.registry import register
 from zsceval.rl.config import population_size
 from zsceval.rl.rollout import Rollout
@@ -130,15 +137,39 @@ class MEP(PopulationEgo):
         """The prioritized-sampling exponent."""
         return self.options.prioritized_alpha or population_size(self.config) / 24
 
+    def _units(self) -> torch.Tensor:
+        """``int64 [A]`` the prioritized unit of each arm: the arm itself for two players, its
+        unordered combination for more (GRF)."""
+        if getattr(self, "_unit_of_arm", None) is None:
+            arms = self.arms()
+            if self.num_agents == 2:
+                self._unit_of_arm = torch.arange(len(arms))
+            else:
+                index: dict[tuple, int] = {}
+                units = [index.setdefault(arm_multiset(a), len(index)) for a in arms]
+                self._unit_of_arm = torch.tensor(units)
+        return self._unit_of_arm
+
     def _ensure_state(self) -> None:
-        if getattr(self, "running", None) is None or self.running.numel() != self.num_arms:
-            self.running = torch.zeros(self.num_arms, dtype=torch.float64)
-            self.seen = torch.zeros(self.num_arms, dtype=torch.bool)
+        num = self.num_arms if self.num_agents == 2 else int(self._units().max()) + 1
+        if getattr(self, "running", None) is None or self.running.numel() != num:
+            self.running = torch.zeros(num, dtype=torch.float64)
+            self.seen = torch.zeros(num, dtype=torch.bool)
 
     def probabilities(self) -> torch.Tensor:
-        """``float64 [A]`` current arm probabilities."""
+        """``float64 [A]`` current arm probabilities (for n > 2 players: the units' prioritized
+        probabilities floored at 1 / A, split over each unit's seatings)."""
         self._ensure_state()
-        return prioritized_probs(self.running, self.seen, self.alpha)
+        probs = prioritized_probs(self.running, self.seen, self.alpha)
+        if self.num_agents == 2:
+            return probs
+        units = self._units()
+        floor = 1.0 / units.numel()
+        if float(probs.min()) < floor:
+            probs = probs.clamp_min(floor)
+            probs = probs / probs.sum()
+        orderings = torch.bincount(units).double()
+        return probs[units] / orderings[units]
 
     def assign(self, games: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         """Each game draws its arm i.i.d. from :meth:`probabilities`."""
@@ -149,8 +180,9 @@ class MEP(PopulationEgo):
         """Running average of each arm's mean training sparse return over the episodes that ended."""
         self._ensure_state()
         if len(episodes):
-            for a in torch.unique(episodes.arm).tolist():
-                value = float(episodes.sparse[episodes.arm == a].mean())
+            units = episodes.arm if self.num_agents == 2 else self._units()[episodes.arm.long()]
+            for a in torch.unique(units).tolist():
+                value = float(episodes.sparse[units == a].mean())
                 if bool(self.seen[a]):
                     self.running[a] = RUNNING_AVERAGE * self.running[a] + (1 - RUNNING_AVERAGE) * value
                 else:

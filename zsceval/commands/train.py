@@ -233,8 +233,11 @@ def train(
             if out is None:
                 where = cfg.env.layout if cfg.env.name == "overcooked" else cfg.env.name
                 out = str(Path("runs") / f"{cfg.run.algo}_{where}_s{cfg.run.seed}")
+            chain_layout = cfg.env.layout
+            if cfg.env.name == "football" and not is_football(chain_layout):
+                chain_layout = "football"  # `--env football` alone: the jobs' env flags need the scenario
             chain = {
-                "algo": cfg.run.algo, "layout": cfg.env.layout, "seed": cfg.run.seed, "steps": steps,
+                "algo": cfg.run.algo, "layout": chain_layout, "seed": cfg.run.seed, "steps": steps,
                 "preset": preset, "device": cfg.run.device,
                 "overrides": [*config_file_overrides(config_file), *overrides],
             }  # fmt: skip

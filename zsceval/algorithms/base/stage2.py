@@ -8,6 +8,13 @@ by default (FCP, TrajeDi, HSP) or by a plug-in's :meth:`~zsceval.rl.algorithm.Al
 (MEP's prioritized sampling). The partners act by sampling, with fresh recurrent states each
 episode, as in ZSC-Eval.
 
+Games of n > 2 players (Football's 3) seat the ego with the reference's GRF combinations
+(``grf_runner.py: get_agent_pairs``, :func:`population_arms`): every ordered (n - 1)-tuple of pool
+members drawn *independently* (with replacement) in the other seats, then every ordered tuple of
+fewer members with the ego's copies in the remaining seats (down to one member), for every choice
+of the ego's seats. The reference draws a combination uniformly over the unordered multisets and
+then a random seat permutation; :func:`multiset_weights` gives each arm that probability.
+
 :meth:`PopulationEgo.jobs` declares the whole chain for ``zsceval bench`` and ``zsceval train``:
 one stage-1 population run per layout shared by every ego seed, and per ego seed the stage-2 run on
 its sliding window of members (ZSC-Eval ``scripts/prep/gen_S2_yml.py``).
@@ -16,13 +23,15 @@ its sliding window of members (ZSC-Eval ``scripts/prep/gen_S2_yml.py``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import itertools
+from collections import Counter
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import torch
 
 from zsceval.algorithms.base.stage1 import DEFAULT_SIZE, member_name, stage1_size
-from zsceval.envs.scenarios import env_flags
+from zsceval.envs.scenarios import env_flags, num_players
 from zsceval.rl.algorithm import Algorithm, JobContext
 from zsceval.rl.config import ConfigError, TrainConfig, check_episode_budget, population_size
 from zsceval.rl.policy import Policy
@@ -30,7 +39,14 @@ from zsceval.rl.population.checkpoints import load_population
 from zsceval.rl.population.pool import PolicyPool
 from zsceval.rl.seating import Arm, Seating, ego_partner_arms
 
-__all__ = ["PopulationEgo", "PopulationEgoOptions", "sliding_window", "stage2_preset"]
+__all__ = [
+    "PopulationEgo",
+    "PopulationEgoOptions",
+    "multiset_weights",
+    "population_arms",
+    "sliding_window",
+    "stage2_preset",
+]
 
 PAPER_STEPS = {12: 50_000_000, 24: 80_000_000, 36: 100_000_000}
 """ZSC-Eval's stage-2 budgets by population size (zsceval-facts "Training settings")."""
@@ -79,6 +95,59 @@ def stage2_preset(preset: str, cfg: TrainConfig) -> dict[str, Any]:
     return out
 
 
+def population_arms(ego: str, pool: str, n: int, labels: Sequence[str]) -> list[Arm]:
+    """The stage-2 arms of an ego and a pool of ``len(labels)`` members in games of n players.
+
+    Two players: :func:`~zsceval.rl.seating.ego_partner_arms` (member-major, then ego seat). More:
+    ZSC-Eval's GRF combinations (``grf_runner.py: get_agent_pairs``): for m = n - 1 down to 1, every
+    ordered m-tuple of members with replacement (``itertools.product``), and for each every choice of
+    the n - m seats of the ego's copies (``itertools.combinations``), members filling the other seats
+    in order. With M members and 3 players: 3 M^2 arms with two partners, 3 M with one.
+
+    Each arm's partner label joins the members' labels in seat order with ``+``; its ego seat is the
+    first of the ego's seats.
+    """
+    M = len(labels)
+    if n == 2:
+        return ego_partner_arms(ego, pool, n, members=range(M), labels=labels)
+    arms = []
+    for m in range(n - 1, 0, -1):
+        for members in itertools.product(range(M), repeat=m):
+            for ego_seats in itertools.combinations(range(n), n - m):
+                rest = iter(members)
+                seats = [(ego, 0) if k in ego_seats else (pool, next(rest)) for k in range(n)]
+                label = "+".join(labels[i] for i in members)
+                arms.append(Arm(tuple(seats), label, ego_seats[0]))
+    return arms
+
+
+def arm_multiset(arm: Arm) -> tuple:
+    """The unordered combination of an arm (who plays, seats forgotten), the unit of the reference's
+    GRF sampling."""
+    return tuple(sorted(arm.seats))
+
+
+def multiset_weights(arms: Sequence[Arm]) -> torch.Tensor:
+    """``float64 [A]`` the reference's GRF sampling as per-arm probabilities: a combination uniform
+    over the unordered multisets of the arms, then a uniformly random seat permutation of it
+    (``random.choice(list(itertools.permutations(pair)))``, so each distinct ordering equally)."""
+    units = Counter(arm_multiset(a) for a in arms)
+    w = torch.tensor([1.0 / units[arm_multiset(a)] for a in arms], dtype=torch.float64)
+    return w / len(units)
+
+
+def check_players(algo: str, n: int, most: int) -> None:
+    """Refuse games of fewer than 2 or more than ``most`` players.
+
+    Raises:
+        ConfigError: naming the algorithm and the player count.
+    """
+    if not 2 <= n <= most:
+        raise ConfigError(
+            f"algorithm '{algo}' trains an ego with partners in games of 2 to {most} players, the env has {n}"
+        )
+
+
 class PopulationEgo(Algorithm):
     """A recurrent ego (``ego``) against the frozen init / mid / final pool of stage-1 members.
 
@@ -89,8 +158,14 @@ class PopulationEgo(Algorithm):
     Options = PopulationEgoOptions
     default_population_size = DEFAULT_SIZE
     stage1_algo: ClassVar[str] = ""
-    critic_feature_size = 2
-    """Two players: the policy ids of the seat's own agent and of the other seat's."""
+    max_players: ClassVar[int] = 3
+    """Most players per game this ego trains in (HSP: 2 until its Football chain is built)."""
+
+    @property
+    def critic_feature_size(self) -> int:
+        """One policy id per seat: the seat's own agent's first, then the other seats' (2 for two
+        players)."""
+        return self.num_agents
 
     @classmethod
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
@@ -101,12 +176,9 @@ class PopulationEgo(Algorithm):
         """The ego.
 
         Raises:
-            ConfigError: an env with other than 2 players.
+            ConfigError: an env with fewer than 2 or more than :attr:`max_players` players.
         """
-        if self.num_agents != 2:
-            raise ConfigError(
-                f"algorithm '{self.name}' is written for 2 players, the env has {self.num_agents}"
-            )
+        check_players(self.name, self.num_agents, self.max_players)
         return {"ego": make_policy()}
 
     def population_window(self) -> list[str]:
@@ -156,19 +228,41 @@ class PopulationEgo(Algorithm):
     def critic_features(self, seating: Seating) -> torch.Tensor:
         """ZSC-Eval's ``use_agent_policy_id``: the critic of each seat sees the policy id of every
         agent, own seat first: ``(m + 1) / M`` for pool member m of M, -1 for the learning ego
-        (algorithms-facts section 0), so its value can depend on who the partner is.
+        (algorithms-facts section 0), so its value can depend on who the partner is. Feature j of
+        seat k is the id of seat ``(k + j) mod n`` (own seat first, then the others in seat order;
+        the reference's GRF critic gives all three seats the ids in seat order).
 
         Returns:
-            ``float32 [B, 2, 2]``.
+            ``float32 [B, n, n]``.
         """
         M = len(self.partner_names)
         ids = torch.where(seating.actor == 0, -1.0, (seating.member + 1).float() / M)  # [B, n]
-        return torch.stack([ids, ids.roll(-1, dims=1)], -1)
+        if self.num_agents == 2:
+            return torch.stack([ids, ids.roll(-1, dims=1)], -1)
+        return torch.stack([ids.roll(-j, dims=1) for j in range(self.num_agents)], -1)
 
     def arms(self) -> list[Arm]:
-        """The (partner, ego seat) pairs: ``2 * len(pool)`` arms for two players."""
-        names = self.partner_names
-        return ego_partner_arms("ego", "pool", self.num_agents, members=range(len(names)), labels=names)
+        """:func:`population_arms`: the ``2 * len(pool)`` (partner, ego seat) pairs for two players,
+        the reference's GRF combinations for more."""
+        return population_arms("ego", "pool", self.num_agents, self.partner_names)
+
+    def arm_probabilities(self) -> torch.Tensor:
+        """``float64 [A]`` the default draw: uniform for two players, :func:`multiset_weights` for
+        more (the reference's GRF draw)."""
+        arms = self.arms()
+        if self.num_agents == 2:
+            return torch.full((len(arms),), 1.0 / len(arms), dtype=torch.float64)
+        return multiset_weights(arms)
+
+    def assign(self, games: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        """Two players: uniform over the arms (the base draw). More: i.i.d. from
+        :meth:`arm_probabilities`."""
+        if self.num_agents == 2:
+            return super().assign(games, generator)
+        if getattr(self, "_arm_probs", None) is None:
+            self._arm_probs = self.arm_probabilities()
+        probs = self._arm_probs.to(device=games.device, dtype=torch.float32)
+        return torch.multinomial(probs, games.numel(), replacement=True, generator=generator)
 
     @classmethod
     def jobs(cls, ctx: JobContext) -> list:
@@ -176,6 +270,7 @@ class PopulationEgo(Algorithm):
         algorithm that declares the same job) and this ego seed's stage-2 run on its window."""
         from zsceval.rl.config import resolve_config
 
+        check_players(cls.name, num_players(ctx.layout), cls.max_players)
         common = ctx.common
         s1 = resolve_config(
             preset=common.get("preset", "quick"),
