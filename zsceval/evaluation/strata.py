@@ -25,12 +25,11 @@ STAY_ACTION = 4
 """Overcooked's STAY (``zsceval.envs.overcooked.constants.Action.STAY``)."""
 
 
-@register_agent("unhelpful-stay")
-class StayAgent(nn.Module):
-    """A partner that never moves: STAY in every step (paper 003's unhelpful partner).
+class _ScriptedPartner(nn.Module):
+    """A stateless scripted partner of the agent protocol.
 
     Args:
-        spec: ``{"num_actions": A}`` (the env's action count; STAY is action 4 of Overcooked's 6).
+        spec: ``{"num_actions": A}`` (the env's action count; Overcooked has 6).
     """
 
     def __init__(self, spec: dict | None = None) -> None:
@@ -39,6 +38,11 @@ class StayAgent(nn.Module):
 
     def initial_state(self, rows: int, device: torch.device | str) -> torch.Tensor:
         return torch.zeros(rows, 0, device=device)
+
+
+@register_agent("unhelpful-stay")
+class StayAgent(_ScriptedPartner):
+    """A partner that never moves: STAY in every step (paper 003's unhelpful partner)."""
 
     def act(self, obs, avail, state, starts, generator=None, deterministic=False) -> ActOutput:
         """``int64 [N]`` STAY for every row; log-probability 0."""
@@ -48,19 +52,8 @@ class StayAgent(nn.Module):
 
 
 @register_agent("unhelpful-random")
-class UniformRandomAgent(nn.Module):
-    """A partner that acts uniformly at random over its available actions every step.
-
-    Args:
-        spec: ``{"num_actions": A}``.
-    """
-
-    def __init__(self, spec: dict | None = None) -> None:
-        super().__init__()
-        self.spec = dict(spec or {"num_actions": 6})
-
-    def initial_state(self, rows: int, device: torch.device | str) -> torch.Tensor:
-        return torch.zeros(rows, 0, device=device)
+class UniformRandomAgent(_ScriptedPartner):
+    """A partner that acts uniformly at random over its available actions every step."""
 
     def act(self, obs, avail, state, starts, generator=None, deterministic=False) -> ActOutput:
         """Uniform over ``avail`` (all actions where None), sampled with the shared Gumbel-max
