@@ -21,7 +21,6 @@ Registering a name twice raises :class:`DuplicateAlgorithmError`.
 from __future__ import annotations
 
 import difflib
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,11 +122,12 @@ def _load(name: str) -> None:
 
 def reset() -> None:
     """Forget every registration and the entry points loaded; the next lookup loads them again
-    (for tests that install a plug-in)."""
+    (for tests that install a plug-in). Imported modules stay imported: a lookup registers the class
+    its entry point names (:func:`_adopt`), the same class object as before, so agents, checkpoints
+    and ``isinstance`` checks made before the reset keep working (TBS's agent classes live in the
+    algorithms package)."""
     _registry.clear()
     _plugins.forget()
-    for mod in [m for m in sys.modules if m == BUILTIN_PACKAGE or m.startswith(BUILTIN_PACKAGE + ".")]:
-        del sys.modules[mod]
 
 
 def names() -> list[str]:
