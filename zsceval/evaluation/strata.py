@@ -37,6 +37,7 @@ class _ScriptedPartner(nn.Module):
         self.spec = dict(spec or {"num_actions": 6})
 
     def initial_state(self, rows: int, device: torch.device | str) -> torch.Tensor:
+        """No state: ``float32 [rows, 0]``."""
         return torch.zeros(rows, 0, device=device)
 
 

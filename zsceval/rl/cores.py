@@ -64,9 +64,11 @@ class LearningCore:
         return episodes, self.update(env_steps, generator), collect_s
 
     def state_dict(self) -> dict[str, Any]:
+        """Optimizer and schedule state for a checkpoint (nested dicts of tensors and numbers)."""
         raise NotImplementedError
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` after the learners' weights are loaded."""
         raise NotImplementedError
 
 CORE_GROUP = "zsceval.cores"

@@ -66,6 +66,8 @@ class PPOCore(LearningCore):
     def __init__(self, learners: dict[str, Policy], cfg: TrainConfig, env, device, algorithm) -> None:
         self.learners, self.cfg, self.algorithm = learners, cfg, algorithm
         self.policies = list(learners.values())
+        self.names = list(learners)
+        """Learner names by actor index."""
         self.device = torch.device(device)
         self.own_critic = cfg.model.critic_obs == "own"
         B, n = env.num_envs, env.num_agents
@@ -322,7 +324,7 @@ class PPOCore(LearningCore):
             for k, b in batches.items()
         }  # fmt: skip
         groups = [[k] for k in batches] if self.stacked is None else [list(batches)]
-        names = list(self.learners)
+        names = self.names
         multi = len(self.learners) > 1
         row: dict[str, Any] = {"entropy_coef": ent_coef}
         for group in groups:
@@ -481,7 +483,7 @@ class PPOCore(LearningCore):
         """One gradient step of learner ``k`` on one minibatch: PPO loss (+ the plug-in's extra
         loss), actor and critic gradients clipped at ``ppo.max_grad_norm`` apart, Adam."""
         cfg, p = self.cfg.ppo, self.policies[k]
-        name = list(self.learners)[k]
+        name = self.names[k]
         opts = self.optimizers[name]
         logp, entropy, values = p.evaluate(
             mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
