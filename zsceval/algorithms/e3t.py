@@ -239,7 +239,9 @@ class E3T(Algorithm):
         policy = outputs["policy"]
         h = minibatch["h_actor"] if policy.recurrent else None
         with policy._autocast():
-            feats = policy.actor.trunk.sequence(minibatch["obs"], h, minibatch["starts"])
+            feats = policy.actor.trunk.sequence(
+                minibatch["obs"], h, minibatch["starts"], columns=minibatch.get("obs_columns")
+            )
             logits = policy.actor.partner(feats).float()
         target = minibatch["other_actions"][..., 0]
         ce = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none").view_as(target)

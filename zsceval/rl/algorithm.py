@@ -317,6 +317,9 @@ class Algorithm:
             minibatch: ``[L, S, ...]`` tensors (``obs``, ``actions``, ``advantages``, ``starts``,
                 ``weight``, ``h_actor [S, hidden]``, ``other_actions int64 [L, S, n - 1]``: the
                 other seats' actions at the same step, own seat + 1 first, ...) of the sampled chunks.
+                With an MLP model ``obs`` is ``float32 [L, S, S_cols]``, the rollout's varying
+                entries, and ``obs_columns`` says which (``ppo.obs_columns``): pass it on, e.g.
+                ``policy.actor.trunk.sequence(obs, h, starts, columns=minibatch.get("obs_columns"))``.
             outputs: ``log_probs``, ``entropy``, ``values`` (with gradients) and ``policy``.
 
         Returns:

@@ -150,6 +150,10 @@ class PPOConfig:
     """Normalize value targets with running statistics (MAPPO ``ValueNorm``)."""
     max_grad_norm: float = 10.0
     """Gradient-norm clip, applied to actor and critic separately."""
+    obs_columns: bool = True
+    """MLP models: feed the first layer only the rollout's varying observation entries, with the
+    constant ones folded into its bias (``networks.ObsColumns``): the same update up to float
+    rounding, ~2x faster on CPU for Overcooked's sparse lossless encoding. Not for stacked learners."""
     entropy_coefs: tuple[float, ...] = (0.2, 0.05, 0.01)
     """Entropy coefficient values at ``entropy_milestones``, linear in between."""
     entropy_milestones: tuple[float, ...] = (0.0, 5e6, 1e7)

@@ -196,6 +196,7 @@ class Policy(nn.Module):
         h_critic: torch.Tensor,
         starts: torch.Tensor,
         critic_extra: torch.Tensor | None = None,
+        columns: ObsColumns | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Re-evaluate stored actions over chunks of L steps for N sequences (with gradients).
 
@@ -205,15 +206,22 @@ class Policy(nn.Module):
             h_actor, h_critic: ``float32 [N, hidden]`` states at the chunk start.
             starts: ``bool [L, N]`` episode starts.
             critic_extra: ``float32 [L, N, E]`` for a critic with extra features.
+            columns: with an ``mlp`` model, ``obs`` may be ``float32 [L, N, S]``, its varying
+                entries (:func:`~zsceval.rl.networks.compress_observation`); then these are its
+                columns, and ``critic_obs`` is compressed alike when it is ``obs`` itself.
 
         Returns:
             ``(log_probs [L, N], entropy [L, N], values [L, N])``, float32; values normalized.
         """
         with self._autocast():
             mlp = self.spec["model"]["kind"] == "mlp"
-            obs, critic_obs = cast_shared(obs, critic_obs, input_dtype(obs), contiguous=mlp)
-            logits = self.actor.out(self.actor.trunk.sequence(obs, self._h(h_actor), starts))
-            feats = self.critic.trunk.sequence(critic_obs, self._h(h_critic), starts, critic_extra)
+            critic_columns = columns if critic_obs is obs else None
+            if columns is None:
+                obs, critic_obs = cast_shared(obs, critic_obs, input_dtype(obs), contiguous=mlp)
+            logits = self.actor.out(self.actor.trunk.sequence(obs, self._h(h_actor), starts, columns=columns))
+            feats = self.critic.trunk.sequence(
+                critic_obs, self._h(h_critic), starts, critic_extra, columns=critic_columns
+            )
             values = self.critic.out(feats)
         logp_all = F.log_softmax(masked_logits(logits.float(), avail), dim=-1)
         logp = logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)

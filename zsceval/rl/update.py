@@ -28,6 +28,7 @@ from zsceval.rl.config import TrainConfig
 from zsceval.rl.cores import LearningCore
 from zsceval.rl.gae import compute_gae
 from zsceval.rl.loss import ppo_loss
+from zsceval.rl.networks import ObsColumns, compress_observation, observation_columns
 from zsceval.rl.policy import Policy
 from zsceval.rl.rollout import Rollout
 from zsceval.rl.runner import EpisodeRunner, EpisodeTable, _Episodes
@@ -313,11 +314,12 @@ class PPOCore(LearningCore):
         ent_coef = piecewise_linear(env_steps, cfg.entropy_milestones, cfg.entropy_coefs)
         owner = self.buffer.flat(self.buffer.actor)[: self.buffer.T]
         others = self.other_actions()  # once per update, shared by every learner
+        compressed = self._compressed_obs()  # once per update, shared by every learner
         batches = {}
         for k in range(len(self.policies)):
             mask = owner == k
             if bool(mask.any()):
-                batches[k] = self._samples(k, mask, advantages, returns, others)
+                batches[k] = self._samples(k, mask, advantages, returns, others, compressed)
         perms = {
             k: [torch.randperm(b["seq"]["actions"].shape[1], generator=generator, device=self.device)
                 for _ in range(cfg.epochs)]
@@ -381,7 +383,22 @@ class PPOCore(LearningCore):
         acts = self.buffer.actions
         return self.buffer.flat(torch.stack([acts.roll(-j, dims=2) for j in range(1, self.n)], -1))
 
-    def _samples(self, k: int, mask: torch.Tensor, advantages, returns, others=None) -> dict[str, Any]:
+    def _compressed_obs(self) -> tuple[torch.Tensor, ObsColumns] | None:
+        """The rollout's observations reduced to their varying entries, once per update
+        (``ppo.obs_columns``, :class:`~zsceval.rl.networks.ObsColumns`): ``(float32 [T, B*n, S],
+        columns)``, or None for CNN models, MLPs without hidden layers, stacked learners or with the
+        option off."""
+        model = self.cfg.model
+        if not self.cfg.ppo.obs_columns or model.kind != "mlp" or not model.mlp_layers or self.stacked is not None:
+            return None
+        obs = self.buffer.obs
+        rows = obs.reshape(-1, obs[0, 0, 0].numel())
+        columns = observation_columns(rows, model.obs_scale)
+        x = compress_observation(rows, columns, model.obs_scale)
+        return x.view(obs.shape[0], obs.shape[1] * obs.shape[2], -1), columns
+
+    def _samples(self, k: int, mask: torch.Tensor, advantages, returns, others=None,
+                 compressed: tuple[torch.Tensor, ObsColumns] | None = None) -> dict[str, Any]:  # fmt: skip
         """Learner k's chunks of the rollout (its value normalizer updated with its returns).
 
         Returns:
@@ -389,7 +406,8 @@ class PPOCore(LearningCore):
             :meth:`_minibatch` then aliases), ``h_actor``/``h_critic`` (``[S, hidden]``),
             ``weight`` (``float32 [L, S]`` or None when every step is the learner's) and
             ``returns`` (the learner's returns, for logging). ``others``: :meth:`other_actions`,
-            chunked into ``seq["other_actions"]``.
+            chunked into ``seq["other_actions"]``. ``compressed``: :meth:`_compressed_obs`; then
+            ``seq["obs"]`` is ``float32 [L, S, S_cols]`` and ``columns`` its columns.
         """
         cfg, p, L, buf = self.cfg.ppo, self.policies[k], self.L[k], self.buffer
         full = bool(mask.all())
@@ -403,7 +421,7 @@ class PPOCore(LearningCore):
         advantages = (advantages - own_adv.mean()) / (own_adv.std() + 1e-5)
         T, flat = buf.T, buf.flat
         data = {
-            "obs": flat(buf.obs),
+            "obs": flat(buf.obs) if compressed is None else compressed[0],
             "avail": flat(buf.avail),
             "actions": flat(buf.actions),
             "old_log_probs": flat(buf.log_probs),
@@ -435,6 +453,7 @@ class PPOCore(LearningCore):
             "h_critic": h_critic,
             "weight": weight,
             "returns": own_returns,
+            "columns": None if compressed is None else compressed[1],
         }
 
     @staticmethod
@@ -444,6 +463,8 @@ class PPOCore(LearningCore):
             mb["critic_obs"] = mb["obs"]
         w = batch["weight"]
         mb["weight"] = None if w is None else w.index_select(1, idx)
+        if batch.get("columns") is not None:  # mb["obs"] holds the varying entries only
+            mb["obs_columns"] = batch["columns"]
         mb["h_actor"], mb["h_critic"] = (
             batch["h_actor"].index_select(0, idx),
             batch["h_critic"].index_select(0, idx),
@@ -487,7 +508,7 @@ class PPOCore(LearningCore):
         opts = self.optimizers[name]
         logp, entropy, values = p.evaluate(
             mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
-            mb["h_actor"], mb["h_critic"], mb["starts"], mb.get("critic_extra"),
+            mb["h_actor"], mb["h_critic"], mb["starts"], mb.get("critic_extra"), mb.get("obs_columns"),
         )  # fmt: skip
         total, step_stats = self._loss(name, mb, logp, entropy, values, ent_coef, p, mb["weight"])
         for opt in opts.values():
