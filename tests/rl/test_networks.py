@@ -93,8 +93,10 @@ def test_cast_observation_equals_torch_cast_on_every_path(monkeypatch):
     channel_major = every.permute(0, 3, 1, 2).contiguous().permute(0, 2, 3, 1)
     big = channel_major.clone()
     big[0, 0, 0, 0] = 255
-    # below the size threshold: torch's cast, which keeps the layout even when C order is asked for
-    assert not cast_observation(channel_major, torch.bfloat16, contiguous=True).is_contiguous()
+    # below the size threshold: torch's cast; C order when asked for (the bytes reordered first)
+    small = cast_observation(channel_major, torch.float32, contiguous=True)
+    assert small.is_contiguous() and torch.equal(small, channel_major.float())
+    assert not cast_observation(channel_major, torch.float32).is_contiguous()  # layout kept
     monkeypatch.setattr(networks, "FAST_CAST_MIN_ELEMENTS", 1)
     fast = cast_observation(every, torch.bfloat16)
     assert fast.dtype == torch.bfloat16 and torch.equal(fast, every.to(torch.bfloat16))
@@ -105,7 +107,7 @@ def test_cast_observation_equals_torch_cast_on_every_path(monkeypatch):
         c_order = cast_observation(x, torch.bfloat16, contiguous=True)
         assert torch.equal(c_order, x.to(torch.bfloat16))
         c_orders.append(c_order.is_contiguous())
-    assert c_orders == [True, False]  # the value 255 takes torch's route, which keeps the layout
+    assert c_orders == [True, True]  # the value 255 takes torch's route, in C order too
     assert torch.equal(cast_observation(every, torch.float32), every.float())
     batched = torch.func.vmap(lambda x: cast_observation(x, torch.bfloat16))(every)
     assert torch.equal(batched, every.to(torch.bfloat16))
