@@ -95,7 +95,7 @@ def cast_observation(obs: torch.Tensor, dtype: torch.dtype, contiguous: bool = F
         return obs.to(dtype)
     a = obs.numpy()
     if a.max() > 127:
-        return obs.to(dtype)
+        return (obs.contiguous() if contiguous else obs).to(dtype)
     bits = a.astype(np.int16, order="C" if contiguous else "K")
     bits |= _BF16_128
     return torch.from_numpy(bits).view(torch.bfloat16).sub_(128)
