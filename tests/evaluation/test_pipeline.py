@@ -450,3 +450,120 @@ def test_suite_record_compares_ego_budgets_of_the_algorithms_both_runs_hold(tmp_
     with pytest.raises(bench_mod.SuiteConflictError, match="algo_ego_steps.sp: 3200 -> 6400"):
         bench_mod.check_suite_record(changed, out)
     assert bench_mod.check_suite_record(changed, out, force=True) == ["algo_ego_steps.sp: 3200 -> 6400"]
+
+
+# -- partner strata in the bench (issue 36 item 3) ------------------------------------------------------
+UNHELPFUL = ["unhelpful-random", "unhelpful-stay"]
+
+
+def test_bench_plays_every_ego_with_the_unhelpful_partners(tiny_bench):
+    """Every ego (algorithm x seed) with both unhelpful partners, in the seats it meets the set in,
+    the suite's evaluation episodes each; unhelpful.parquet next to results.parquet."""
+    from zsceval.evaluation.ego_checkpoint import scored_ego_checkpoint
+    from zsceval.evaluation.strata import unhelpful_results
+    from zsceval.rl.checkpoint import load_policy
+
+    suite, out, tables = tiny_bench
+    assert suite.strata and suite.strata_episodes is None  # the default: on, the evaluation's episodes
+    assert tables["unhelpful"] == str(out / "unhelpful.parquet")
+    frame = pd.read_parquet(out / "unhelpful.parquet")
+    # sp only (pecan skipped) x 2 seeds x 2 unhelpful partners x 2 seats x 2 episodes
+    assert len(frame) == 1 * 2 * 2 * 2 * 2
+    counts = frame.groupby(["algorithm", "ego_seed", "partner", "seat"]).size()
+    assert sorted(counts.index) == [("sp", s, p, seat) for s in (0, 1) for p in UNHELPFUL for seat in (0, 1)]
+    assert (counts == suite.evaluation_episodes).all()
+    assert set(frame["partner_level"]) == {"unhelpful"} and set(frame["layout"]) == {"cramped_room"}
+    results = pd.read_parquet(out / "results.parquet")
+    assert set(frame["seat"]) == set(results["seat"]) == {0, 1}
+    seating = {(r.partner, r.seat): r.seating for r in frame.itertuples()}
+    assert seating[("unhelpful-stay", 0)] == "ego|unhelpful-stay"
+    assert seating[("unhelpful-random", 1)] == "unhelpful-random|ego"
+    # the bench's table is its jobs' tables; each job scored the checkpoint ego.evaluate scored
+    jobs = [out / f"cramped_room/unhelpful/sp/s{s}" for s in (0, 1)]
+    per_job = pd.concat([pd.read_parquet(j / "unhelpful.parquet") for j in jobs], ignore_index=True)
+    pd.testing.assert_frame_equal(frame, per_job)
+    for s, job in enumerate(jobs):
+        scored = json.loads((job / "DONE.json").read_text())["result"]["scored_checkpoint"]
+        evaluated = json.loads((out / f"cramped_room/evaluation/sp/s{s}/DONE.json").read_text())
+        assert scored == evaluated["result"]["scored_checkpoint"]
+    # and the games are those unhelpful_results plays with the suite's seed (replayed here)
+    ckpt, _ = scored_ego_checkpoint(out / "cramped_room/egos/sp/s0", "sp")
+    ego, _ = load_policy(ckpt, None, "cpu")
+    again = unhelpful_results("cramped_room", ego, episodes=2, seed=suite.seed,
+                              labels={"algorithm": "sp", "ego_seed": 0})  # fmt: skip
+    pd.testing.assert_frame_equal(again, per_job[per_job["ego_seed"] == 0].reset_index(drop=True))
+
+
+def test_finished_unhelpful_games_are_not_redone_and_a_lost_one_alone_is(tiny_bench, tmp_path, monkeypatch):
+    suite, out, _ = tiny_bench
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    before = pd.read_parquet(copy / "unhelpful.parquet")
+    (copy / "cramped_room/unhelpful/sp/s1/DONE.json").unlink()  # killed before it finished
+    real, calls = JOB_KINDS["ego.unhelpful"], []
+
+    def counting(params, out_dir, needs):
+        calls.append(params["ego_seed"])
+        return real(params, out_dir, needs)
+
+    monkeypatch.setitem(JOB_KINDS, "ego.unhelpful", counting)
+    run_bench(suite, copy, progress=False, log=lambda *_: None)
+    assert calls == [1]  # only the lost evaluation ran
+    pd.testing.assert_frame_equal(pd.read_parquet(copy / "unhelpful.parquet"), before)  # same seeds
+    run_bench(suite, copy, progress=False, log=lambda *_: None)
+    assert calls == [1]  # a finished one is not redone
+
+
+def test_a_suite_with_strata_off_writes_no_unhelpful_table(tiny_bench, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from zsceval.commands.report import report
+
+    suite, out, _ = tiny_bench
+    off = load_suite(write_suite(tmp_path, TINY + "  strata: false\n"))
+    assert not off.strata
+    _, infos = bench_mod.build_phases(off)
+    kinds = [j.kind for j in bench_mod.late_phases(off, out, infos)[-1]]
+    assert "ego.unhelpful" not in kinds and kinds.count("ego.evaluate") == 2
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    shutil.rmtree(copy / "cramped_room/unhelpful")  # its jobs' folders go; the earlier table stays
+
+    def fail(params, out_dir, needs):
+        raise AssertionError("an unhelpful game was played")
+
+    monkeypatch.setitem(JOB_KINDS, "ego.unhelpful", fail)
+    tables = run_bench(off, copy, progress=False, log=lambda *_: None)  # turning it off is no conflict
+    assert "unhelpful" not in tables and "results" in tables
+    assert not (copy / "unhelpful.parquet").exists()  # an earlier setting's table is not shown as this one's
+    assert not (copy / "cramped_room/unhelpful").exists()
+    text = CliRunner().invoke(report, [str(copy), "--reps", "50", "--no-figures", "--no-stats"]).output
+    assert "Partner strata" in text and "no unhelpful-partner games in this folder" in text
+    header = next(ln for ln in text.split("Partner strata")[1].splitlines() if ln.startswith("algorithm"))
+    assert header.split() == ["algorithm", "skilled", "(expert)", "semi-skilled", "(moderate)"]
+
+
+def test_strata_settings_in_the_suite_record(tmp_path):
+    """A record from before the strata keys runs the same jobs as strata on with its episodes;
+    other unhelpful episodes would redo the unhelpful games: a conflict, named."""
+    out = tmp_path / "bench"
+    out.mkdir()
+    base = load_suite(write_suite(tmp_path, TINY))
+    record = base.to_dict()
+    evaluation = {"episodes": 2, "human_proxy": False, "strata": True, "strata_episodes": None}
+    assert record["evaluation"] == evaluation
+    for key in ("strata", "strata_episodes"):
+        record["evaluation"].pop(key)  # written before the keys existed
+    (out / bench_mod.SUITE_RECORD).write_text(yaml.safe_dump(record))
+    assert bench_mod.check_suite_record(base, out) == []
+    assert bench_mod.check_suite_record(dataclasses.replace(base, strata=False), out) == []
+    more = load_suite(write_suite(tmp_path, TINY + "  strata_episodes: 5\n"))
+    assert more.unhelpful_episodes == 5 and more.evaluation_episodes == 2
+    with pytest.raises(bench_mod.SuiteConflictError, match="evaluation.strata_episodes: None -> 5"):
+        bench_mod.check_suite_record(more, out)
+    egos = bench_mod.build_phases(more)[1]["cramped_room"]["egos"]
+    jobs = bench_mod._evaluation_jobs(more, "cramped_room", {"egos": egos}, "cramped_room/partners/set")
+    episodes = {j.kind: j.params["episodes"] for j in jobs}
+    assert episodes == {"ego.evaluate": 2, "ego.unhelpful": 5}
+    with pytest.raises(SuiteError, match="evaluation.strata_episodes=0 must be >= 1"):
+        load_suite(write_suite(tmp_path, TINY + "  strata_episodes: 0\n"))

@@ -1,6 +1,7 @@
 """`zsceval report DIR` on a small synthetic results table: printed numbers and figures."""
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -245,3 +246,87 @@ def test_report_unknown_reference_lists_shipped_ones(tmp_path):
     write_tables(tmp_path, returns, br)
     result = CliRunner().invoke(report, [str(tmp_path), "--no-figures", "--compare", "zsceval-papr"])
     assert result.exit_code != 0 and "zsceval-paper" in result.output
+
+
+# -- partner strata (issue 36 item 3) ---------------------------------------------------------------------
+UNHELPFUL = ["unhelpful-random", "unhelpful-stay"]  # sorted: the summary's group order
+
+
+def write_unhelpful(directory, seed=3):
+    """unhelpful.parquet with unequal episodes per unit; returns ``{(layout, algo, partner):
+    float[seeds, seats]}``, the unit means computed from the raw numbers."""
+    rng = np.random.default_rng(seed)
+    rows, units = [], {}
+    for layout, algorithm, partner in np.ndindex(len(LAYOUTS), len(ALGORITHMS), len(UNHELPFUL)):
+        unit = np.zeros((SEEDS, SEATS))
+        for s, seat in np.ndindex(SEEDS, SEATS):
+            episodes = 1 + (s + seat) % 3  # 1 to 3 episodes: a mean of units is not a mean of episodes
+            if UNHELPFUL[partner] == "unhelpful-random":
+                values = rng.integers(0, 6, size=episodes) * 20.0
+            else:  # stay: one soup per episode with seed 0's ego, none with the others
+                values = np.full(episodes, 20.0 * (s == 0))
+            unit[s, seat] = values.sum() / episodes
+            for e, v in enumerate(values):
+                rows.append({"layout": LAYOUTS[layout], "algorithm": ALGORITHMS[algorithm], "ego_seed": s,
+                             "partner": UNHELPFUL[partner], "partner_level": "unhelpful", "seat": seat,
+                             "seating": f"seat{seat}", "episode": e, "sparse_return": v})  # fmt: skip
+        units[(LAYOUTS[layout], ALGORITHMS[algorithm], UNHELPFUL[partner])] = unit
+    frame = pd.DataFrame(rows)
+    frame.to_parquet(directory / "unhelpful.parquet")
+    return units, frame
+
+
+def test_report_prints_the_partner_strata_computed_from_the_tables(tmp_path):
+    returns, br = synthetic()
+    write_tables(tmp_path, returns, br)
+    units, frame = write_unhelpful(tmp_path)
+    args = [str(tmp_path), "--reps", "300", "--seed", "7", "--no-figures", "--no-stats"]
+    payload = json.loads(CliRunner().invoke(report, [*args, "--json"]).stdout)
+    text = CliRunner().invoke(report, args).stdout
+    strata = {(r["layout"], r["algorithm"], r["partners"]): r for r in payload["strata"]}
+    assert len(strata) == len(LAYOUTS) * len(ALGORITHMS) * 4
+    rows = {(r["layout"], r["algorithm"], r["partner_level"]): r for r in payload["rows"]}
+    br_units = br_prox(returns.mean(axis=-1), br[:, None, None, :, :])  # [L, A, seeds, partners, seats]
+    children = np.random.default_rng([7, 36]).spawn(len(units))  # the documented group streams
+    assert "ZSC-Eval's expert and moderate partners are the skilled and semi-skilled strata" in text
+    blocks = dict(b.split("\n", 1) for b in text.split("Partner strata")[1].split("\nlayout: ")[1:])
+    for li, ai in np.ndindex(len(LAYOUTS), len(ALGORITHMS)):
+        layout, algorithm = LAYOUTS[li], ALGORITHMS[ai]
+        skilled, semi = strata[(layout, algorithm, "expert")], strata[(layout, algorithm, "moderate")]
+        assert (skilled["stratum"], semi["stratum"]) == ("skilled", "semi-skilled")
+        assert skilled["estimate"] == pytest.approx(iqm(br_units[li, ai, :, :2]))  # p0, p1: final
+        assert semi["estimate"] == pytest.approx(iqm(br_units[li, ai, :, 2:]))  # p2, p3: mid
+        for name, row in (("expert", skilled), ("moderate", semi)):  # the summary's rows, reused
+            summary_row = rows[(layout, algorithm, name)]
+            assert (row["ci_low"], row["ci_high"]) == (summary_row["ci_low"], summary_row["ci_high"])
+        cells = [f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" for r in (skilled, semi)]
+        for i, partner in enumerate(UNHELPFUL):
+            unit = units[(layout, algorithm, partner)]
+            ci = bootstrap_ci(unit, np.nanmean, reps=300, rng=children[(li * len(ALGORITHMS) + ai) * 2 + i])
+            row = strata[(layout, algorithm, partner)]
+            assert (row["stratum"], row["metric"]) == ("unhelpful", "mean_sparse_return")
+            assert row["estimate"] == pytest.approx(unit.mean())
+            assert (row["ci_low"], row["ci_high"]) == pytest.approx((ci.low, ci.high))
+            assert row["ci_low"] <= row["estimate"] <= row["ci_high"]
+        # units, not episodes: seed 0's stay units are 20 over 3 of the 12 episodes (mean 5, not 20/3)
+        key = (layout, algorithm, "unhelpful-stay")
+        sub = frame[(frame.layout == layout) & (frame.algorithm == algorithm) & (frame.partner == key[2])]
+        assert sub["sparse_return"].mean() == pytest.approx(5.0)
+        assert units[key].mean() == pytest.approx(20 / 3)
+        stay, rand = strata[key], strata[(layout, algorithm, "unhelpful-random")]
+        cells += [f"{r['estimate']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}]" for r in (stay, rand)]
+        line = next(ln for ln in blocks[layout].splitlines() if ln.startswith(algorithm + " "))
+        assert re.split(r"\s{2,}", line.strip()) == [algorithm, *cells]
+    header = next(ln for ln in blocks[LAYOUTS[0]].splitlines() if ln.startswith("algorithm"))
+    names = ["skilled (expert)", "semi-skilled (moderate)", "unhelpful-stay", "unhelpful-random"]
+    assert re.split(r"\s{2,}", header.strip()) == ["algorithm", *names]
+
+
+def test_report_strata_without_unhelpful_games_show_skilled_and_semi_skilled_only(tmp_path):
+    returns, br = synthetic()
+    write_tables(tmp_path, returns, br)
+    args = [str(tmp_path), "--reps", "100", "--no-figures", "--no-stats"]
+    payload = json.loads(CliRunner().invoke(report, [*args, "--json"]).stdout)
+    assert {r["stratum"] for r in payload["strata"]} == {"skilled", "semi-skilled"}
+    text = CliRunner().invoke(report, args).stdout
+    assert "no unhelpful-partner games in this folder" in text

@@ -41,3 +41,19 @@ def test_the_random_partner_is_uniform_over_available_actions_only():
 def test_unhelpful_partners_are_registered_agent_classes():
     assert agent_class("unhelpful-stay") is StayAgent
     assert agent_class("unhelpful-random") is UniformRandomAgent
+
+
+def test_the_stay_partner_takes_each_envs_no_op():
+    """Overcooked's STAY is 4, Football's idle 0 (4 would run top-right there); an env whose no-op is
+    not known is refused rather than given a moving "stay" partner."""
+    import pytest
+
+    from zsceval.envs.football.features import NO_OP
+    from zsceval.evaluation.strata import stay_action
+
+    assert stay_action("overcooked") == int(Action.STAY) == 4 and stay_action("football") == NO_OP == 0
+    with pytest.raises(ValueError, match="no stay action known for env 'toy'"):
+        stay_action("toy")
+    stay = StayAgent({"num_actions": 19, "stay_action": stay_action("football")})
+    out = stay.act(torch.zeros(5, 3), None, stay.initial_state(5, "cpu"), torch.zeros(5, dtype=torch.bool))
+    assert torch.equal(out.actions, torch.zeros(5, dtype=torch.int64))

@@ -6,6 +6,13 @@ Inputs (a folder ``DIR``):
     * ``features.parquet`` (optional): one row per partner candidate with columns ``layout``,
       ``candidate_id``, optionally ``selected`` (bool), and one numeric column per behavior feature.
       Partner-set manifests (:mod:`zsceval.evaluation.manifest`) can mark the selected candidates instead.
+    * ``unhelpful.parquet`` (optional): every ego's games with the unhelpful partners
+      (:func:`zsceval.evaluation.strata.unhelpful_results`), for the partner strata.
+
+Partner strata (issue 36, after Hypothetical Minds): :func:`strata_rows` and :func:`format_strata`
+show per algorithm the skilled stratum (ZSC-Eval's *expert* partners, final checkpoints) and the
+semi-skilled one (ZSC-Eval's *moderate* partners, mid checkpoints) by IQM BR-Prox, and the unhelpful
+partners by mean sparse return (they have no best response, so no BR-Prox).
 
 Figures (PNG, written atomically into ``DIR/figures``):
     * ``br_prox.png``: IQM BR-Prox per algorithm with 95% CI error bars, one panel per layout.
@@ -49,6 +56,14 @@ BR_RETURNS_FILE = "br_returns.parquet"
 FEATURES_FILE = "features.parquet"
 FIGURES_DIR = "figures"
 FEATURE_KEY_COLUMNS: tuple[str, ...] = ("layout", "candidate_id", "selected")
+
+STRATA: tuple[tuple[str, str], ...] = (("skilled", "expert"), ("semi-skilled", "moderate"))
+"""The strata with best responses and the ZSC-Eval partner level each one is (issue 36)."""
+
+STRATA_COLUMNS: tuple[str, ...] = (
+    "layout", "algorithm", "stratum", "partners", "metric", "estimate", "ci_low", "ci_high", "num_seeds",
+)  # fmt: skip
+"""Columns of :func:`strata_rows`."""
 
 
 def read_tables(directory: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
@@ -221,6 +236,93 @@ def format_table(summary: pd.DataFrame, *, level: float = 0.95) -> str:
         lines += ["", f"layout: {layout}", _row(["algorithm", *columns], col_widths)]
         lines += [_row(r, col_widths) for r in rows]
     return "\n".join(lines)
+
+
+def strata_rows(summary: pd.DataFrame, unhelpful: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The partner strata per (layout, algorithm), as rows (issue 36).
+
+    Args:
+        summary: :func:`summarize` output; its ``expert`` and ``moderate`` rows are the skilled and
+            semi-skilled strata (the rows are reused, not recomputed).
+        unhelpful: :func:`zsceval.evaluation.strata.unhelpful_summary` output, or None.
+
+    Returns:
+        Columns :data:`STRATA_COLUMNS`: ``stratum`` is ``"skilled"``, ``"semi-skilled"`` or
+        ``"unhelpful"``; ``partners`` the ZSC-Eval level (``"expert"``, ``"moderate"``) or the
+        unhelpful partner (``"unhelpful-stay"``, ``"unhelpful-random"``); ``metric``
+        ``"br_prox_iqm"`` (unitless, in [0, 1]) or ``"mean_sparse_return"`` (team sparse return per
+        episode); ``estimate, ci_low, ci_high`` (float); ``num_seeds`` (int). Sorted by layout,
+        algorithm, then skilled, semi-skilled and the unhelpful partners (stay, random, then others
+        by name).
+    """
+    from zsceval.evaluation.strata import UNHELPFUL
+
+    rows = []
+    for stratum, level in STRATA:
+        for r in summary[summary["partner_level"] == level].itertuples():
+            rows.append([r.layout, r.algorithm, stratum, level, "br_prox_iqm", r.iqm, r.ci_low, r.ci_high,
+                         int(r.num_seeds)])  # fmt: skip
+    if unhelpful is not None:
+        for r in unhelpful.itertuples():
+            rows.append([r.layout, r.algorithm, "unhelpful", r.partner, "mean_sparse_return", r.mean, r.low,
+                         r.high, int(r.seeds)])  # fmt: skip
+    frame = pd.DataFrame(rows, columns=list(STRATA_COLUMNS))
+    known = [level for _, level in STRATA] + [cls.agent_class for cls in UNHELPFUL.values()]
+    frame["_order"] = [known.index(p) if p in known else len(known) for p in frame["partners"]]
+    frame = frame.sort_values(["layout", "algorithm", "_order", "partners"], kind="stable")
+    return frame.drop(columns="_order").reset_index(drop=True)
+
+
+def format_strata(
+    strata: pd.DataFrame, *, level: float = 0.95, levels: str = "checkpoint", unhelpful_games: bool = True
+) -> str:
+    """Text table of :func:`strata_rows`: per layout, one row per algorithm; columns skilled
+    (expert), semi-skilled (moderate) and each unhelpful partner.
+
+    Args:
+        strata: :func:`strata_rows` output.
+        level: CI coverage, for the header.
+        levels: the moderate/expert split of the summary (``checkpoint`` or ``median``), named in
+            the header.
+        unhelpful_games: whether the folder holds unhelpful-partner games; without them a line
+            says why the columns are missing.
+    """
+    split = (
+        ("skilled (expert): the set's final checkpoints; semi-skilled (moderate): its mid checkpoints;",
+         f"both by IQM BR-Prox [{level:.0%} CI]")
+        if levels == "checkpoint"
+        else ("skilled (expert): partners whose BR return is above the layout's median; semi-skilled",
+              f"(moderate): the others (--levels median); both by IQM BR-Prox [{level:.0%} CI]")
+    )  # fmt: skip
+    lines = [
+        "Partner strata (issue 36): ZSC-Eval's expert and moderate partners are the skilled and "
+        "semi-skilled strata",
+        *(f"  {line}" for line in split),
+        f"  unhelpful: mean sparse return per episode [{level:.0%} CI] with a partner that only stays",
+        "  (unhelpful-stay) or acts uniformly at random (unhelpful-random); no best response, so no BR-Prox",
+    ]
+    if not unhelpful_games:
+        lines += [
+            "  no unhelpful-partner games in this folder (a suite with evaluation.strata: false, or a bench",
+            "  from before the strata): rerun `zsceval bench` with it on to add them",
+        ]
+    names = list(dict.fromkeys(strata.loc[strata["stratum"] == "unhelpful", "partners"]))
+    header = ["algorithm", *(f"{s} ({lv})" for s, lv in STRATA), *names]
+    for layout, frame in strata.groupby("layout", sort=True):
+        cells = {}
+        for r in frame.itertuples():
+            key = f"{r.stratum} ({r.partners})" if r.stratum != "unhelpful" else r.partners
+            fmt = format_cell if r.metric == "br_prox_iqm" else _format_return
+            cells[(r.algorithm, key)] = fmt(r.estimate, r.ci_low, r.ci_high)
+        algorithms = sorted(frame["algorithm"].unique())
+        rows = [[a, *(cells.get((a, h), "-") for h in header[1:])] for a in algorithms]
+        lines += ["", f"layout: {layout}", *_table(header, rows)]
+    return "\n".join(lines)
+
+
+def _format_return(mean: float, low: float, high: float) -> str:
+    """``"12.5 [4.0, 20.0]"``: a mean return and its CI bounds, 1 decimal."""
+    return f"{mean:.1f} [{low:.1f}, {high:.1f}]"
 
 
 def summary_records(summary: pd.DataFrame) -> list[dict]:

@@ -1,9 +1,11 @@
 """Everything ``zsceval report DIR`` shows, gathered from a results folder once: as JSON, as text, as figures.
 
 :func:`gather_report` reads the folder's tables (:mod:`zsceval.bench.report`): IQM BR-Prox with
-bootstrap CIs per layout, algorithm and partner level, the comparisons of algorithms, an optional
-reference comparison, the selected partners (features and manifests), the human-proxy scores and
-their interdependence counts (``human_proxy.parquet``), and the TBS tables
+bootstrap CIs per layout, algorithm and partner level, the partner strata (skilled and semi-skilled
+= ZSC-Eval's expert and moderate partners, and the unhelpful partners of ``unhelpful.parquet``), the
+comparisons of algorithms, an optional reference comparison, the selected partners (features and
+manifests), the human-proxy scores and their interdependence counts (``human_proxy.parquet``), and
+the TBS tables
 (``tbs_eval/results.parquet``, :mod:`zsceval.algorithms.tbs.report`). A folder may hold only TBS results (a
 ``zsceval train --algo tbs`` run): then only the TBS tables are shown. :func:`report_json`,
 :func:`report_text` and :func:`write_report_figures` present what was gathered.
@@ -39,6 +41,9 @@ class ReportContents:
         notes: what the folder's tables leave out or chose (:func:`~zsceval.bench.report.bench_notes`).
         human: mean return with the human proxy per algorithm
             (:func:`zsceval.evaluation.human_proxy.human_proxy_summary`).
+        unhelpful: mean return with each unhelpful partner per algorithm
+            (:func:`zsceval.evaluation.strata.unhelpful_summary`); None without ``unhelpful.parquet``.
+        strata: the partner strata (:func:`zsceval.bench.report.strata_rows`); None for a TBS-only folder.
         interdependence: interdependence counts with the human proxy
             (:func:`zsceval.evaluation.interdependence.interdependence_summary`).
         tbs: per-run TBS table (:func:`zsceval.algorithms.tbs.report.tbs_summary`).
@@ -54,6 +59,8 @@ class ReportContents:
     features: pd.DataFrame | None = None
     notes: tuple[str, ...] = ()
     human: pd.DataFrame | None = None
+    unhelpful: pd.DataFrame | None = None
+    strata: pd.DataFrame | None = None
     interdependence: pd.DataFrame | None = None
     tbs: pd.DataFrame | None = None
     tbs_pooled: pd.DataFrame | None = None
@@ -81,7 +88,8 @@ def gather_report(
     Args:
         directory: the folder: ``results.parquet`` and ``br_returns.parquet`` (schemas of
             :mod:`zsceval.stats.metrics`), optionally ``features.parquet``,
-            ``human_proxy.parquet``, ``suite.yaml`` and ``tbs_eval/results.parquet`` files below it;
+            ``human_proxy.parquet``, ``unhelpful.parquet``, ``suite.yaml`` and
+            ``tbs_eval/results.parquet`` files below it;
             a folder with TBS results only needs no other table.
         seed: seed of the bootstrap resampling.
         reps: bootstrap replicates.
@@ -105,6 +113,7 @@ def gather_report(
     from zsceval.evaluation.human_proxy import HUMAN_PROXY_TABLE, human_proxy_summary
     from zsceval.evaluation.interdependence import interdependence_summary
     from zsceval.evaluation.manifest import load_manifest
+    from zsceval.evaluation.strata import UNHELPFUL_TABLE, unhelpful_summary
 
     directory = Path(directory)
     options = {"seed": seed, "reps": reps, "level": level, "nonpositive_br": nonpositive_br}
@@ -127,6 +136,10 @@ def gather_report(
         if "constructive" in human_frame.columns:
             inter = interdependence_summary(human_frame)
         human = human_proxy_summary(human_frame, seed=seed, reps=reps, level=level)
+    unhelpful = None
+    if (directory / UNHELPFUL_TABLE).is_file():
+        unhelpful_frame = pd.read_parquet(directory / UNHELPFUL_TABLE)
+        unhelpful = unhelpful_summary(unhelpful_frame, seed=seed, reps=reps, level=level)
     return ReportContents(
         directory,
         options,
@@ -137,6 +150,8 @@ def gather_report(
         features=marked,
         notes=tuple(rep.bench_notes(directory, marked)),
         human=human,
+        unhelpful=unhelpful,
+        strata=rep.strata_rows(summary, unhelpful),
         interdependence=inter,
         tbs=tbs,
         tbs_pooled=pooled,
@@ -148,8 +163,9 @@ def report_json(contents: ReportContents) -> dict[str, Any]:
 
     A TBS-only folder gives ``{"tbs", "tbs_pooled"}``; otherwise ``metric, ci_level, reps, seed,
     nonpositive_br, levels, rows`` (the BR-Prox summary), ``notes``, and the blocks the folder and
-    options give: ``probability_of_improvement, performance_profiles, ranks, human_proxy,
-    interdependence, tbs, tbs_pooled, comparison`` (``{reference, rows, layouts}``).
+    options give: ``strata`` (rows of :func:`zsceval.bench.report.strata_rows`),
+    ``probability_of_improvement, performance_profiles, ranks, human_proxy, interdependence, tbs,
+    tbs_pooled, comparison`` (``{reference, rows, layouts}``).
     """
     c = contents
     if c.tbs_only:
@@ -164,6 +180,8 @@ def report_json(contents: ReportContents) -> dict[str, Any]:
         "rows": rep.summary_records(c.summary),
         "notes": list(c.notes),
     }
+    if c.strata is not None:
+        payload["strata"] = rep.records(c.strata)
     if c.comparisons is not None:
         payload["probability_of_improvement"] = rep.records(c.comparisons["poi"])
         payload["performance_profiles"] = rep.records(c.comparisons["profiles"])
@@ -185,8 +203,9 @@ def report_json(contents: ReportContents) -> dict[str, Any]:
 
 
 def report_text(contents: ReportContents) -> str:
-    """The report as text: the notes, the BR-Prox table, then the comparison, reference, human-proxy,
-    interdependence and TBS blocks the folder and options give, separated by blank lines."""
+    """The report as text: the notes, the BR-Prox table, the partner strata, then the comparison,
+    reference, human-proxy, interdependence and TBS blocks the folder and options give, separated by
+    blank lines."""
     from zsceval.algorithms.tbs.report import format_tbs
     from zsceval.evaluation.human_proxy import format_human_proxy
     from zsceval.evaluation.interdependence import format_interdependence
@@ -196,6 +215,10 @@ def report_text(contents: ReportContents) -> str:
     if c.tbs_only:
         return format_tbs(c.tbs, level, c.tbs_pooled)
     blocks = [rep.format_table(c.summary, level=level)]
+    if c.strata is not None:
+        blocks.append(
+            rep.format_strata(c.strata, level=level, levels=c.levels, unhelpful_games=c.unhelpful is not None)
+        )
     if c.comparisons is not None:
         blocks.append(rep.format_poi(c.comparisons["poi"], level=level))
         blocks.append(rep.format_profiles(c.comparisons["profiles"], level=level))

@@ -32,14 +32,27 @@ algorithms, seeds and budgets::
       counter_circuit: zsceval:counter_circuit   # generating and selecting its partners
     evaluation:
       episodes: 10                # per (ego, partner, seat)
+      human_proxy: false          # also score every ego with a BC human model (2019 layouts)
+      strata: true                # also play every ego with the unhelpful partners (issue 36)
+      strata_episodes: null       # their episodes per (ego, partner, seating); null: `episodes`
 
 ``zsceval bench`` builds the job graph (:mod:`zsceval.evaluation.pipeline`) and runs what is
 missing in phases (partner generation, selection, mid BRs, manifest, ego training, evaluation),
 so a killed bench resumes and finished work is never redone. Algorithms of the ZSC-Eval paper that
 are not registered yet are reported as skipped; unknown names are an error before any compute.
 Outputs under ``--out``: ``<layout>/...`` job folders, and ``results.parquet``,
-``br_returns.parquet``, ``features.parquet`` and ``suite.yaml`` (the resolved suite) for
+``br_returns.parquet``, ``features.parquet``, ``unhelpful.parquet`` (with ``evaluation.strata``),
+``human_proxy.parquet`` (with ``evaluation.human_proxy``) and ``suite.yaml`` (the resolved suite) for
 ``zsceval report``.
+
+Partner strata (issue 36): the partner set's final and mid checkpoints are the skilled and
+semi-skilled strata (ZSC-Eval's expert and moderate partners, ``results.parquet``); with
+``evaluation.strata`` (default true) every ego also plays the two unhelpful partners of
+:mod:`zsceval.evaluation.strata` (one that only stays, one that acts uniformly at random) in the
+seatings it plays the set in, one ``ego.unhelpful`` job per ego, ``strata_episodes`` episodes each.
+On by default: a game with an unhelpful partner costs what a game with a set partner costs, so the
+two partners add 2 / (2K) to the evaluation's games (K = 3: a third) and nothing to training, which
+dominates a bench.
 """
 
 from __future__ import annotations
@@ -68,6 +81,7 @@ from zsceval.evaluation.candidates import (
     validate_budget,
 )
 from zsceval.evaluation.human_proxy import HUMAN_PROXY_TABLE
+from zsceval.evaluation.strata import UNHELPFUL_TABLE
 from zsceval.execution import Job, run_jobs
 from zsceval.execution.locks import FolderLock
 from zsceval.io import atomic_path, atomic_write_text
@@ -134,6 +148,12 @@ class Suite:
     human_proxy: bool = False
     """Also score every ego against a behavior-cloned human model of its layout (layouts with 2019
     human data only; :mod:`zsceval.evaluation.human_proxy`), from the suite's ``evaluation.human_proxy``."""
+    strata: bool = True
+    """Also play every ego with the unhelpful partners of :mod:`zsceval.evaluation.strata` (the
+    unhelpful stratum of issue 36; ``unhelpful.parquet``), from the suite's ``evaluation.strata``."""
+    strata_episodes: int | None = None
+    """Episodes per (ego seed, unhelpful partner, seating); None: ``evaluation_episodes``. From the
+    suite's ``evaluation.strata_episodes``."""
     layout_partners: tuple[tuple[str, PartnerBudget], ...] = ()
     """Per-layout partner budgets (canonical layout name, full budget) that replace ``partners``
     for that layout; from the suite's ``layout_partners`` mapping (changed keys only)."""
@@ -142,6 +162,12 @@ class Suite:
     ``zsceval:counter_circuit``; :mod:`zsceval.evaluation.shipped_sets`): no candidates, selection or
     mid BRs for them; the set, verified, is the layout's ``partners/set``. From the suite's
     ``layout_partner_sets`` mapping."""
+
+    @property
+    def unhelpful_episodes(self) -> int:
+        """Episodes per (ego seed, unhelpful partner, seating): ``strata_episodes``, else
+        ``evaluation_episodes``."""
+        return self.strata_episodes if self.strata_episodes is not None else self.evaluation_episodes
 
     def ego_budget(self, algo: str) -> int:
         """Env steps of each ego run of ``algo``: its ``algo_ego_steps`` entry or ``ego_steps``."""
@@ -158,7 +184,12 @@ class Suite:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["evaluation"] = {"episodes": d.pop("evaluation_episodes"), "human_proxy": d.pop("human_proxy")}
+        d["evaluation"] = {
+            "episodes": d.pop("evaluation_episodes"),
+            "human_proxy": d.pop("human_proxy"),
+            "strata": d.pop("strata"),
+            "strata_episodes": d.pop("strata_episodes"),
+        }
         d["layout_partners"] = {name: asdict(budget) for name, budget in self.layout_partners}
         d["layout_partner_sets"] = dict(self.layout_partner_sets)
         d["algo_ego_steps"] = dict(self.algo_ego_steps)
@@ -248,24 +279,24 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
         raise SuiteError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(data, dict):
         raise SuiteError(f"{path}: a suite is a mapping of keys")
-    known = (set(Suite.__dataclass_fields__) - {"evaluation_episodes", "human_proxy"}) | {"evaluation"}
+    known = (set(Suite.__dataclass_fields__) - set(_EVALUATION_KEYS)) | {"evaluation"}
     _check_keys(data, known, path, "")
     pdata = data.get("partners") or {}
     _check_keys(pdata, set(PartnerBudget.__dataclass_fields__), path, "partners.")
     base = PartnerBudget(**_typed(PartnerBudget, pdata, path, "partners."))
     layout_partners = _layout_partners(data.get("layout_partners") or {}, base, path)
     edata = data.get("evaluation") or {}
-    _check_keys(edata, {"episodes", "human_proxy"}, path, "evaluation.")
+    _check_keys(edata, {k.split(".", 1)[1] for k in _EVALUATION_KEYS.values()}, path, "evaluation.")
     values = {"name": path.stem, "layouts": [], "algorithms": []}
     algo_steps = _algo_ego_steps(data.get("algo_ego_steps") or {}, path)
     algo_over = _algo_overrides(data.get("algo_overrides") or {}, path)
     sections = ("partners", "evaluation", "layout_partners", "layout_partner_sets", "algo_ego_steps",
                 "algo_overrides")  # fmt: skip
     values.update({k: v for k, v in data.items() if k not in sections})
-    if "episodes" in edata:
-        values["evaluation_episodes"] = edata["episodes"]
-    if "human_proxy" in edata:
-        values["human_proxy"] = edata["human_proxy"]
+    for name, key in _EVALUATION_KEYS.items():
+        short = key.split(".", 1)[1]
+        if short in edata and not (name == "strata_episodes" and edata[short] is None):  # null: the default
+            values[name] = edata[short]
     suite = Suite(
         **_typed(Suite, values, path, ""),
         partners=base,
@@ -286,7 +317,13 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
     return suite
 
 
-_EVALUATION_KEYS = {"evaluation_episodes": "evaluation.episodes", "human_proxy": "evaluation.human_proxy"}
+_EVALUATION_KEYS = {
+    "evaluation_episodes": "evaluation.episodes",
+    "human_proxy": "evaluation.human_proxy",
+    "strata": "evaluation.strata",
+    "strata_episodes": "evaluation.strata_episodes",
+}
+"""Suite fields read from the ``evaluation`` section, and their keys there."""
 
 
 def _typed(cls, values: dict, path: Path, prefix: str) -> dict:
@@ -297,6 +334,10 @@ def _typed(cls, values: dict, path: Path, prefix: str) -> dict:
         SuiteError: a value of the wrong type, naming the file and the key.
     """
     hints = typing.get_type_hints(cls)
+    for k, tp in hints.items():  # ``X | None``: a value (None is left out by the caller) is an X
+        args = typing.get_args(tp)
+        if type(None) in args and len(args) == 2:
+            hints[k] = next(a for a in args if a is not type(None))
     try:
         return {k: coerce_value(v, hints[k], _EVALUATION_KEYS.get(k, prefix + k)) for k, v in values.items()}
     except ConfigError as exc:
@@ -464,6 +505,7 @@ def _validate(suite: Suite, path: Path) -> None:
         ("ego_steps", suite.ego_steps),
         *((f"algo_ego_steps.{a}", n) for a, n in suite.algo_ego_steps),
         ("evaluation.episodes", suite.evaluation_episodes),
+        ("evaluation.strata_episodes", suite.unhelpful_episodes),
     ]:
         if value < 1:
             raise SuiteError(f"{path}: {key}={value} must be >= 1")
@@ -721,35 +763,33 @@ def _shipped_set_job(lay: str, name: str) -> Job:
 
 
 def _evaluation_jobs(suite: Suite, lay: str, info: dict, man_id: str) -> list[Job]:
-    """Every ego of ``lay`` against the partner set of job ``man_id`` (and the human proxy)."""
+    """Every ego of ``lay`` against the partner set of job ``man_id`` (and the human proxy, and the
+    unhelpful partners with ``suite.strata``: ``ego.unhelpful`` jobs ``<lay>/unhelpful/<algo>/s<i>``)."""
     evaluations = []
     for ego in info["egos"]:
         algo, seed = ego.id.split("/")[2], int(ego.id.split("/")[3][1:])
         jid = f"{lay}/evaluation/{algo}/s{seed}"
+        ego_params = {
+            "layout": lay,
+            "algorithm": algo,
+            "ego_seed": seed,
+            "episodes": suite.evaluation_episodes,
+            "seed": suite.seed,
+            "device": suite.device,
+            "ego": ego.id,
+        }
         evaluations.append(
-            Job(
-                jid,
-                "ego.evaluate",
-                {
-                    "layout": lay,
-                    "algorithm": algo,
-                    "ego_seed": seed,
-                    "episodes": suite.evaluation_episodes,
-                    "seed": suite.seed,
-                    "device": suite.device,
-                    "ego": ego.id,
-                    "partners": man_id,
-                },
-                needs=(ego.id, man_id),
-                out=jid,
-            )
+            Job(jid, "ego.evaluate", {**ego_params, "partners": man_id}, needs=(ego.id, man_id), out=jid)
         )
         if "human_proxy" in info:
             proxy = info["human_proxy"].id
             hid = f"{lay}/human-proxy/{algo}/s{seed}"
-            params = dict(evaluations[-1].params, proxy=proxy)
-            params.pop("partners")
+            params = {**ego_params, "proxy": proxy}
             evaluations.append(Job(hid, "ego.human_proxy", params, needs=(ego.id, proxy), out=hid))
+        if suite.strata:
+            uid = f"{lay}/unhelpful/{algo}/s{seed}"
+            params = {**ego_params, "episodes": suite.unhelpful_episodes}
+            evaluations.append(Job(uid, "ego.unhelpful", params, needs=(ego.id,), out=uid))
     return evaluations
 
 
@@ -899,9 +939,12 @@ def _write_table(frame: pd.DataFrame, path: Path) -> None:
 
 
 SUITE_RECORD = "suite.yaml"
-TABLES = ("results", "br_returns", "features", "human_proxy")
+TABLES = ("results", "br_returns", "features", "human_proxy", "unhelpful")
 # a subset of a folder's layouts or algorithms runs the same jobs: not a conflicting change
-_SUBSET_KEYS = ("layouts", "algorithms", "evaluation.human_proxy")  # changing these only adds jobs
+_SUBSET_KEYS = ("layouts", "algorithms", "evaluation.human_proxy", "evaluation.strata")  # these only add jobs
+_RECORD_DEFAULTS = {"strata_episodes": None}
+"""``evaluation`` keys a ``suite.yaml`` written before they existed lacks, with the value that
+reproduces what such a bench ran (``strata_episodes`` None: the evaluation's episodes)."""
 
 
 class SuiteConflictError(SuiteError):
@@ -944,6 +987,8 @@ def check_suite_record(suite: Suite, out: str | Path, *, force: bool = False) ->
     except yaml.YAMLError:
         old = {}
     new = suite.to_dict()
+    if isinstance(old.get("evaluation"), dict):
+        old["evaluation"] = {**_RECORD_DEFAULTS, **old["evaluation"]}
     diffs = differences(
         {k: v for k, v in old.items() if k != "algo_ego_steps"},
         {k: v for k, v in new.items() if k != "algo_ego_steps"},
@@ -1028,7 +1073,7 @@ def _run_locked(suite, root, diffs, executor, workers, retries, progress, log) -
         os.environ.update(env)
         try:
             run_jobs(all_jobs, root, executor=executor, workers=workers, retries=retries, progress=progress,
-                     modules=("zsceval.evaluation.pipeline",))  # fmt: skip
+                     modules=_JOB_MODULES)  # fmt: skip
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -1044,19 +1089,30 @@ def _run_locked(suite, root, diffs, executor, workers, retries, progress, log) -
     return collect_tables(root, late[-1], infos, skipped)
 
 
+_JOB_MODULES = ("zsceval.evaluation.pipeline", "zsceval.evaluation.strata")
+"""Modules whose import registers the bench's job kinds (in worker processes too)."""
+
+
 def collect_tables(root: Path, evaluations: list[Job], infos: dict, skipped: list[str]) -> dict[str, Any]:
-    """Concatenate this suite's per-job tables into ``results.parquet``, ``br_returns.parquet`` and
-    ``features.parquet`` under ``root`` (outputs of other suites or earlier settings that share
-    the folder are not read).
+    """Concatenate this suite's per-job tables into ``results.parquet``, ``br_returns.parquet``,
+    ``features.parquet``, ``human_proxy.parquet`` and ``unhelpful.parquet`` under ``root`` (outputs
+    of other suites or earlier settings that share the folder are not read). A suite without
+    ``ego.unhelpful`` jobs (``evaluation.strata: false``) removes an ``unhelpful.parquet`` an
+    earlier setting left, so the folder's tables are this suite's.
+
+    ``unhelpful.parquet``: one row per (layout, algorithm, ego seed, unhelpful partner, seating,
+    episode), the columns of :func:`zsceval.evaluation.strata.unhelpful_results`.
 
     Args:
         root: the bench folder.
-        evaluations: the suite's ``ego.evaluate`` jobs (finished).
+        evaluations: the suite's evaluation jobs (``ego.evaluate``, ``ego.human_proxy``,
+            ``ego.unhelpful``; finished).
         infos: ``build_phases``' per-layout info (its keys are the layouts).
         skipped: algorithms the suite names that are not implemented yet.
 
     Returns:
-        ``{"results" | "br_returns" | "features": path of the table, "skipped_algorithms": [...]}``.
+        ``{"results" | "br_returns" | "features" | "human_proxy" | "unhelpful": path of the table,
+        "skipped_algorithms": [...]}`` (tables the suite has no rows for are left out).
 
     Raises:
         FileNotFoundError: a job's table is missing (the job has not finished).
@@ -1071,6 +1127,13 @@ def collect_tables(root: Path, evaluations: list[Job], infos: dict, skipped: lis
         for job in evaluations
         if job.kind == "ego.human_proxy"
     ]
+    unhelpful = [
+        pd.read_parquet(root / job.out / UNHELPFUL_TABLE)
+        for job in evaluations
+        if job.kind == "ego.unhelpful"
+    ]
+    if not unhelpful:
+        (root / UNHELPFUL_TABLE).unlink(missing_ok=True)
     brs, feats = [], []
     for lay, info in infos.items():
         brs.append(pd.read_parquet(root / lay / "partners" / "set" / "br_returns.parquet"))
@@ -1085,6 +1148,7 @@ def collect_tables(root: Path, evaluations: list[Job], infos: dict, skipped: lis
         ("br_returns", brs),
         ("features", feats),
         ("human_proxy", human),
+        ("unhelpful", unhelpful),
     ):
         if frames:
             path = root / f"{name}.parquet"

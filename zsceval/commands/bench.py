@@ -136,14 +136,18 @@ def bench(
         raise job_failure(exc) from None
     except OSError as exc:
         raise write_error(exc) from None
-    click.echo(
-        f"results in {out}: "
-        + ", ".join(f"{k}" for k in tables if k.endswith("s") and k != "skipped_algorithms")
-    )
+    click.echo(f"results in {out}: " + ", ".join(f"{k}.parquet" for k in tables if k != "skipped_algorithms"))
     if report and "results" in tables:
-        from zsceval.bench.report import bench_notes, format_table, read_tables, summarize
+        import pandas as pd
 
-        results, br, features = read_tables(out)
-        click.echo("\n".join(bench_notes(out, features)))
-        click.echo(format_table(summarize(results, br, levels=levels)))
+        from zsceval.bench import report as rep
+        from zsceval.evaluation.strata import unhelpful_summary
+
+        results, br, features = rep.read_tables(out)
+        click.echo("\n".join(rep.bench_notes(out, features)))
+        summary = rep.summarize(results, br, levels=levels)
+        click.echo(rep.format_table(summary))
+        unhelpful = unhelpful_summary(pd.read_parquet(tables["unhelpful"])) if "unhelpful" in tables else None
+        strata = rep.strata_rows(summary, unhelpful)
+        click.echo("\n" + rep.format_strata(strata, levels=levels, unhelpful_games=unhelpful is not None))
         click.echo(f"figures and JSON: zsceval report {out}")

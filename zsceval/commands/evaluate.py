@@ -132,7 +132,7 @@ def evaluate(
 
         try:
             unhelpful = unhelpful_play(agent, layout, episodes, device, seed)
-        except (CheckpointError, ConfigError) as exc:
+        except (CheckpointError, ValueError) as exc:  # ConfigError, or an env with no known no-op
             raise click.ClickException(str(exc)) from None
         if partner_set is None:
             if as_json:

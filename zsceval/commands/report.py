@@ -85,7 +85,10 @@ def report(
     DIR holds results.parquet (one row per episode) and br_returns.parquet; features.parquet is optional
     (behavior features of partner candidates, for the PCA and heatmap figures); human_proxy.parquet,
     when present (suites with evaluation.human_proxy), adds each algorithm's mean return with the
-    behavior-cloned human model beside its BR-Prox. TBS evaluations (tbs_eval/results.parquet of a
+    behavior-cloned human model beside its BR-Prox. The partner strata follow the table: skilled and
+    semi-skilled partners (ZSC-Eval's expert and moderate) by IQM BR-Prox, and, from unhelpful.parquet
+    (suites with evaluation.strata, the default), the mean return with a partner that only stays and
+    with one that acts uniformly at random. TBS evaluations (tbs_eval/results.parquet of a
     bench or of `zsceval train --algo tbs`) add the TBS table: scaled reward against the held-out pool
     per agent (DIR may hold only those). See zsceval.stats.metrics for the schemas.
 
