@@ -117,6 +117,7 @@ setup(
             "candidate.evaluate = zsceval.evaluation.pipeline:candidate_evaluate",
             "ego.evaluate = zsceval.evaluation.pipeline:ego_evaluate",
             "ego.human_proxy = zsceval.evaluation.human_proxy:ego_human_proxy",
+            "ego.unhelpful = zsceval.evaluation.strata:ego_unhelpful",
             "partners.human_proxy = zsceval.evaluation.human_proxy:partners_human_proxy",
             "partners.manifest = zsceval.evaluation.pipeline:partners_manifest",
             "partners.select = zsceval.evaluation.pipeline:partners_select",
