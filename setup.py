@@ -112,6 +112,7 @@ setup(
             "football = zsceval.envs.builtin:make_football",
             "overcooked = zsceval.envs.builtin:make_overcooked",
             "toy = zsceval.envs.builtin:make_toy",
+            "yokai = zsceval.envs.builtin:make_yokai",
         ],
         "zsceval.jobs": [
             "candidate.evaluate = zsceval.evaluation.pipeline:candidate_evaluate",

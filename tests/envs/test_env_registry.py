@@ -38,10 +38,10 @@ def test_builtin_envs_are_listed_with_descriptions():
 
 
 def test_unknown_name_lists_valid_names_and_suggests_the_closest():
-    expected = r"'overcoked'.*football, overcooked, toy.*Did you mean 'overcooked'\?"
+    expected = r"'overcoked'.*football, overcooked, toy, yokai.*Did you mean 'overcooked'\?"
     with pytest.raises(UnknownEnvError, match=expected):
         make("overcoked", num_envs=1)
-    with pytest.raises(ValueError, match=r"Registered envs: football, overcooked, toy\.$"):
+    with pytest.raises(ValueError, match=r"Registered envs: football, overcooked, toy, yokai\.$"):
         make("cricket", num_envs=1)
 
 

@@ -24,6 +24,8 @@ CASES = [
     ("toy", {"num_agents": 2, "horizon": 3}),
     ("toy", {"num_agents": 3, "horizon": 4}),
     ("toy", {"num_agents": 3, "horizon": 4, "obs_dtype": "float32"}),
+    ("yokai", {"num_agents": 2, "horizon": 5}),
+    ("yokai", {"num_agents": 3, "version": "4x4", "horizon": 6, "perfect_memory": True}),
 ]  # fmt: skip
 IDS = [f"{name}-{'-'.join(str(v) for v in opts.values())}" for name, opts in CASES]
 TORCH_DTYPE = {np.dtype(np.uint8): torch.uint8, np.dtype(np.float32): torch.float32}

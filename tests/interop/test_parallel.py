@@ -14,7 +14,7 @@ from zsceval.interop.parallel import ParallelGame  # noqa: E402
 @pytest.mark.parametrize(
     "name,options",
     [("overcooked", {"layout": "cramped_room", "horizon": 30}), ("toy", {"num_agents": 3}),
-     ("toy", {"obs_dtype": "float32"})],
+     ("toy", {"obs_dtype": "float32"}), ("yokai", {"horizon": 40}), ("yokai", {"num_agents": 4})],
 )  # fmt: skip
 def test_parallel_api_test_passes(name, options):
     env = ParallelGame(name, **options)

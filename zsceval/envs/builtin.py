@@ -12,7 +12,7 @@ import torch
 
 from .base import BatchedEnv
 
-__all__ = ["make_football", "make_overcooked", "make_toy"]
+__all__ = ["make_football", "make_overcooked", "make_toy", "make_yokai"]
 
 
 def make_overcooked(
@@ -77,4 +77,28 @@ def make_football(
         game_duration=horizon,
         difficulty=difficulty,
         num_workers=num_workers,
+    )
+
+
+def make_yokai(
+    *,
+    num_envs: int,
+    device: str | torch.device,
+    seed: int,
+    num_agents: int = 2,
+    version: str = "3x3",
+    horizon: int | None = None,
+    perfect_memory: bool = False,
+) -> BatchedEnv:
+    """Yokai Learning Environment: turn-based card game, 2-4 players, versions 3x3 / 4x4 (docs/yokai.md)"""
+    from .yokai import YokaiEnv
+
+    return YokaiEnv(
+        num_envs,
+        num_agents=num_agents,
+        version=version,
+        device=device,
+        seed=seed,
+        horizon=horizon,
+        perfect_memory=perfect_memory,
     )
