@@ -231,7 +231,8 @@ def unhelpful_results(
         delivered soup).
 
     Raises:
-        ValueError: unknown layout (valid ones listed).
+        ValueError: unknown layout (valid ones listed), or a scenario whose no-op :func:`stay_action`
+            does not know.
     """
     from zsceval.envs.scenarios import scenario_env
     from zsceval.evaluation.matches import PartnerSpec, evaluate_agent
