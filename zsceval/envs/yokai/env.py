@@ -158,27 +158,27 @@ class YokaiEnv:
 
     def reset(self) -> Step:
         """Deal B new games; zero rewards and events."""
-        B, n = self.num_envs, self.num_agents
-        self.state = deal(self.rules, B, self.device, self.generator)
+        self.state = deal(self.rules, self.num_envs, self.device, self.generator)
         self._avail = available_actions(self.state, self.rules)
-        zeros_b = self._zeros(B)
+        return self._first_step()
+
+    def _first_step(self) -> Step:
+        """The ``Step`` observing ``self.state`` with nothing done yet (zero rewards and events)."""
+        B, n = self.num_envs, self.num_agents
+        no = self._zeros(B, dtype=torch.bool)
         return Step(
             obs=self._observe(self.state),
             avail_actions=self._avail.clone(),
-            reward=zeros_b,
+            reward=self._zeros(B),
             sparse_by_agent=self._zeros(B, n),
             shaped_by_agent=self._zeros(B, n),
             events=self._zeros(B, n, len(self.event_names), dtype=torch.int16),
             interactions=self._zeros(B, n, dtype=torch.int64),
             interaction_cell=torch.full((B, n), -1, dtype=torch.int64, device=self.device),
-            terminated=self._zeros(B, dtype=torch.bool),
-            truncated=self._zeros(B, dtype=torch.bool),
+            terminated=no,
+            truncated=no.clone(),
             infos=self._infos(
-                self.state,
-                zeros_b.clone(),
-                self._zeros(B, dtype=torch.bool),
-                self._zeros(B, dtype=torch.bool),
-                self._zeros(B, dtype=torch.int64),
+                self.state, self._zeros(B), no.clone(), no.clone(), self._zeros(B, dtype=torch.int64)
             ),
         )
 
@@ -247,6 +247,27 @@ class YokaiEnv:
                 torch.where(terminated, clustered, 0),
             ),
         )
+
+    def set_state(self, state: YokaiState) -> Step:
+        """Replace every game's state, e.g. by a hand-built position (tests, analyses, puzzles
+        such as the paper's Fig. 7); the mask is recomputed.
+
+        Args:
+            state: a :class:`YokaiState` of B games of this configuration (tensors are copied to
+                ``device``). The caller keeps it consistent: cards on distinct, connected cells,
+                ``clusters`` matching the colours.
+
+        Returns:
+            A ``Step`` like ``reset``'s (zero rewards) observing the new state.
+
+        Raises:
+            ValueError: a field of another shape or dtype than this env's states.
+        """
+        like = deal(self.rules, self.num_envs, self.device, torch.Generator(self.device).manual_seed(0))
+        fields = {k: restored_tensor(getattr(state, k), f"state.{k}", v) for k, v in like.tensors().items()}
+        self.state = YokaiState(**fields)
+        self._avail = available_actions(self.state, self.rules)
+        return self._first_step()
 
     # ------------------------------------------------------------------ text picture
     def render(self, game: int = 0) -> str:

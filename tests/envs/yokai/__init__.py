@@ -1,0 +1,1 @@
+"""Tests of the Yōkai Learning Environment (zsceval.envs.yokai)."""
