@@ -62,16 +62,22 @@ def available_actions(state: YokaiState, rules: Rules) -> torch.Tensor:
     face-down hint, or place a revealed hint on a cell holding an unlocked card. Everyone else:
     NOOP only.
 
+    Legal moves are computed for the games in the MOVE phase only (a data-dependent row
+    selection: one host synchronization per step, like the auto-reset's).
+
     Returns:
         ``bool [B, n, A]``; every row has at least one true entry.
     """
-    n = rules.num_players
+    n, Y = rules.num_players, rules.num_cards
     phase = state.phase
+    B = phase.shape[0]
     unlocked = ~state.locked
     peek = ((phase == Phase.PEEK_FIRST)[:, None] & unlocked) | (
         (phase == Phase.PEEK_SECOND)[:, None] & unlocked & ~state.peeked
     )
-    moves = legal_moves(state.pos, unlocked, rules.grid) & (phase == Phase.MOVE)[:, None, None]
+    moves = torch.zeros(B, Y, rules.grid**2, dtype=torch.bool, device=phase.device)
+    moving = (phase == Phase.MOVE).nonzero().squeeze(1)  # the costly test only where it is needed
+    moves[moving] = legal_moves(state.pos[moving], unlocked[moving], rules.grid)
     stuck = (phase == Phase.MOVE) & ~moves.flatten(1).any(1)
     hinting = phase == Phase.HINT
     reveal = hinting[:, None] & (state.hint_status == HintStatus.FACE_DOWN)

@@ -168,7 +168,7 @@ class YokaiEnv:
         no = self._zeros(B, dtype=torch.bool)
         return Step(
             obs=self._observe(self.state),
-            avail_actions=self._avail.clone(),
+            avail_actions=self._avail,  # never written in place: every mask is a new tensor
             reward=self._zeros(B),
             sparse_by_agent=self._zeros(B, n),
             shaped_by_agent=self._zeros(B, n),
@@ -221,15 +221,17 @@ class YokaiEnv:
         done = terminated | truncated
         final_obs = None
         obs = self._observe(nxt)
-        if bool(done.any()):
-            final_obs = obs
-            nxt = nxt.where(done, deal(self.rules, B, self.device, self.generator))
-            obs = self._observe(nxt)
+        ended = done.nonzero().squeeze(1)
+        if ended.numel():  # deal new games in the rows that ended (a masked select)
+            fresh = deal(self.rules, ended.numel(), self.device, self.generator)
+            nxt = nxt.replace_rows(ended, fresh)
+            final_obs, obs = obs, obs.clone()
+            obs[ended] = self._observe(fresh)
         self.state = nxt
         self._avail = available_actions(nxt, self.rules)
         return Step(
             obs=obs,
-            avail_actions=self._avail.clone(),
+            avail_actions=self._avail,
             reward=reward,
             sparse_by_agent=actor * reward[:, None],
             shaped_by_agent=actor * out.shaped[:, None],

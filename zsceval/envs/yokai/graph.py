@@ -115,26 +115,36 @@ def card_grid(pos: torch.Tensor, grid: int) -> torch.Tensor:
     return out.scatter(1, pos, ids)
 
 
-def _component_bits(adj: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Connected components of the graph without card i, for every i.
+def _component_sets(pos: torch.Tensor, adj: torch.Tensor, grid: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Connected components of the cards without card i, for every i, named by i's sides.
+
+    Every component of ``G - i`` holds a side neighbour of i (G is connected), and i has at most
+    4 sides, so a component is named by the set of sides (bit d for up, down, left, right) whose
+    neighbour it holds: distinct components get disjoint, non-empty sets.
 
     Returns:
-        ``bits int32 [B, Y(i), Y(j)]``: ``1 << r`` where r is the smallest card of j's component
-        in ``G - i`` (0 for ``j == i``); ``every int32 [B, Y(i)]``: the OR of all components'
-        bits (the sum of each component's bit once).
+        ``sets uint8 [B, Y(i), Y(j)]``: the set of j's component in ``G - i`` (0 for ``j == i``);
+        ``every uint8 [B, Y(i)]``: the union of all components' sets.
     """
     B, Y, _ = adj.shape
     eye = torch.eye(Y, dtype=torch.bool, device=adj.device)
     keep = ~eye  # keep[i, j]: card j stays when card i is lifted
     lifted = adj[:, None] & keep[None, :, :, None] & keep[None, :, None, :]  # [B, i, Y, Y]
     reach = reachability(lifted)
-    rep = reach.to(torch.uint8).argmax(-1)  # first reachable card = smallest index in the component
-    rep = rep.to(torch.int32)
-    bits = torch.ones_like(rep).bitwise_left_shift(rep)
-    bits = torch.where(eye[None], torch.zeros_like(bits), bits)
-    is_rep = (rep == torch.arange(Y, device=adj.device)) & keep[None]
-    every = torch.where(is_rep, bits, torch.zeros_like(bits)).sum(-1, dtype=torch.int32)
-    return bits, every
+    row, col = pos // grid, pos % grid
+    side_r = row[:, :, None] + torch.tensor([-1, 1, 0, 0], device=pos.device)  # [B, i, 4]
+    side_c = col[:, :, None] + torch.tensor([0, 0, -1, 1], device=pos.device)
+    inside = (side_r >= 0) & (side_r < grid) & (side_c >= 0) & (side_c < grid)
+    cells = card_grid(pos, grid)
+    side_card = cells.gather(1, (side_r.clamp(0, grid - 1) * grid + side_c.clamp(0, grid - 1)).view(B, 4 * Y))
+    side_card = torch.where(inside.view(B, 4 * Y), side_card, -1).view(B, Y, 4)  # -1: no card there
+    reaches = reach.gather(3, side_card.clamp(min=0)[:, :, None, :].expand(B, Y, Y, 4))  # [B, i, j, 4]
+    reaches &= (side_card >= 0)[:, :, None, :]
+    weights = torch.tensor([1, 2, 4, 8], dtype=torch.uint8, device=pos.device)
+    sets = (reaches.to(torch.uint8) * weights).sum(-1, dtype=torch.uint8)
+    sets = torch.where(eye[None], torch.zeros_like(sets), sets)
+    every = ((side_card >= 0).to(torch.uint8) * weights).sum(-1, dtype=torch.uint8)
+    return sets, every
 
 
 def legal_moves(pos: torch.Tensor, movable: torch.Tensor, grid: int) -> torch.Tensor:
@@ -142,10 +152,9 @@ def legal_moves(pos: torch.Tensor, movable: torch.Tensor, grid: int) -> torch.Te
     connected by their sides, without overlap and inside the field (YLE App. B.1, Eq. 4-5).
 
     Equivalent to testing ``isConnected`` on every layout reachable by one move, computed as: lift
-    card i, label the components of the remaining cards (a card of a connected graph has at most 4
-    neighbours, so at most 4 components), and allow every empty cell whose side neighbours touch
-    all of these components (which also requires at least one neighbour). The card's own cell is
-    not a move.
+    card i, find the components of the remaining cards (at most 4: each holds one of i's side
+    neighbours), and allow every empty cell whose side neighbours touch all of these components
+    (which also requires at least one neighbour). The card's own cell is not a move.
 
     Args:
         pos: ``int64 [B, Y]`` cell of each card (a connected layout).
@@ -156,11 +165,11 @@ def legal_moves(pos: torch.Tensor, movable: torch.Tensor, grid: int) -> torch.Te
         ``bool [B, Y, g*g]``: ``[b, i, p]`` iff card i may move to cell p.
     """
     B, Y = pos.shape
-    bits, every = _component_bits(adjacency(pos, grid))
+    sets, every = _component_sets(pos, adjacency(pos, grid), grid)
     cells = card_grid(pos, grid)  # [B, g*g]
-    index = torch.where(cells < 0, Y, cells)  # empty cells read the zero bit at index Y
-    bits = torch.cat([bits, torch.zeros_like(bits[..., :1])], dim=-1)  # [B, i, Y+1]
-    on_cell = bits.gather(2, index[:, None, :].expand(B, Y, grid * grid)).view(B, Y, grid, grid)
+    index = torch.where(cells < 0, Y, cells)  # empty cells read the empty set at index Y
+    sets = torch.cat([sets, torch.zeros_like(sets[..., :1])], dim=-1)  # [B, i, Y+1]
+    on_cell = sets.gather(2, index[:, None, :].expand(B, Y, grid * grid)).view(B, Y, grid, grid)
     padded = torch.nn.functional.pad(on_cell, (1, 1, 1, 1))
     touched = (
         padded[..., :-2, 1:-1] | padded[..., 2:, 1:-1] | padded[..., 1:-1, :-2] | padded[..., 1:-1, 2:]

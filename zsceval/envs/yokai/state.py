@@ -55,13 +55,13 @@ class YokaiState:
         on = self.hint_card[:, :, None] == torch.arange(Y, device=self.pos.device)
         return (on & (self.hint_status == HintStatus.PLACED)[:, :, None]).any(1)
 
-    def where(self, mask: torch.Tensor, other: YokaiState) -> YokaiState:
-        """Rows of ``other`` where ``mask [B]`` is true, of ``self`` elsewhere (the auto-reset)."""
+    def replace_rows(self, rows: torch.Tensor, other: YokaiState) -> YokaiState:
+        """A copy with rows ``rows`` (``int64 [k]``) taken from ``other`` (k games) (the auto-reset)."""
         out = {}
         for f in dataclasses.fields(self):
-            a, b = getattr(self, f.name), getattr(other, f.name)
-            m = mask.view(-1, *([1] * (a.dim() - 1)))
-            out[f.name] = torch.where(m, b, a)
+            value = getattr(self, f.name).clone()
+            value[rows] = getattr(other, f.name)
+            out[f.name] = value
         return YokaiState(**out)
 
     def clone(self) -> YokaiState:
