@@ -257,3 +257,26 @@ def test_same_seed_same_actions_same_trajectory_and_state_round_trip(game):
                 np.testing.assert_array_equal(x[k], z[k], err_msg=k)
     finally:
         other.close()
+
+
+@needs_gfootball
+def test_a_game_restored_one_step_before_its_end_finishes_that_step():
+    """gfootball writes an 'episode_done' dump on what it counts as an episode's first step; after a
+    restore into a fresh game that was the step ending the episode, whose trace it had just deleted
+    (AttributeError; every Football resume with a game about to finish hit it)."""
+    g, h = FootballGame(seed=3, game_duration=10), FootballGame(seed=3, game_duration=10)
+    try:
+        g.reset()
+        while True:
+            snap = g.get_state()
+            last = g.step(np.array([0, 0, 0]))
+            if last["terminated"] or last["truncated"]:
+                break
+        h.set_state(snap)
+        again = h.step(np.array([0, 0, 0]))
+        assert again["terminated"] or again["truncated"]
+        for k in GAME_STEP_KEYS:
+            np.testing.assert_array_equal(again[k], last[k], err_msg=k)
+    finally:
+        g.close()
+        h.close()

@@ -260,6 +260,12 @@ class FootballGame:
         self._tracker.set_state(snap["tracker"])
         self._done = bool(snap["done"])
         self._prev = self._env.unwrapped.observation()
+        # gfootball's core counts the episode's steps outside the saved state, and on the step it
+        # counts as the first one it writes an 'episode_done' dump through its trace, which it has
+        # just deleted if that step ended the episode: a game restored one step before its end
+        # raised AttributeError there. Give the core the restored episode's own step count.
+        core = self._env.unwrapped._env
+        core._step_count = self.max_episode_steps - int(self._prev[0]["steps_left"])
 
     def close(self) -> None:
         """Shut the simulator down."""
