@@ -321,6 +321,11 @@ def test_hsp_trained_alone_builds_the_quick_suites_candidates():
     alone = PartnerBudget(weight_sampling=hsp().STANDALONE_WEIGHT_SAMPLING)
     same_sizes = {"candidates": alone.candidates, "candidate_steps": alone.candidate_steps}
     assert dataclasses.replace(quick, **same_sizes) == alone
+    # the sizes it trains alone are each env's quick suite's (Football: football-quick's)
+    for suite, env in (("overcooked-quick", "overcooked"), ("football-quick", "football")):
+        partners = load_suite(suite).partners
+        budget = hsp().STANDALONE_BUDGET[env]
+        assert {key: getattr(partners, key) for key in budget} == budget, suite
 
 
 # -- stage 1: per member exactly self-play, and trained past the take-off --------------------------------

@@ -36,6 +36,20 @@ admits regardless (:func:`should_admit`). An admitted snapshot fills the next fr
 all N are full, overwrites a uniformly drawn member among the first 10 generated
 (:func:`replacement_slot`).
 
+*Three players (Football; ZSC-Eval ``grf_runner.py: train_cole``).* The arms are self-play and
+the reference's GRF combinations of the filled members (two members drawn with replacement in the
+two other seats, every ego seat, then one member with the ego in two seats; :func:`grf_arms`). U
+gains an ego column: every update also sets ``U[p][ego] = U[ego][p]``, and r_p is the mean, over
+the unordered combinations that contain p and finished episodes, of each combination's mean return
+(:func:`combination_returns`). The row means count every entry the reference's dict holds
+(:func:`row_scores`). Who the ego plays is not drawn from P: P (alpha 1.25, the GRF script's value)
+gets a UCB bonus ``c sqrt(sum_q n_q) / (n_p + 1)`` over per-iteration selection counts n
+(:func:`ucb_probabilities`, c = ``algo.ucb_factor`` = 1), the top member s is selected
+(:func:`top_member`, its count + 1), and the iteration's seatings are every combination of one
+member, any member, plus every combination of two members that includes s
+(:func:`selected_seatings`); they are shuffled and dealt to the population games in turn, each game
+keeping its seating for the iteration's episodes. A generation try resets the counts.
+
 The output agent is the ego learner itself (never a population member). The ego is an MLP-style
 feed-forward network (ZSC-Eval's ``mlp_policy_config``: no GRU; the paper preset keeps its CNN
 encoder), trained with MAPPO on the ordinary reward (team sparse + annealed own shaping).
@@ -44,13 +58,14 @@ encoder), trained with MAPPO on the ordinary reward (team sparse + annealed own 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from zsceval.algorithms.base.stage2 import population_arms
 from zsceval.registry import register
 from zsceval.rl.algorithm import Algorithm
 from zsceval.rl.config import ConfigError, TrainConfig, population_size
@@ -63,15 +78,26 @@ __all__ = [
     "COLEOptions",
     "admission_threshold",
     "admit_payoff",
+    "arm_members",
+    "combination_returns",
     "ego_rank",
     "generation_due",
+    "grf_admit_payoff",
+    "grf_arms",
+    "grf_ego_rank",
+    "grf_update_payoff",
     "initial_members",
     "partner_returns",
     "prioritized_alpha",
+    "ranked_probabilities",
     "replacement_slot",
+    "row_scores",
     "sampling_probabilities",
+    "selected_seatings",
     "self_play_return",
     "should_admit",
+    "top_member",
+    "ucb_probabilities",
     "update_payoff",
 ]
 
@@ -87,6 +113,16 @@ PAPER_STEPS_PER_MEMBER = 2_000_000
 """ZSC-Eval's COLE budget per slot: 5e7 / 1e8 / 1.5e8 env steps for N = 25 / 50 / 75."""
 QUICK_POPULATION = 5
 PAPER_POPULATION = 25
+GRF_ALPHA = 1.25
+"""Prioritized-sampling exponent of the GRF script (``scripts/grf/shell/train_cole.sh``)."""
+GRF_POPULATION = 15
+"""ZSC-Eval's COLE population on Football (paper App. C; ``train_cole.sh``)."""
+GRF_STEPS_PER_MEMBER = 2_400_000
+"""``train_cole.sh`` (GRF): 3.6e7 env steps for N = 15."""
+GRF_GAMES = 200
+"""``train_cole.sh`` (GRF): 200 rollout threads."""
+GRF_GENERATION_INTERVAL = 30
+"""``train_cole.sh`` (GRF): a generation try every 30 iterations (200 x 200 env steps each)."""
 
 
 # -- the rules, as pure functions ------------------------------------------------------------------
@@ -175,7 +211,12 @@ def sampling_probabilities(payoff: np.ndarray, alpha: float) -> np.ndarray:
         payoff: ``float64 [n + 1, n]`` U (members then the ego by members); the ego row is unused.
         alpha: the prioritization exponent (0: uniform).
     """
-    m = np.asarray(payoff, dtype=np.float64)[:-1].mean(axis=1)
+    return ranked_probabilities(np.asarray(payoff, dtype=np.float64)[:-1].mean(axis=1), alpha)
+
+
+def ranked_probabilities(scores: np.ndarray, alpha: float) -> np.ndarray:
+    """:func:`sampling_probabilities` from the members' scores ``float64 [n]`` (U-row means)."""
+    m = np.asarray(scores, dtype=np.float64)
     if m.sum() > 0:
         m = m / m.sum()
     m = 1.0 - m
@@ -258,6 +299,156 @@ def self_play_return(arm: np.ndarray, sparse: np.ndarray) -> float:
     return float(sp.mean()) if sp.size else float("nan")
 
 
+# -- three players: the reference's GRF variant (grf_runner.py: train_cole) ----------------------
+def grf_arms(ego: str, pool: str, n: int, filled: int) -> list[Arm]:
+    """Self-play, then the GRF combinations of ``filled`` members, ordered so that a new member only
+    appends arms: member m's block holds :func:`~zsceval.algorithms.base.stage2.population_arms`'s
+    combinations whose highest member is m, in that function's order.
+
+    With n = 3 and M members: ``1 + 3 M^2 + 3 M`` arms; member ``m`` in an arm is ``(pool, m)``,
+    the partner label joins ``pool/m`` in seat order with ``+``. The reference skips the m-tuples
+    when fewer than m members exist; COLE never has fewer than n - 1 (its population.size check).
+    """
+    arms = [self_play_arm(ego, n)]
+    labels = [f"{pool}/{m}" for m in range(filled)]
+    for m in range(filled):
+        block = population_arms(ego, pool, n, labels[: m + 1])
+        arms += [a for a in block if max(k for name, k in a.seats if name == pool) == m]
+    return arms
+
+
+def arm_members(arm: Arm, pool: str = "pool") -> frozenset[int]:
+    """The distinct pool members seated by ``arm`` (empty for self-play)."""
+    return frozenset(k for name, k in arm.seats if name == pool)
+
+
+def grf_update_payoff(payoff: np.ndarray, returns: np.ndarray) -> np.ndarray:
+    """The GRF update: ``U[ego][p] <- (U[ego][p] + r_p) / 2`` and ``U[p][ego] <- U[ego][p]``.
+
+    Args:
+        payoff: ``float64 [n + 1, n + 1]`` U: rows = the n members then the ego; columns = the
+            members then the ego. ``NaN`` marks an entry the reference's dict does not hold:
+            ``U[p][ego]`` until member p's first update, and ``U[ego][ego]`` always.
+        returns: ``float64 [n]`` r_p (:func:`combination_returns`), NaN where member p played no
+            finished episode.
+
+    Returns:
+        A new ``float64 [n + 1, n + 1]`` matrix.
+    """
+    out = np.array(payoff, dtype=np.float64, copy=True)
+    n = out.shape[0] - 1
+    seen = np.flatnonzero(np.isfinite(returns))
+    out[n, seen] = (out[n, seen] + returns[seen]) / 2
+    out[seen, n] = out[n, seen]
+    return out
+
+
+def grf_admit_payoff(payoff: np.ndarray, slot: int, self_play: float) -> np.ndarray:
+    """U (GRF layout of :func:`grf_update_payoff`) after admitting the ego's snapshot as ``slot``.
+
+    The reference copies the ego's row dict (member keys only) into q's row, so ``U[q][ego]`` is
+    dropped (NaN) until q's next update; then :func:`admit_payoff`'s rule on the member block:
+    ``U[p][q] = U[ego][p]`` for every member p, ``U[q][q] = U[ego][q] = self_play``.
+
+    Args:
+        payoff: ``float64 [n + 1, n + 1]``.
+        slot: ``n`` for a new slot (U grows to ``[n + 2, n + 2]``, the ego stays last) or
+            ``0 <= slot < n`` to overwrite that member.
+        self_play: the ego's latest self-play sparse return.
+
+    Raises:
+        ValueError: ``slot`` outside ``[0, n]``.
+    """
+    payoff = np.asarray(payoff, dtype=np.float64)
+    n = payoff.shape[0] - 1
+    block = admit_payoff(payoff[:, :n], slot, self_play)  # members then ego, by members
+    ego_col = payoff[:n, n]
+    m = block.shape[1]
+    out = np.full((m + 1, m + 1), np.nan)
+    out[:, :m] = block
+    out[:n, m] = ego_col
+    out[slot, m] = np.nan
+    return out
+
+
+def row_scores(payoff: np.ndarray) -> np.ndarray:
+    """``float64 [rows]`` the mean of each row's held (non-NaN) entries: the reference's
+    ``np.mean(list(u_matrix[name].values()))``."""
+    return np.nanmean(np.asarray(payoff, dtype=np.float64), axis=1)
+
+
+def combination_returns(
+    arm: np.ndarray, sparse: np.ndarray, arms: Sequence[Arm], members: int, pool: str = "pool"
+) -> np.ndarray:
+    """r_p of :func:`grf_update_payoff`: the mean, over the unordered combinations (who plays,
+    seats forgotten) that contain member p and finished episodes, of each combination's mean
+    sparse return (``grf_runner.py`` logs one ``ep_sparse_r`` per sorted combination name).
+
+    Args:
+        arm: ``int64 [M]`` arm index of each finished episode, into ``arms``.
+        sparse: ``float [M]`` its team sparse return.
+        arms: the arms (:func:`grf_arms`).
+        members: n, members with arms.
+
+    Returns:
+        ``float64 [members]``, NaN for a member without finished episodes.
+    """
+    arm = np.asarray(arm, dtype=np.int64)
+    sparse = np.asarray(sparse, dtype=np.float64)
+    by_unit: dict[tuple, list[float]] = {}
+    for a, r in zip(arm.tolist(), sparse.tolist(), strict=True):
+        by_unit.setdefault(tuple(sorted(arms[a].seats)), []).append(r)
+    unit_means = {u: float(np.mean(v)) for u, v in by_unit.items()}
+    out = np.full(members, np.nan)
+    for p in range(members):
+        vals = [v for u, v in unit_means.items() if (pool, p) in u]
+        if vals:
+            out[p] = float(np.mean(vals))
+    return out
+
+
+def grf_ego_rank(payoff: np.ndarray) -> int:
+    """:func:`ego_rank` on the GRF U (:func:`grf_update_payoff`), scores by :func:`row_scores`."""
+    scores = row_scores(payoff)
+    return int(np.sum(scores[:-1] <= scores[-1]))
+
+
+def ucb_probabilities(probs: np.ndarray, counts: np.ndarray, factor: float) -> np.ndarray:
+    """The GRF UCB bonus: ``P_p + c sqrt(sum_q n_q) / (n_p + 1)``, renormalised, ``float64 [n]``.
+
+    Args:
+        probs: ``float64 [n]`` the meta-solver's P (:func:`sampling_probabilities`).
+        counts: ``[n]`` iterations in which member p was the selected top member since the last
+            generation try.
+        factor: c (``cole_ucb_factor``, 1 in the GRF script).
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    p = np.asarray(probs, dtype=np.float64) + factor * np.sqrt(counts.sum()) / (counts + 1.0)
+    return p / p.sum()
+
+
+def top_member(probs: np.ndarray) -> int:
+    """The member with the highest probability; ties go to the latest generated (the reference's
+    stable ``sorted(..., key=prob)[-1]``)."""
+    p = np.asarray(probs)
+    return len(p) - 1 - int(np.argmax(p[::-1]))
+
+
+def selected_seatings(arms: Sequence[Arm], top: int, filled: int, n: int, pool: str = "pool") -> list[int]:
+    """Indices of the arms the population games play this iteration (``train_cole``): the GRF
+    combinations of ``[s]`` and of ``list(T) + [s]`` for every (n - 2)-tuple T of members, i.e. the
+    arms whose members D satisfy ``D <= {s}`` or ``|D - {s}| <= n - 2 <= filled`` (with at least
+    n - 1 members, as :class:`COLE` ensures). On three players:
+    every one-member combination of any member, and every two-member combination that includes s.
+    Self-play (no member) is never one of them."""
+    out = []
+    for i, arm in enumerate(arms):
+        d = arm_members(arm, pool)
+        if d and (d <= {top} or len(d - {top}) <= n - 2 <= filled):
+            out.append(i)
+    return out
+
+
 # -- the plug-in -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class COLEOptions:
@@ -270,7 +461,10 @@ class COLEOptions:
     init_agent_ratio: int = 5
     """The initial population is max(r, N // this) random networks."""
     prioritized_alpha: float = -1.0
-    """Exponent of the rank-based sampling; negative: by population size (:func:`prioritized_alpha`)."""
+    """Exponent of the rank-based sampling; negative: by population size (:func:`prioritized_alpha`)
+    for two players, :data:`GRF_ALPHA` for more."""
+    ucb_factor: float = 1.0
+    """c of the UCB bonus on more than two players (:func:`ucb_probabilities`; ``cole_ucb_factor``)."""
 
 
 @register("cole", "COLE: ego vs a growing population, reward-ranking meta-solver (Li et al. 2023).")
@@ -278,7 +472,8 @@ class COLE(Algorithm):
     """The ego learner with a growing pool of its own snapshots (module docstring).
 
     Actors: learner ``ego``; partner ``pool`` (a :class:`PolicyPool` of the filled members).
-    Arms: 0 = ego self-play, then ``1 + p * n + s`` = member p with the ego in seat s.
+    Arms: 0 = ego self-play, then for two players ``1 + p * n + s`` = member p with the ego in seat
+    s; for more, the GRF combinations in member blocks (:func:`grf_arms`).
     """
 
     Options = COLEOptions
@@ -288,11 +483,10 @@ class COLE(Algorithm):
     def __init__(self, config: TrainConfig, num_envs: int, num_agents: int, device) -> None:
         super().__init__(config, num_envs, num_agents, device)
         o = self.options
-        if num_agents != 2:
-            raise ConfigError(
-                f"algorithm 'cole' is written for 2 players, the env has {num_agents} (its payoff over "
-                f"partner pairs and the GRF partner combinations are not built, issue 37)"
-            )
+        if num_agents < 2:
+            raise ConfigError(f"algorithm 'cole' needs 2 or more players, the env has {num_agents}")
+        self.grf = num_agents > 2
+        """The reference's GRF variant (``grf_runner.py: train_cole``): more than two players."""
         self.size = population_size(config)
         if self.size < 1:
             raise ConfigError(f"cole needs population.size >= 1, got {self.size}")
@@ -300,7 +494,16 @@ class COLE(Algorithm):
             raise ConfigError(f"algo.generation_interval must be >= 1, got {o.generation_interval}")
         if o.population_play_ratio < 0 or o.init_agent_ratio < 1:
             raise ConfigError("algo.population_play_ratio must be >= 0 and algo.init_agent_ratio >= 1")
-        self.alpha = o.prioritized_alpha if o.prioritized_alpha >= 0 else prioritized_alpha(self.size)
+        if self.grf and self.size < num_agents - 1:
+            raise ConfigError(
+                f"cole on {num_agents} players needs population.size >= {num_agents - 1} (the reference's "
+                f"combinations fill the {num_agents - 1} partner seats with distinct members too), "
+                f"got {self.size}"
+            )
+        if o.ucb_factor < 0:
+            raise ConfigError(f"algo.ucb_factor must be >= 0, got {o.ucb_factor}")
+        default_alpha = GRF_ALPHA if self.grf else prioritized_alpha(self.size)
+        self.alpha = o.prioritized_alpha if o.prioritized_alpha >= 0 else default_alpha
         self.self_play_games = num_envs // (o.population_play_ratio + 1)
         """Games ``0 .. self_play_games - 1`` always play ego self-play (ZSC-Eval's first threads)."""
         self.pool: PolicyPool | None = None
@@ -311,6 +514,16 @@ class COLE(Algorithm):
         self.sp_return = 0.0
         """The ego's latest self-play sparse return (what an admitted member's diagonal gets)."""
         self.probs = np.zeros(0)
+        # more than two players (GRF): UCB counts, the selected top member, this iteration's seatings
+        self.ucb_counts = np.zeros(0, dtype=np.int64)
+        """Iterations each member was the top member since the last generation try."""
+        self.ucb_probs = np.zeros(0)
+        self.top = 0
+        self.seatings: list[int] = []
+        """Arm indices the population games play this iteration (:func:`selected_seatings`)."""
+        self.game_arm: torch.Tensor | None = None
+        """``int64 [B]`` each game's arm this iteration; drawn at the iteration's first episode start."""
+        self._arms: tuple[int, list[Arm]] | None = None
 
     @classmethod
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
@@ -323,12 +536,26 @@ class COLE(Algorithm):
         shaping annealed over T, 20 iterations per generation, no GRU (``--steps`` changes only the
         budget, not these schedules). ``quick``: N = 5 and a generation try every 4 iterations (one
         400-step episode at rollout length 100); about 5 minutes for its 3e6 steps on cramped_room.
+
+        Football (``env.name=football``), ``paper`` = the GRF script (``scripts/grf/shell/
+        train_cole.sh``): N = 15, 200 games, 2.4e6 env steps per slot (3.6e7 for N = 15), entropy
+        0.02 -> 0.01 -> 0.01 at 0, T / 2, T, a generation try every 30 iterations; the preset's
+        Football section gives the rest (200-step rollouts, 15 epochs x 1 minibatch, MLP). ``quick``:
+        N = 5, a try every 4 iterations. On Football alpha defaults to the GRF script's 1.25.
         """
         size = cfg.population.size
+        football = cfg.env.name == "football"
         if size == 0:
-            size = QUICK_POPULATION if preset == "quick" else cls.default_population_size
+            paper_size = GRF_POPULATION if football else cls.default_population_size
+            size = QUICK_POPULATION if preset == "quick" else paper_size
         out: dict[str, Any] = {"population": {"size": size}, "model": {"recurrent": False}}
-        if preset == "paper":
+        if preset == "paper" and football:
+            total = GRF_STEPS_PER_MEMBER * size
+            out["env"] = {"num_envs": GRF_GAMES}
+            out["run"] = {"total_steps": total}
+            out["ppo"] = {"entropy_coefs": [0.02, 0.01, 0.01], "entropy_milestones": [0, total // 2, total]}
+            out["algo"] = {"generation_interval": GRF_GENERATION_INTERVAL}
+        elif preset == "paper":
             total = PAPER_STEPS_PER_MEMBER * size
             out["env"] = {"num_envs": 125}
             out["run"] = {"total_steps": total}
@@ -351,8 +578,14 @@ class COLE(Algorithm):
         names = [f"gen{k}" for k in range(count)]
         self.pool = PolicyPool.from_policies([make_policy() for _ in range(count)], names)
         self.generation = count
-        self.payoff = np.zeros((count + 1, count))
-        self._refresh_probs()
+        if self.grf:
+            self.payoff = np.zeros((count + 1, count + 1))
+            self.payoff[:, count] = np.nan  # no U[p][ego] before p's first update, never U[ego][ego]
+            self.ucb_counts = np.zeros(count, dtype=np.int64)
+            self._select()
+        else:
+            self.payoff = np.zeros((count + 1, count))
+            self._refresh_probs()
         return {"pool": self.pool}
 
     @property
@@ -362,7 +595,12 @@ class COLE(Algorithm):
 
     # -- seating ----------------------------------------------------------------------------------
     def arms(self) -> list[Arm]:
-        """Ego self-play, then every (member, ego seat), member-major (new members append arms)."""
+        """Ego self-play, then every (member, ego seat), member-major (new members append arms);
+        more than two players: :func:`grf_arms`."""
+        if self.grf:
+            if self._arms is None or self._arms[0] != self.filled:
+                self._arms = (self.filled, grf_arms("ego", "pool", self.num_agents, self.filled))
+            return self._arms[1]
         return [
             self_play_arm("ego", self.num_agents),
             *ego_partner_arms("ego", "pool", self.num_agents, members=range(self.filled)),
@@ -370,6 +608,9 @@ class COLE(Algorithm):
 
     def assign(self, games: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         """Self-play for the first B // (r + 1) games; a member arm by the meta-solver's P elsewhere.
+        More than two players: the game's arm of this iteration (:meth:`_deal`, dealt once per
+        iteration with ``generator``), so a game keeps its seating for every episode it starts in
+        the iteration, as the reference's threads do.
 
         Args:
             games: ``int64 [k]`` games starting an episode.
@@ -380,31 +621,68 @@ class COLE(Algorithm):
         """
         if games.numel() == 0:
             return torch.zeros_like(games)
+        if self.grf:
+            if self.game_arm is None:
+                self.game_arm = self._deal(generator).to(games.device)
+            return self.game_arm[games]
         arm_p = torch.as_tensor(np.repeat(self.probs / self.num_agents, self.num_agents), dtype=torch.float64)
         arm_p = arm_p.to(games.device)
         drawn = torch.multinomial(arm_p, games.numel(), replacement=True, generator=generator) + 1
         return torch.where(games < self.self_play_games, torch.zeros_like(drawn), drawn)
 
+    def _deal(self, generator: torch.Generator | None) -> torch.Tensor:
+        """``int64 [B]`` the iteration's arm of every game (more than two players): self-play for
+        the first B // (r + 1) games; the others take the shuffled :attr:`seatings` in turn
+        (``random.shuffle`` then thread i gets seating ``i mod len``, as ``train_cole`` deals them),
+        so each seating is played by about ``(B - B // (r + 1)) / len`` games, or, when there are
+        more seatings than games, a random subset is."""
+        B, sp = self.num_envs, self.self_play_games
+        device = generator.device if generator is not None else torch.device("cpu")
+        order = torch.tensor(self.seatings, dtype=torch.int64, device=device)
+        order = order[torch.randperm(len(order), generator=generator, device=device)]
+        out = torch.zeros(B, dtype=torch.int64, device=device)
+        out[sp:] = order[torch.arange(B - sp, device=device) % len(order)]
+        return out
+
     # -- the graphic-form game --------------------------------------------------------------------
     def _refresh_probs(self) -> None:
         self.probs = sampling_probabilities(self.payoff, self.alpha)
+
+    def _select(self) -> None:
+        """More than two players, before each iteration (``cole_reset_map_ea2t_fn``): P from the
+        members' U-row scores, the UCB bonus, the top member (its count + 1) and the seatings around
+        it; the games' arms are dealt at the iteration's first episode start."""
+        self.probs = ranked_probabilities(row_scores(self.payoff)[:-1], self.alpha)
+        self.ucb_probs = ucb_probabilities(self.probs, self.ucb_counts, self.options.ucb_factor)
+        self.top = top_member(self.ucb_probs)
+        self.ucb_counts[self.top] += 1
+        self.seatings = selected_seatings(self.arms(), self.top, self.filled, self.num_agents)
+        self.game_arm = None
 
     def after_iteration(self, iteration: int, env_steps: int, stats: dict[str, float], episodes: Any) -> None:
         """Update U from the finished episodes; every ``generation_interval`` iterations try to
         admit the ego's snapshot; refresh the sampling probabilities.
 
         Adds ``cole/members``, ``cole/arms`` (after this iteration), ``cole/ego_rank`` and
-        ``cole/admitted`` (on generation tries) to the iteration's metrics row.
+        ``cole/admitted`` (on generation tries) to the iteration's metrics row. More than two
+        players: the GRF update of U (ego column too), the UCB counts reset on every generation try,
+        then :meth:`_select` for the next iteration (``cole/top``: the top member,
+        ``cole/seatings``: how many seatings the population games share).
         """
         arm = episodes.arm.cpu().numpy() if len(episodes) else np.zeros(0, dtype=np.int64)
         sparse = episodes.sparse.cpu().numpy() if len(episodes) else np.zeros(0)
-        self.payoff = update_payoff(self.payoff, partner_returns(arm, sparse, self.filled, self.num_agents))
+        if self.grf:
+            returns = combination_returns(arm, sparse, self.arms(), self.filled)
+            self.payoff = grf_update_payoff(self.payoff, returns)
+        else:
+            returns = partner_returns(arm, sparse, self.filled, self.num_agents)
+            self.payoff = update_payoff(self.payoff, returns)
         sp = self_play_return(arm, sparse)
         if np.isfinite(sp):
             self.sp_return = sp
         if generation_due(iteration, self.options.generation_interval):
             full = self.filled >= self.size
-            rank = ego_rank(self.payoff)
+            rank = grf_ego_rank(self.payoff) if self.grf else ego_rank(self.payoff)
             admitted = should_admit(rank, admission_threshold(self.filled, full), self.failed_tries)
             stats["cole/ego_rank"] = rank
             stats["cole/admitted"] = int(admitted)
@@ -413,9 +691,17 @@ class COLE(Algorithm):
                 self.failed_tries = 0
             else:
                 self.failed_tries += 1
-        self._refresh_probs()
+            if self.grf:
+                self.ucb_counts = np.zeros(self.filled, dtype=np.int64)
         stats["cole/members"] = self.filled
-        stats["cole/arms"] = 1 + self.filled * self.num_agents
+        if self.grf:
+            self._select()
+            stats["cole/arms"] = len(self.arms())
+            stats["cole/top"] = self.top
+            stats["cole/seatings"] = len(self.seatings)
+        else:
+            self._refresh_probs()
+            stats["cole/arms"] = 1 + self.filled * self.num_agents
 
     def _admit(self, slot: int) -> None:
         """Put the ego's current weights into ``slot`` (append or overwrite) and update U."""
@@ -431,13 +717,15 @@ class COLE(Algorithm):
             self.pool.names[slot] = name
             self.pool.sha256 = None
         self.generation += 1
-        self.payoff = admit_payoff(self.payoff, slot, self.sp_return)
+        admit = grf_admit_payoff if self.grf else admit_payoff
+        self.payoff = admit(self.payoff, slot, self.sp_return)
 
     # -- resumable state --------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """U, counters, the latest self-play return and the pool (names and stacked weights)."""
+        """U, counters, the latest self-play return and the pool (names and stacked weights); more
+        than two players also the UCB counts, the top member, its P + UCB and the dealt arms."""
         assert self.pool is not None
-        return {
+        state = {
             "payoff": torch.as_tensor(self.payoff, dtype=torch.float64).clone(),
             "generation": self.generation,
             "failed_tries": self.failed_tries,
@@ -445,6 +733,13 @@ class COLE(Algorithm):
             "names": list(self.pool.names),
             "pool": {k: v.detach().cpu().clone() for k, v in self.pool.stacked.items()},
         }
+        if self.grf:  # the UCB counts, the top member and the iteration's dealt arms (if dealt)
+            state["ucb_counts"] = torch.as_tensor(self.ucb_counts, dtype=torch.int64).clone()
+            state["top"] = self.top
+            state["ucb_probs"] = torch.as_tensor(self.ucb_probs, dtype=torch.float64).clone()
+            dealt = self.game_arm is not None
+            state["game_arm"] = self.game_arm.cpu().clone() if dealt else torch.zeros(0, dtype=torch.int64)
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`'s output into the existing pool object (the runner holds it).
@@ -466,4 +761,13 @@ class COLE(Algorithm):
         self.generation = int(state["generation"])
         self.failed_tries = int(state["failed_tries"])
         self.sp_return = float(state["sp_return"])
-        self._refresh_probs()
+        if not self.grf:
+            self._refresh_probs()
+            return
+        self.ucb_counts = state["ucb_counts"].cpu().numpy().astype(np.int64).copy()
+        self.top = int(state["top"])
+        self.probs = ranked_probabilities(row_scores(self.payoff)[:-1], self.alpha)
+        self.ucb_probs = state["ucb_probs"].cpu().numpy().astype(np.float64).copy()
+        self.seatings = selected_seatings(self.arms(), self.top, self.filled, self.num_agents)
+        dealt = state["game_arm"]
+        self.game_arm = dealt.clone().to(self.device) if dealt.numel() else None

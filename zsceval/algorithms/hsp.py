@@ -15,6 +15,14 @@ partners it is tested with), as are candidates whose own return is at most 0.1. 
 recurrent ego against the K biased agents' final policies together with (S - K) / 3 MEP stage-1
 members at init / mid / final (S = ``population.size``, K = S / 2 by default), uniformly over the
 (partner, seat) arms, like FCP.
+
+Football (three players; ZSC-Eval ``scripts/grf/shell/train_hsp_stage_2.sh`` runs
+``train_adaptive.py``, i.e. ``grf_runner.py: train_mep`` stage 2 without prioritized sampling): the
+biased candidates are the evaluation pipeline's Football candidates (GRF event grid), the features
+are the reference's six GRF events (``gen_hsp_S2_ymls.py``: actual_pass, shot, catch, assist,
+possession, score; :data:`FOOTBALL_FEATURES`) of the BR, and stage 2 seats the ego with the
+reference's GRF combinations of the pool, an unordered combination uniformly then a random seat
+order (:class:`~zsceval.algorithms.base.stage2.PopulationEgo`).
 """
 
 from __future__ import annotations
@@ -37,6 +45,26 @@ from zsceval.rl.config import ConfigError, population_size
 from zsceval.rl.policy import Policy
 from zsceval.rl.population.checkpoints import load_population
 from zsceval.rl.population.pool import PolicyPool
+
+FOOTBALL_FEATURES = ("actual_pass", "shot", "catch", "assist", "possession", "score")
+"""The GRF events of HSP's selection (``gen_hsp_S2_ymls.py``); the candidates' features also hold
+``pass`` and ``slide``, which it leaves out."""
+
+
+def selection_features(result: dict[str, Any], env_name: str) -> list[float]:
+    """A candidate's behavior features for HSP's greedy selection, from its ``candidate.evaluate``
+    result: all of them, except on Football the :data:`FOOTBALL_FEATURES` columns (by name).
+
+    Raises:
+        ConfigError: a Football result without those feature names.
+    """
+    if env_name != "football":
+        return list(result["features"])
+    names = list(result.get("feature_names", []))
+    missing = [f for f in FOOTBALL_FEATURES if f not in names]
+    if missing:
+        raise ConfigError(f"Football candidate features lack {missing} (has {names})")
+    return [result["features"][names.index(f)] for f in FOOTBALL_FEATURES]
 
 
 def greedy_max_l1(features: np.ndarray, k: int, rng: np.random.Generator) -> list[int]:
@@ -72,6 +100,13 @@ STANDALONE_WEIGHT_SAMPLING = "random"
 ``overcooked-quick`` suite's partner budget (its other keys are :class:`PartnerBudget`'s defaults), so
 that a chain trained alone sees the candidates a quick bench would train."""
 
+STANDALONE_BUDGET = {
+    "overcooked": {"candidates": 8, "candidate_steps": 1_500_000, "feature_episodes": 10},
+    "football": {"candidates": 6, "candidate_steps": 40_000, "feature_episodes": 4},
+}
+"""The quick suites' candidate budgets (``overcooked-quick``, ``football-quick``): what HSP's chain
+trains alone, unless ``algo.candidates`` / ``algo.candidate_steps`` / ``algo.feature_episodes``."""
+
 
 @dataclasses.dataclass(frozen=True)
 class HSPOptions(PopulationEgoOptions):
@@ -86,23 +121,26 @@ class HSPOptions(PopulationEgoOptions):
     evaluation_partners: tuple[str, ...] = ()
     """Folder of the ``partners.select`` job whose selected candidates are excluded (in ``bench``)."""
     min_return: float = 0.1
-    """Candidates whose own (biased, partner) return is at most this are dropped (ZSC-Eval 0.1)."""
+    """Candidates whose own (biased, partner) return is at most this are dropped (ZSC-Eval 0.1; on
+    Football the return is the goal rate)."""
     selection_seed: int = 0
     """Seed of the greedy selection's first draw (ZSC-Eval ``np.random.seed(0)``)."""
-    candidates: int = 8
-    """Trained alone (``zsceval train --algo hsp``, no benchmark): biased candidates the chain trains."""
-    candidate_steps: int = 1_500_000
-    """Trained alone: env steps of each candidate (the quick suite's)."""
+    candidates: int = 0
+    """Trained alone (``zsceval train --algo hsp``, no benchmark): biased candidates the chain
+    trains; 0: the env's quick suite's (:data:`STANDALONE_BUDGET`: 8 Overcooked, 6 Football)."""
+    candidate_steps: int = 0
+    """Trained alone: env steps of each candidate; 0: the quick suite's (1.5e6 / 4e4)."""
+    feature_episodes: int = 0
+    """Trained alone: episodes per seating of each candidate's features; 0: the quick suite's
+    (10 / 4)."""
 
 
 @register("hsp", "HSP: recurrent ego vs greedily chosen biased agents + MEP members (Yu et al. 2023).")
 class HSP(PopulationEgo):
-    """The HSP ego: K biased agents (greedy max-L1) and MEP members, uniform arms."""
+    """The HSP ego: K biased agents (greedy max-L1) and MEP members, uniform arms (two players) or
+    the reference's GRF combinations (three)."""
 
     Options = HSPOptions
-    max_players = 2
-    """Football's 3 players are refused: the biased candidates' selection on Football is not built
-    (issue 37)."""
     stage1_algo = "mep-stage1"
 
     @classmethod
@@ -157,13 +195,15 @@ class HSP(PopulationEgo):
             result = json.loads((Path(result_dir) / "DONE.json").read_text())["result"]
             if cid in excluded or result["final_return"] <= o.min_return:
                 continue
-            usable.append({"id": cid, "run": run, **{k: result[k] for k in ("final_checkpoint", "features",
-                                                                             "final_return")}})  # fmt: skip
+            features = selection_features(result, self.config.env.name)
+            kept = {k: result[k] for k in ("final_checkpoint", "final_return")}
+            usable.append({"id": cid, "run": run, "features": features, **kept})
         k = self.biased_count(population_size(self.config), o.k)
         if len(usable) < k:
             raise ConfigError(
                 f"HSP needs {k} biased candidates but only {len(usable)} are usable (not an evaluation "
-                f"partner, return > {o.min_return}); train more candidates or lower algo.k"
+                f"partner, return > algo.min_return = {o.min_return}); train more or longer candidates, "
+                f"lower algo.k or lower algo.min_return"
             )
         picked = greedy_max_l1(
             np.array([u["features"] for u in usable]), k, np.random.default_rng(o.selection_seed)
@@ -230,11 +270,11 @@ class HSP(PopulationEgo):
                 [ctx.partners["select"]],
             )
         else:
-            defaults = HSPOptions()
+            standalone = STANDALONE_BUDGET["football" if ego_cfg.env.name == "football" else "overcooked"]
+            given = {k: int(float(ctx.ego_options.get(k, 0) or 0)) for k in standalone}
             budget = PartnerBudget(
                 weight_sampling=STANDALONE_WEIGHT_SAMPLING,
-                candidates=int(ctx.ego_options.get("candidates", defaults.candidates)),
-                candidate_steps=int(float(ctx.ego_options.get("candidate_steps", defaults.candidate_steps))),
+                **{k: given[k] or default for k, default in standalone.items()},
             )
             t, e, _ = candidate_jobs(ctx.layout, budget, 0, common)
             jobs += [*t, *e]

@@ -1,14 +1,19 @@
 """Issue 37: the population methods on Football's three players: the seatings of each algorithm
 (the reference's GRF combinations, ``grf_runner.py: get_agent_pairs``), their draw, the critic's
-per-seat policy ids, MEP's prioritized units, TrajeDi's rows, the refusals, and (needs gfootball)
-one tiny training of each through ``zsceval train --env football``, MEP's killed and resumed."""
+per-seat policy ids, MEP's prioritized units, TrajeDi's rows, HSP's Football features, COLE's
+seatings around its top member (the GRF rules themselves: tests/algorithms/test_cole_grf.py), and
+(needs gfootball) one tiny training of each through ``zsceval train --env football``, MEP's and
+COLE's killed and resumed."""
 
+import csv
+import dataclasses
 import itertools
 import json
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
@@ -43,7 +48,7 @@ def reference_pairs(population, agent, n):
 
 
 # -- seatings --------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("algo", ["fcp", "mep", "trajedi"])
+@pytest.mark.parametrize("algo", ["fcp", "mep", "trajedi", "hsp"])
 def test_stage2_arms_on_three_players_are_the_reference_grf_combinations(algo):
     arms = make(algo).arms()
     seatings = [tuple("ego" if s == "ego" else POOL[m] for s, m in arm.seats) for arm in arms]
@@ -82,6 +87,11 @@ def test_three_player_draw_is_uniform_over_multisets_then_over_seat_orders():
     draws = fcp.assign(torch.arange(20000), torch.Generator().manual_seed(0))
     freq = torch.bincount(draws, minlength=len(arms)).double() / 20000
     assert torch.allclose(freq, w, atol=0.01)
+    # HSP's GRF script runs train_adaptive (train_mep stage 2 without prioritized sampling): the same draw
+    hsp = make("hsp")
+    assert torch.equal(hsp.arm_probabilities(), w)
+    assert torch.equal(hsp.assign(torch.arange(50), torch.Generator().manual_seed(2)),
+                       fcp.assign(torch.arange(50), torch.Generator().manual_seed(2)))  # fmt: skip
 
 
 def test_critic_sees_every_seats_policy_id_own_seat_first():
@@ -170,21 +180,49 @@ def test_e3t_seats_its_mixture_partner_in_the_two_other_seats():
         make("e3t", ["algo.partner_model=true"])
 
 
-@pytest.mark.parametrize(
-    "algo, match",
-    [
-        ("cole", "'cole' is written for 2 players, the env has 3"),
-        ("hsp", "'hsp' trains an ego .* 2 to 2 players, the env has 3"),
-    ],
-)
-def test_cole_and_hsp_refuse_three_players(tmp_path, algo, match):
-    with pytest.raises(ConfigError, match=match):
-        a = make(algo)
-        a.build_learners(lambda: None)
-    extra = ["--set", "population.size=6"] if algo == "hsp" else []
-    res = invoke("train", "--algo", algo, "--out", tmp_path / algo, *TINY, *extra)  # before training anything
-    assert res.exit_code != 0 and "2 players" in res.output and "has 3" in res.output
-    assert not list(tmp_path.glob(f"{algo}/**/checkpoints"))
+def test_hsp_selects_on_the_reference_s_six_grf_events(tmp_path):
+    hsp_mod = __import__(registry.get("hsp").__module__, fromlist=["selection_features"])
+    names = ["pass", "actual_pass", "shot", "slide", "catch", "assist", "possession", "score"]
+    result = {"feature_names": names, "features": [float(i) for i in range(8)]}
+    assert hsp_mod.selection_features(result, "football") == [1.0, 2.0, 4.0, 5.0, 6.0, 7.0]
+    assert hsp_mod.selection_features(result, "overcooked") == result["features"]
+    with pytest.raises(ConfigError, match="lack"):
+        hsp_mod.selection_features({"feature_names": names[:4], "features": [0.0] * 4}, "football")
+    # through select_biased: candidate b differs from a only in 'pass' (not an HSP feature), c in 'shot'
+    runs, results = [], []
+    candidates = {"a": [0, 1, 1, 0, 1, 1, 1, 1], "b": [9, 1, 1, 0, 1, 1, 1, 1], "c": [0, 1, 9, 0, 1, 1, 1, 1]}
+    for cid, feats in candidates.items():
+        folder = tmp_path / cid / "evaluate"
+        folder.mkdir(parents=True)
+        done = {"feature_names": names, "features": feats, "final_return": 0.5, "final_checkpoint": "run/x"}
+        (folder / "DONE.json").write_text(json.dumps({"result": done}))
+        runs.append(str(tmp_path / cid / "run"))
+        results.append(str(folder))
+    hsp = make("hsp", ["algo.k=2", "population.size=5", "algo.selection_seed=1"])
+    given = {"candidate_runs": tuple(runs), "candidate_results": tuple(results)}
+    hsp.options = dataclasses.replace(hsp.options, **given)
+    picked = [b["id"] for b in hsp.select_biased()]
+    first = "abc"[int(np.random.default_rng(1).integers(3))]
+    assert picked[0] == first and "c" in picked  # a and b are the same to HSP: c is the far one
+
+
+def test_cole_seats_the_reference_selection_around_its_top_member():
+    from zsceval.rl.policy import Policy, network_spec
+
+    cole = make("cole", ["population.size=5"])
+    spec = network_spec(cole.config.model, (58,), (52,), 19)
+    cole.learners = cole.build_learners(lambda: Policy(spec))
+    cole.build_partners(lambda: Policy(spec))
+    assert cole.filled == 3 and cole.top == 2
+    names = ["gen0", "gen1", "gen2"]
+    arms = cole.arms()
+    seated = {tuple("ego" if a == "ego" else names[m] for a, m in arms[i].seats) for i in cole.seatings}
+    expected = set(reference_pairs(["gen2"], "ego", 3))
+    for other in names:
+        expected |= set(reference_pairs([other, "gen2"], "ego", 3))
+    assert seated == expected and len(seated) == 30
+    dealt = cole.assign(torch.arange(4), torch.Generator().manual_seed(0))
+    assert dealt[0] == 0 and set(dealt[1:].tolist()) <= set(cole.seatings)  # 4 // 4 = 1 self-play game
 
 
 # -- training through the CLI (needs gfootball) ----------------------------------------------------------
@@ -236,6 +274,45 @@ def test_mep_chain_trains_on_three_players_and_resumes_after_a_kill(gfootball, t
     metrics = (ego / "metrics.csv").read_text().splitlines()
     assert "mep/max_arm_prob" in metrics[0] and len(metrics) == 1 + 3
     assert [int(r.split(",")[0]) for r in metrics[1:]] == [1, 2, 3]  # resumed after iteration 2
+
+
+def test_cole_trains_on_three_players_and_resumes_after_a_kill(gfootball, tmp_path):
+    from tests.test_reliability import run_killed
+
+    cut = tmp_path / "cole"  # 4 games x 25 steps an iteration, a checkpoint after each; killed in the 2nd
+    args = ["train", "--algo", "cole", "--out", cut, "--steps", "300", *TINY, "--set", "env.num_envs=4",
+            "--set", "ppo.rollout_length=25", "--set", "population.size=4",
+            "--set", "algo.generation_interval=1"]  # fmt: skip
+    run_killed(args, kill_at=2)
+    assert not (cut / "eval.json").exists()
+    res = invoke("train", "--resume", "--out", cut, "--no-progress")
+    assert res.exit_code == 0, res.output
+    assert (cut / "eval.json").is_file()
+    rows = list(csv.DictReader((cut / "metrics.csv").open()))
+    assert [int(r["iteration"]) for r in rows] == [1, 2, 3]  # resumed after iteration 1
+    members = [int(r["cole/members"]) for r in rows]
+    assert members == [4, 4, 4]  # 3 random members; the first try (rank 3 of 3 on U = 0) admits
+    for r, m in zip(rows, members, strict=True):
+        assert int(r["cole/arms"]) == 1 + 3 * m * m + 3 * m
+        assert int(r["cole/seatings"]) == 12 * m - 6 and 0 <= int(r["cole/top"]) < m
+    meta = json.loads((sorted((cut / "checkpoints").glob("step_*"))[-1] / "meta.json").read_text())
+    assert meta["partners"]["pool"]["members"] == 4
+
+
+def test_hsp_chain_trains_on_three_players(gfootball, tmp_path):
+    out = tmp_path / "hsp"  # MEP stage 1 (2 members), 1 biased candidate, the ego with it and 1 member x 3
+    res = invoke("train", "--algo", "hsp", "--out", out, "--steps", "200", *TINY,
+                 "--set", "population.size=4", "--set", "algo.k=1", "--set", "algo.candidates=1",
+                 "--set", "algo.candidate_steps=400", "--set", "algo.feature_episodes=1",
+                 "--set", "algo.min_return=-1")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    evaluated = [json.loads(p.read_text())["result"] for p in out.glob("**/candidates/*/evaluate/DONE.json")]
+    assert len(evaluated) == 1 and len(evaluated[0]["features"]) == 8
+    ego = out / "ego" / "run"
+    assert (ego / "eval.json").is_file()
+    pool = json.loads(next((ego / "pools").glob("*/pool.json")).read_text())
+    assert len(pool["names"]) == 4 and pool["names"][0].startswith("biased/")
+    assert "football" in (ego / "config.yaml").read_text()
 
 
 def test_e3t_trains_on_three_players(gfootball, tmp_path):

@@ -159,7 +159,7 @@ class PopulationEgo(Algorithm):
     default_population_size = DEFAULT_SIZE
     stage1_algo: ClassVar[str] = ""
     max_players: ClassVar[int] = 3
-    """Most players per game this ego trains in (HSP: 2 until its Football chain is built)."""
+    """Most players per game this ego trains in (Football: 3)."""
 
     @property
     def critic_feature_size(self) -> int:
