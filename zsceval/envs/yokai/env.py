@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -82,6 +83,8 @@ class YokaiEnv:
                 raise ValueError(f"{name} must be >= 1, got {value}")
         self.num_envs, self.num_agents, self.horizon = int(num_envs), int(num_agents), horizon
         self.version, self.perfect_memory = version, bool(perfect_memory)
+        # ``layout.name`` names the configuration in run records (the trainer and evaluation read it).
+        self.layout = SimpleNamespace(name=f"yokai-{version}-{self.num_agents}p")
         self.device = torch.device(device)
         self.seed = int(seed)
         self.generator = torch.Generator(self.device).manual_seed(self.seed)
@@ -119,7 +122,7 @@ class YokaiEnv:
         """What a policy trained here observes and does (JSON-able)."""
         return {
             "env": "yokai",
-            "layout": f"yokai-{self.version}-{self.num_agents}p",
+            "layout": self.layout.name,
             "version": self.version,
             "perfect_memory": self.perfect_memory,
             "obs_shape": list(self.obs_shape),
