@@ -12,9 +12,10 @@ from zsceval.cli import main
 
 def test_recurrent_self_play_trains_and_never_picks_a_masked_action(tmp_path):
     out = tmp_path / "sp"
-    args = ["train", "--algo", "sp", "--env", "yokai", "--steps", "1024", "--out", str(out), "--no-progress",
-            "--set", "env.num_envs=16", "--set", "ppo.rollout_length=32", "--set", "model.recurrent=true",
-            "--set", "model.chunk_length=8", "--set", "run.eval_episodes=4", "--set", "env.horizon=32"]  # fmt: skip
+    sets = ["env.num_envs=16", "ppo.rollout_length=32", "model.recurrent=true", "model.chunk_length=8",
+            "run.eval_episodes=4", "env.horizon=32"]  # fmt: skip
+    args = ["train", "--algo", "sp", "--env", "yokai", "--steps", "1024", "--out", str(out), "--no-progress"]
+    args += [x for key in sets for x in ("--set", key)]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "eval.json").read_text())
