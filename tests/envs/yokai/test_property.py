@@ -40,6 +40,15 @@ def check_legal_moves(env: YokaiEnv, games: range) -> None:
             assert got == want, (b, card)
 
 
+def check_mask_of_every_game(env: YokaiEnv, avail: torch.Tensor) -> None:
+    """The move block of the mask (computed for move-phase games only on the CPU) equals the
+    static formula used on accelerators: every game's legal moves, masked by the phase."""
+    state, lay = env.state, env.rules.actions
+    static = legal_moves(state.pos, ~state.locked, env.rules.grid) & (state.phase == 2)[:, None, None]
+    rows = torch.arange(env.num_envs)
+    assert torch.equal(avail[rows, state.current, lay.move : lay.reveal], static.flatten(1))
+
+
 def check_final_reward(env: YokaiEnv, before, actions, avail, step) -> None:
     """Eq. 1 and Eq. 3 recomputed in plain Python on the final layout of every ended game."""
     final, out = apply(before, env.rules, actions, avail)
@@ -79,6 +88,7 @@ def play_randomly(version: str, players: int, games: int, steps: int, seed: int)
         check_layout(env)
         if t % 7 == 0:
             check_legal_moves(env, range(2))
+            check_mask_of_every_game(env, step.avail_actions)
         if step.terminated.any():
             check_final_reward(env, before, actions, avail, step)
         counts["ended"] += int(step.terminated.sum())

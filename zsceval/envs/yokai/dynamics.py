@@ -62,8 +62,9 @@ def available_actions(state: YokaiState, rules: Rules) -> torch.Tensor:
     face-down hint, or place a revealed hint on a cell holding an unlocked card. Everyone else:
     NOOP only.
 
-    Legal moves are computed for the games in the MOVE phase only (a data-dependent row
-    selection: one host synchronization per step, like the auto-reset's).
+    On the CPU, legal moves are computed for the games in the MOVE phase only (a data-dependent
+    row selection, about 4x less work); on other devices for every game (static shapes, no host
+    synchronization). The mask is the same.
 
     Returns:
         ``bool [B, n, A]``; every row has at least one true entry.
@@ -75,10 +76,14 @@ def available_actions(state: YokaiState, rules: Rules) -> torch.Tensor:
     peek = ((phase == Phase.PEEK_FIRST)[:, None] & unlocked) | (
         (phase == Phase.PEEK_SECOND)[:, None] & unlocked & ~state.peeked
     )
-    moves = torch.zeros(B, Y, rules.grid**2, dtype=torch.bool, device=phase.device)
-    moving = (phase == Phase.MOVE).nonzero().squeeze(1)  # the costly test only where it is needed
-    moves[moving] = legal_moves(state.pos[moving], unlocked[moving], rules.grid)
-    stuck = (phase == Phase.MOVE) & ~moves.flatten(1).any(1)
+    in_move = phase == Phase.MOVE
+    if phase.device.type == "cpu":  # the costly test only where it is needed
+        moves = torch.zeros(B, Y, rules.grid**2, dtype=torch.bool, device=phase.device)
+        moving = in_move.nonzero().squeeze(1)
+        moves[moving] = legal_moves(state.pos[moving], unlocked[moving], rules.grid)
+    else:  # accelerators: every game, static shapes, no host synchronization
+        moves = legal_moves(state.pos, unlocked, rules.grid) & in_move[:, None, None]
+    stuck = in_move & ~moves.flatten(1).any(1)
     hinting = phase == Phase.HINT
     reveal = hinting[:, None] & (state.hint_status == HintStatus.FACE_DOWN)
     cells = card_grid(state.pos, rules.grid)
