@@ -7,8 +7,14 @@ features and behavior-preferring reward weights index into them.
 from __future__ import annotations
 
 from enum import IntEnum
+from types import SimpleNamespace
 
 __all__ = [
+    "ACTION",
+    "INTERACTION",
+    "OBJ",
+    "TERRAIN",
+    "as_ints",
     "Action",
     "Terrain",
     "Obj",
@@ -173,3 +179,18 @@ VALID_SEQ = tuple(0 not in i for i in SEQ_INGREDIENTS)  # digit 0 inside a seque
 def encode_seq(ingredients: list[int]) -> int:
     """Sequence code of an ingredient list (1 onion, 2 tomato), in insertion order."""
     return sum(g * 3**k for k, g in enumerate(ingredients))
+
+
+def as_ints(kind: type[IntEnum]) -> SimpleNamespace:
+    """The members of an ``IntEnum`` as plain ints under the same names (``OBJ.SOUP == 4``).
+
+    The engine's tensor code compares with these: ``torch.compile`` (torch 2.13) evaluates
+    ``tensor != Obj.SOUP`` as a Python comparison and fails, while ``tensor != OBJ.SOUP`` traces.
+    """
+    return SimpleNamespace(**{m.name: int(m) for m in kind})
+
+
+ACTION = as_ints(Action)
+TERRAIN = as_ints(Terrain)
+OBJ = as_ints(Obj)
+INTERACTION = as_ints(Interaction)

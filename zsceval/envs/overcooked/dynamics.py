@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from .constants import Action, Interaction, Obj
+from .constants import ACTION, INTERACTION, OBJ
 from .state import State
 from .tables import AUX_DELIVER, AUX_POT, DISH_PICKUP_REWARD, NUM_O, NUM_PS, Tables
 
@@ -17,7 +17,7 @@ def pot_state(o: torch.Tensor, seq: torch.Tensor, tick: torch.Tensor, T: Tables)
     """Pot-state index (tables.PS_*) of cells with object ``o``, soup ``seq`` and ``tick`` (int64)."""
     idle = torch.where(T.seq_len[seq] == 3, 2, 1)
     busy = torch.where(tick >= T.seq_time[seq], 4, 3)
-    return torch.where(o != Obj.SOUP, 0, torch.where(tick < 0, idle, busy))
+    return torch.where(o != OBJ.SOUP, 0, torch.where(tick < 0, idle, busy))
 
 
 def facing(state: State, T: Tables) -> tuple[torch.Tensor, ...]:
@@ -51,9 +51,9 @@ def interact(state: State, actions: torch.Tensor, T: Tables, out: dict[str, torc
     pot_o = state.obj.index_select(1, T.pot_cells)
     pot_seq = state.obj_seq.index_select(1, T.pot_cells).long()
     idle_full = (state.obj_tick.index_select(1, T.pot_cells) < 0) & (T.seq_len[pot_seq] == 3)
-    busy_pots = ((pot_o == Obj.SOUP) & ~idle_full).sum(1)
+    busy_pots = ((pot_o == OBJ.SOUP) & ~idle_full).sum(1)
     # Dishes on counters, kept up to date as players put and take dishes below.
-    counter_dishes = (state.obj.index_select(1, T.counter_cells) == Obj.DISH).sum(1)
+    counter_dishes = (state.obj.index_select(1, T.counter_cells) == OBJ.DISH).sum(1)
 
     f_all = state.pos + T.delta[state.ori]
     for k in range(n):
@@ -65,22 +65,22 @@ def interact(state: State, actions: torch.Tensor, T: Tables, out: dict[str, torc
         ctick = state.obj_tick.gather(1, f).squeeze(1).long()
         t = T.terrain[f.squeeze(1)]
         code = T.code_table[table_index(t, h, o, pot_state(o, cseq, ctick, T))]
-        code = torch.where(actions[:, k] == Action.INTERACT, code, 0)
+        code = torch.where(actions[:, k] == ACTION.INTERACT, code, 0)
 
-        potadd = (code == Interaction.POT_ONION) | (code == Interaction.POT_TOMATO)
-        deliver = code == Interaction.DELIVER
-        ingredient = code - (Interaction.POT_ONION - 1)  # 1 onion, 2 tomato when potadd
+        potadd = (code == INTERACTION.POT_ONION) | (code == INTERACTION.POT_TOMATO)
+        deliver = code == INTERACTION.DELIVER
+        ingredient = code - (INTERACTION.POT_ONION - 1)  # 1 onion, 2 tomato when potadd
         aux = torch.where(
             potadd, AUX_POT + cseq * 3 + ingredient, torch.where(deliver, AUX_DELIVER + hseq, 0)
         )
 
         # USEFUL_DISH_PICKUP (spec 3.1 #8): no dish on any counter now, and fewer dishes in hands
         # now than busy pots in the snapshot. Defined for two players only (overcooked-ai).
-        useful = (code == Interaction.PICKUP_DISH_DISPENSER) & (n == 2)
+        useful = (code == INTERACTION.PICKUP_DISH_DISPENSER) & (n == 2)
         useful &= counter_dishes == 0
-        useful &= (state.held == Obj.DISH).sum(1) < busy_pots
-        counter_dishes += (code == Interaction.PUT_DISH_COUNTER).long()
-        counter_dishes -= (code == Interaction.PICKUP_DISH_COUNTER).long()
+        useful &= (state.held == OBJ.DISH).sum(1) < busy_pots
+        counter_dishes += (code == INTERACTION.PUT_DISH_COUNTER).long()
+        counter_dishes -= (code == INTERACTION.PICKUP_DISH_COUNTER).long()
 
         # index_select: row lookups into small tables (much faster than advanced indexing).
         events = T.code_events.index_select(0, code) + T.aux_events.index_select(0, aux)
@@ -91,9 +91,9 @@ def interact(state: State, actions: torch.Tensor, T: Tables, out: dict[str, torc
         out["cell"][:, k] = torch.where(code > 0, f.squeeze(1), -1)
 
         hn, cn = T.held_new[code], T.cell_new[code]
-        takes_soup = (code == Interaction.PICKUP_SOUP_COUNTER) | (code == Interaction.SOUP_PICKUP_POT)
-        gives_soup = code == Interaction.PUT_SOUP_COUNTER
-        held_changes, cell_clears = hn >= 0, cn == Obj.NONE
+        takes_soup = (code == INTERACTION.PICKUP_SOUP_COUNTER) | (code == INTERACTION.SOUP_PICKUP_POT)
+        gives_soup = code == INTERACTION.PUT_SOUP_COUNTER
+        held_changes, cell_clears = hn >= 0, cn == OBJ.NONE
         new_h = torch.where(held_changes, hn, h)
         new_hseq = torch.where(takes_soup, cseq, torch.where(held_changes, 0, hseq))
         new_htick = torch.where(takes_soup, ctick, torch.where(held_changes, -1, htick))
@@ -101,9 +101,9 @@ def interact(state: State, actions: torch.Tensor, T: Tables, out: dict[str, torc
         new_o = torch.where(cn >= 0, cn, o)
         grown = cseq + ingredient * T.pow3[T.seq_len[cseq]]
         new_seq = torch.where(gives_soup, hseq, torch.where(potadd, grown, torch.where(cell_clears, 0, cseq)))
-        cook = code == Interaction.COOK
+        cook = code == INTERACTION.COOK
         new_tick = torch.where(gives_soup, htick, torch.where(cook, 0, torch.where(cell_clears, -1, ctick)))
-        appears = (o == Obj.NONE) & (new_o != Obj.NONE)
+        appears = (o == OBJ.NONE) & (new_o != OBJ.NONE)
         stamp = torch.where(appears, state.timestep * n + k, state.obj_stamp.gather(1, f).squeeze(1))
         # Write back only now: h, hseq and htick are views of the state's tensors.
         state.held[:, k] = new_h
@@ -122,7 +122,7 @@ def move(state: State, actions: torch.Tensor, T: Tables, out: dict[str, torch.Te
     players would end on the same cell or swap cells, every player stays where it was.
     """
     pos, ori = state.pos, state.ori
-    is_move = actions < Action.STAY
+    is_move = actions < ACTION.STAY
     new_ori = torch.where(is_move, actions, ori)
     target = pos + T.delta[actions]
     tentative = torch.where(is_move & T.walkable[target], target, pos)
@@ -134,7 +134,7 @@ def move(state: State, actions: torch.Tensor, T: Tables, out: dict[str, torch.Te
             collision |= (ti == tj) | ((ti == pj) & (tj == pi))
     new_pos = torch.where(collision[:, None], pos, tentative)
     idle = is_move & (new_pos == pos) & (new_ori == ori)
-    move_code = torch.where(actions == Action.STAY, 1, torch.where(is_move, 2 + idle.long(), 0))
+    move_code = torch.where(actions == ACTION.STAY, 1, torch.where(is_move, 2 + idle.long(), 0))
     out["events"] += T.move_events.index_select(0, move_code.flatten()).view(*move_code.shape, -1)
     state.pos = new_pos
     state.ori = new_ori
@@ -150,7 +150,7 @@ def cook(state: State, T: Tables, auto_start: bool) -> None:
     o = state.obj.index_select(1, T.pot_cells)
     seq = state.obj_seq.index_select(1, T.pot_cells).long()
     tick = state.obj_tick.index_select(1, T.pot_cells)
-    has_soup = o == Obj.SOUP
+    has_soup = o == OBJ.SOUP
     if auto_start:
         tick = torch.where(has_soup & (tick < 0) & (T.seq_len[seq] == 3), 0, tick)
     cooking = has_soup & (tick >= 0) & (tick < T.seq_time[seq])

@@ -329,6 +329,76 @@ class OvercookedEnv:
             state.assign_where(truncated, self._start_state(B))
         return self._output(out, truncated, final, seats, observe)
 
+    def graph_step(self, state: State, actions: torch.Tensor) -> dict[str, torch.Tensor]:
+        """One step of every game as a function of tensors, for ``torch.compile`` (issue 34).
+
+        The same transition as :meth:`step`, written so that it compiles to one graph with no
+        host synchronization (``torch.compile(env.graph_step, fullgraph=True)``): no validation of
+        ``actions``, no branch on whether a game ended, and the auto-reset as a masked select. The
+        observation of every game's pre-reset state is returned as ``final_obs`` (read it where
+        ``truncated``); the first observation after a reset is the start state's, computed once.
+
+        Args:
+            state: the env's :class:`State` (``env.state``), updated in place.
+            actions: ``int64 [B, n]`` valid actions (0..5) in agent-slot order.
+
+        Returns:
+            ``obs uint8 [B, n, H, W, C]`` (post-reset), ``final_obs`` (pre-reset, every game),
+            ``avail_actions bool [B, n, 6]``, ``reward float32 [B]``, ``sparse_by_agent`` and
+            ``shaped_by_agent float32 [B, n]``, ``events int16 [B, n, E]``, ``interactions`` and
+            ``interaction_cell int64 [B, n]``, ``truncated bool [B]``: the fields of :class:`Step`
+            that :meth:`step` returns, for the same state and actions.
+
+        Raises:
+            ValueError: seat randomization or random starts (their draws need the host
+                generator); use :meth:`step`.
+        """
+        if self.randomize_seats or self.random_start_prob > 0:
+            raise ValueError(
+                "graph_step needs deterministic starts: randomize_seats=False and random_start_prob=0 "
+                "(use step())"
+            )
+        T = self.tables
+        B, n = actions.shape
+        out = {
+            "sparse": torch.zeros(B, n, device=actions.device),
+            "shaped": torch.zeros(B, n, device=actions.device),
+            "events": torch.zeros(B, n, len(self.event_names), dtype=torch.int16, device=actions.device),
+            "kind": torch.zeros(B, n, dtype=torch.int64, device=actions.device),
+            "cell": torch.zeros(B, n, dtype=torch.int64, device=actions.device),
+        }
+        dynamics.interact(state, actions, T, out)
+        dynamics.move(state, actions, T, out)
+        dynamics.cook(state, T, auto_start=not self.multi_recipe)
+        truncated = state.timestep >= self.horizon
+        final = self._observe(state, state.seats)[0]
+        start, start_obs = self._graph_start(B)
+        state.assign_where(truncated, start)
+        # uint8 arithmetic (exact modulo 256): torch.where is ~4x slower here on CPU
+        reset = truncated.to(final.dtype).view(B, 1, 1, 1, 1)
+        obs = final + (start_obs - final) * reset
+        return {
+            "obs": obs,
+            "final_obs": final,
+            "avail_actions": dynamics.available_actions(state, T),
+            "reward": out["sparse"].sum(1),
+            "sparse_by_agent": out["sparse"],
+            "shaped_by_agent": out["shaped"],
+            "events": out["events"],
+            "interactions": out["kind"],
+            "interaction_cell": out["cell"],
+            "truncated": truncated,
+        }
+
+    def _graph_start(self, num_envs: int) -> tuple[State, torch.Tensor]:
+        """The standard start state of ``num_envs`` games and its observation, built once (cached
+        outside any compiled graph; :meth:`graph_step`)."""
+        cache = self.__dict__.setdefault("_graph_start_cache", {})
+        if num_envs not in cache:
+            start = State.start(self._start_cells, num_envs, self.layout.width * self.layout.height, self.device)
+            cache[num_envs] = (start, self._observe(start, start.seats)[0])
+        return cache[num_envs]
+
     def _observe(self, state: State, seats: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(obs, full_obs)`` of ``state`` in agent-slot order; the same tensor twice when fully
         observable."""

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import torch
 
-from .constants import Obj, Terrain
+from .constants import OBJ, TERRAIN
 from .state import State
 from .tables import Tables
 
@@ -90,11 +90,11 @@ class Encoder:
         self.view_radius = int(view_radius)
         self.channels = MULTI_RECIPE_CHANNELS if multi else CLASSIC_CHANNELS
         kinds = (
-            (Terrain.POT, Terrain.COUNTER, Terrain.ONION_DISPENSER, Terrain.TOMATO_DISPENSER,
-             Terrain.DISH_DISPENSER, Terrain.SERVE)
+            (TERRAIN.POT, TERRAIN.COUNTER, TERRAIN.ONION_DISPENSER, TERRAIN.TOMATO_DISPENSER,
+             TERRAIN.DISH_DISPENSER, TERRAIN.SERVE)
             if multi
-            else (Terrain.POT, Terrain.COUNTER, Terrain.ONION_DISPENSER, Terrain.DISH_DISPENSER,
-                  Terrain.SERVE)
+            else (TERRAIN.POT, TERRAIN.COUNTER, TERRAIN.ONION_DISPENSER, TERRAIN.DISH_DISPENSER,
+                  TERRAIN.SERVE)
         )  # fmt: skip
         self.static = torch.stack([(T.terrain == k) for k in kinds]).to(torch.uint8)  # [S, HW]
         self.num_static = len(kinds)
@@ -151,7 +151,7 @@ class Encoder:
         done = 0
         for lo, hi in self.local_channels:
             out[:, :, done:lo].copy_(src[:, :, done:lo])
-            torch.mul(src[:, :, lo:hi], keep, out=out[:, :, lo:hi])
+            out[:, :, lo:hi].copy_(src[:, :, lo:hi] * keep)  # (`out=` into a strided view breaks torch.compile)
             done = hi
         out[:, :, done:].copy_(src[:, :, done:])
         return out.permute(0, 1, 3, 4, 2)
@@ -191,15 +191,15 @@ class Encoder:
         """
         T, obj = self.T, state.obj
         pots = T.pot_cells
-        pot_soup = obj.index_select(1, pots) == Obj.SOUP  # [B, P]
+        pot_soup = obj.index_select(1, pots) == OBJ.SOUP  # [B, P]
         seq = state.obj_seq.index_select(1, pots).long()
         tick = state.obj_tick.index_select(1, pots).long()
         held, pos = state.held, state.pos
-        held_soup = held == Obj.SOUP
+        held_soup = held == OBJ.SOUP
         u8 = torch.uint8
         if not self.multi:
-            for ch, kind in ((2, Obj.SOUP), (3, Obj.DISH), (4, Obj.ONION)):
-                torch.eq(obj, kind, out=out[:, ch].view(torch.bool))
+            for ch, kind in ((2, OBJ.SOUP), (3, OBJ.DISH), (4, OBJ.ONION)):
+                out[:, ch].copy_(obj == kind)  # (`out=` into a strided view breaks torch.compile)
                 out[:, ch].scatter_(1, pos, (held == kind).to(u8))
             out[:, 2].index_fill_(1, pots, 0)  # soups in pots are described by planes 0-1
             out[:, 0].index_copy_(1, pots, torch.where(pot_soup, T.seq_len[seq], 0).to(u8))
@@ -214,14 +214,14 @@ class Encoder:
             out[:, ch].index_copy_(1, pots, torch.where(mask, value, 0).to(u8))
         # Soups off a pot (on counters or held) are ready: counts only, 0 ticks remaining.
         counters = T.counter_cells
-        csoup = obj.index_select(1, counters) == Obj.SOUP
+        csoup = obj.index_select(1, counters) == OBJ.SOUP
         cseq = state.obj_seq.index_select(1, counters).long()
         out[:, 2].index_copy_(1, counters, torch.where(csoup, T.seq_onions[cseq], 0).to(u8))
         out[:, 3].index_copy_(1, counters, torch.where(csoup, T.seq_tomatoes[cseq], 0).to(u8))
         out[:, 2].scatter_(1, pos, torch.where(held_soup, T.seq_onions[state.held_seq], 0).to(u8))
         out[:, 3].scatter_(1, pos, torch.where(held_soup, T.seq_tomatoes[state.held_seq], 0).to(u8))
-        for ch, kind in ((5, Obj.DISH), (6, Obj.ONION), (7, Obj.TOMATO)):
-            torch.eq(obj, kind, out=out[:, ch].view(torch.bool))
+        for ch, kind in ((5, OBJ.DISH), (6, OBJ.ONION), (7, OBJ.TOMATO)):
+            out[:, ch].copy_(obj == kind)
             out[:, ch].scatter_(1, pos, (held == kind).to(u8))
         urgent = (self.horizon - state.timestep) < URGENCY_STEPS
         out[:, 8].masked_fill_(urgent[:, None], 1)

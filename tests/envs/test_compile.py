@@ -1,0 +1,98 @@
+"""The Overcooked step as one compiled graph with no host synchronization (issue 34 items 1-2):
+``graph_step`` traces with no graph break, gives the eager ``step``'s results bit for bit through
+``aot_eager`` (and ``inductor``, marked slow), and dispatches no data-dependent op."""
+
+import pytest
+import torch
+import torch._dynamo as dynamo
+
+from zsceval.envs.overcooked import OvercookedEnv
+from zsceval.execution.dispatch import HostSyncError, count_ops, forbid_host_sync
+
+CASES = [
+    ("counter_circuit", 0),  # classic dynamics, full view
+    ("counter_circuit_mr", 2),  # multi-recipe dynamics, partial view (TBS's setting)
+]
+
+
+def _pair(layout, view_radius, B=8, horizon=9):
+    envs = [OvercookedEnv(layout, B, seed=0, horizon=horizon, view_radius=view_radius) for _ in range(2)]
+    for env in envs:
+        env.reset()
+    return envs
+
+
+@pytest.mark.parametrize("layout,view_radius", CASES)
+def test_graph_step_traces_as_one_graph(layout, view_radius):
+    dynamo.reset()
+    _, env = _pair(layout, view_radius)
+    explained = dynamo.explain(env.graph_step)(env.state, torch.full((8, 2), 5, dtype=torch.int64))
+    assert explained.graph_break_count == 0, [b.reason for b in explained.break_reasons]
+    assert explained.graph_count == 1
+
+
+def _check_equal(eager_env, compiled_env, fn, steps, B, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    resets = 0
+    for t in range(steps):
+        actions = torch.randint(0, 6, (B, 2), generator=g)
+        s = eager_env.step(actions)
+        o = fn(compiled_env.state, actions)
+        for key in ("obs", "avail_actions", "reward", "sparse_by_agent", "shaped_by_agent", "events",
+                    "interactions", "interaction_cell", "truncated"):  # fmt: skip
+            assert torch.equal(getattr(s, key), o[key]), (t, key)
+        if s.final_obs is not None:
+            assert torch.equal(s.final_obs, o["final_obs"]), t
+            resets += 1
+    return resets
+
+
+@pytest.mark.parametrize("layout,view_radius", CASES)
+def test_compiled_graph_step_equals_eager_step_bit_for_bit(layout, view_radius):
+    dynamo.reset()
+    eager, other = _pair(layout, view_radius)
+    fn = torch.compile(other.graph_step, fullgraph=True, dynamic=False, backend="aot_eager")
+    assert _check_equal(eager, other, fn, steps=20, B=8) == 2  # crosses two auto-resets
+    for a, b in zip(vars(eager.state).values(), vars(other.state).values()):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.slow
+def test_inductor_graph_step_equals_eager_step_at_a_small_size():
+    dynamo.reset()
+    eager, other = _pair("cramped_room", 0, B=4, horizon=6)
+    fn = torch.compile(other.graph_step, fullgraph=True, dynamic=False)
+    assert _check_equal(eager, other, fn, steps=14, B=4) == 2
+
+
+def test_a_rollout_of_graph_steps_dispatches_no_data_dependent_op():
+    env = OvercookedEnv("counter_circuit", 16, seed=0, horizon=7)
+    env.reset()
+    actions = torch.randint(0, 6, (20, 16, 2), generator=torch.Generator().manual_seed(1))
+    with forbid_host_sync():
+        for t in range(20):  # crosses two resets
+            env.graph_step(env.state, actions[t])
+    with pytest.raises(HostSyncError, match="_local_scalar_dense"):  # the eager step checks and branches
+        with forbid_host_sync():
+            env.step(actions[0])
+    with pytest.raises(HostSyncError, match="boolean mask"):
+        with forbid_host_sync():
+            x = torch.arange(4)
+            x[x > 1]
+
+
+def test_graph_step_dispatches_fewer_ops_than_nothing_else_and_refuses_random_starts():
+    env = OvercookedEnv("counter_circuit", 16, seed=0)
+    env.reset()
+    a = torch.full((16, 2), 4, dtype=torch.int64)
+    with count_ops() as graph:
+        env.graph_step(env.state, a)
+    with count_ops() as eager:
+        env.step(a)
+    assert sum(graph.values()) > 50 and sum(eager.values()) > 50  # the count sees the engine's ops
+    assert graph["aten::_local_scalar_dense"] == 0 < eager["aten::_local_scalar_dense"]
+    for kwargs in ({"randomize_seats": True}, {"random_start_prob": 0.5}):
+        env = OvercookedEnv("cramped_room", 2, seed=0, **kwargs)
+        env.reset()
+        with pytest.raises(ValueError, match="deterministic starts"):
+            env.graph_step(env.state, torch.zeros(2, 2, dtype=torch.int64))
