@@ -96,3 +96,51 @@ def test_graph_step_dispatches_fewer_ops_than_nothing_else_and_refuses_random_st
         env.reset()
         with pytest.raises(ValueError, match="deterministic starts"):
             env.graph_step(env.state, torch.zeros(2, 2, dtype=torch.int64))
+
+
+@pytest.mark.parametrize("layout,view_radius", CASES)
+def test_a_compiled_env_steps_like_the_eager_one(layout, view_radius):
+    dynamo.reset()
+    eager, compiled = _pair(layout, view_radius, B=6, horizon=5)
+    compiled.compile_step(backend="aot_eager")
+    g = torch.Generator().manual_seed(2)
+    for t in range(12):
+        a = torch.randint(0, 6, (6, 2), generator=g)
+        s, c = eager.step(a), compiled.step(a)
+        for key in ("obs", "avail_actions", "reward", "events", "truncated", "interactions"):
+            assert torch.equal(getattr(s, key), getattr(c, key)), (t, key)
+        assert c.final_obs is not None  # always set when compiled; read where truncated
+        if s.final_obs is not None:
+            assert torch.equal(s.final_obs, c.final_obs)
+        assert set(s.infos) <= set(c.infos)
+        for key, value in s.infos.items():
+            assert torch.equal(value, c.infos[key]), (t, key)
+    with pytest.raises(ValueError, match="shape"):
+        compiled.step(torch.zeros(6, 3, dtype=torch.int64))
+    with pytest.raises(ValueError, match="deterministic starts"):
+        OvercookedEnv("cramped_room", 2, randomize_seats=True).compile_step(backend="aot_eager")
+
+
+def test_run_compile_compiles_the_training_env_step_where_it_can(tmp_path, monkeypatch):
+    from zsceval.rl.config import ConfigError, compile_mode, resolve_config
+    from zsceval.rl.trainer import Trainer
+
+    compiled = []
+    monkeypatch.setattr(OvercookedEnv, "compile_step", lambda self, **kw: compiled.append(self))
+    base = ["env.num_envs=2", "ppo.rollout_length=4", "run.num_threads=1", "run.eval_episodes=0"]
+    cpu = torch.device("cpu")
+    assert compile_mode(resolve_config(preset="quick", overrides=base), cpu) == "off"  # auto on CPU
+    assert compile_mode(resolve_config(preset="quick", overrides=base), torch.device("cuda")) == "step"
+    tr = Trainer(resolve_config(preset="quick", overrides=[*base, "run.compile=step"]), tmp_path / "a", progress=False)
+    tr.close()
+    assert compiled == [tr.env]
+    tr = Trainer(resolve_config(preset="quick", overrides=[*base, "run.compile=off"]), tmp_path / "b", progress=False)
+    tr.close()
+    assert len(compiled) == 1
+    monkeypatch.undo()
+    cfg = resolve_config(preset="quick", overrides=[*base, "run.compile=step", "env.random_start_prob=0.5"])
+    tr = Trainer(cfg, tmp_path / "c", progress=False)
+    tr.close()
+    assert any("stays eager" in note and "deterministic starts" in note for note in tr.notes)
+    with pytest.raises(ConfigError, match="run.compile must be one of off, step, auto"):
+        Trainer(resolve_config(preset="quick", overrides=[*base, "run.compile=full"]), tmp_path / "d")

@@ -95,7 +95,7 @@ def test_bad_critic_obs_is_refused_when_the_config_is_resolved():
 
 
 def test_env_name_must_be_registered_and_the_error_lists_registered_envs():
-    expected = r"registered env \(football, overcooked, toy\), got 'tooy'\. Did you mean 'toy'\?"
+    expected = r"registered env \(football, overcooked, toy, yokai\), got 'tooy'\. Did you mean 'toy'\?"
     with pytest.raises(ConfigError, match=expected):
         resolve_config(overrides=["env.name=tooy"])
     assert resolve_config(overrides=["env.name=toy", "env.horizon=8"]).env.name == "toy"

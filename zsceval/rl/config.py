@@ -246,6 +246,11 @@ class RunConfig:
     """Episodes of the final self-play evaluation written to ``eval.json`` (0 to skip)."""
     tensorboard: bool = False
     """Also write TensorBoard logs (needs the ``tensorboard`` package)."""
+    compile: str = "auto"
+    """``torch.compile`` of the hot paths (issue 34): ``off``; ``step``, the env step as one graph
+    (envs with ``compile_step``, deterministic starts; others stay eager with a note); ``auto``,
+    ``step`` on CUDA and ``off`` on CPU (on CPU the compile takes minutes and the compiled step
+    was not faster: docs/performance.md)."""
 
 
 @dataclass(frozen=True)
@@ -365,6 +370,8 @@ def coerce_value(value: Any, tp: Any, key: str) -> Any:
                 raise TypeError
             return float(value)
         if tp is str:
+            if isinstance(value, bool):  # YAML 1.1 reads a bare off / on as a boolean
+                return "on" if value else "off"
             if not isinstance(value, str):
                 raise TypeError
             return value
@@ -632,6 +639,18 @@ def _check_env_name(name: str) -> tuple[bool, str]:
     return name in valid, f"env.name must be a registered env ({', '.join(valid)}), got '{name}'.{hint}"
 
 
+COMPILE_MODES = ("off", "step", "auto")
+"""Values of ``run.compile``."""
+
+
+def compile_mode(cfg: TrainConfig, device: Any) -> str:
+    """``run.compile`` resolved for ``device`` (a ``torch.device``): ``off`` or ``step`` (``auto``:
+    ``step`` on CUDA)."""
+    if cfg.run.compile == "auto":
+        return "step" if getattr(device, "type", str(device)) == "cuda" else "off"
+    return cfg.run.compile
+
+
 def validate(cfg: TrainConfig) -> None:
     """Check value ranges that would otherwise fail deep inside training.
 
@@ -654,6 +673,7 @@ def validate(cfg: TrainConfig) -> None:
         (0.0 <= cfg.ppo.gae_lambda <= 1.0, f"ppo.gae_lambda must be in [0, 1], got {cfg.ppo.gae_lambda}"),
         (cfg.ppo.max_grad_norm > 0, f"ppo.max_grad_norm must be > 0, got {cfg.ppo.max_grad_norm}"),
         (cfg.run.total_steps >= 1, "run.total_steps must be >= 1"),
+        (cfg.run.compile in COMPILE_MODES, f"run.compile must be one of {', '.join(COMPILE_MODES)}, got {cfg.run.compile!r}"),
         (
             cfg.run.checkpoint_every >= 1,
             f"run.checkpoint_every must be >= 1 env step, got {cfg.run.checkpoint_every}",

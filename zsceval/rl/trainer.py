@@ -53,7 +53,7 @@ from zsceval.rl.checkpoint import (
     policy_weights,
     save_checkpoint,
 )
-from zsceval.rl.config import ConfigError, TrainConfig, config_to_dict, validate
+from zsceval.rl.config import ConfigError, TrainConfig, compile_mode, config_to_dict, validate
 from zsceval.rl.cores import get_core
 from zsceval.rl.envs import make_env
 from zsceval.rl.hardware import MAX_THREADS_ENV, resolve_bf16, resolve_threads  # noqa: F401 (re-exported)
@@ -180,6 +180,7 @@ class Trainer:
         self.device = resolve_device(cfg.run.device)
         self._seed(cfg)
         self.env = make_env(cfg.env, device=self.device, seed=cfg.run.seed)
+        self._compile_env(cfg)
         self._build_actors(cfg, algo_cls)
         self._build_runner(cfg)
         check_rollout_fields(cfg.run.algo, self.algorithm.rollout_fields, self.core_cls.name,
@@ -572,6 +573,18 @@ class Trainer:
                 p.train(training[name])
         atomic_write_text(self.run.eval, json.dumps(summary, indent=2))
         return summary
+
+    def _compile_env(self, cfg: TrainConfig) -> None:
+        """``run.compile``: compile the env step (``compile_step``) where the env has one."""
+        if compile_mode(cfg, self.device) != "step":
+            return
+        if not hasattr(self.env, "compile_step"):
+            self.notes.append(f"run.compile=step: env '{cfg.env.name}' has no compiled step; it stays eager")
+            return
+        try:
+            self.env.compile_step()
+        except ValueError as exc:
+            self.notes.append(f"run.compile=step: the env step stays eager ({exc})")
 
     def close(self) -> None:
         """Stop the training env's worker processes, if it has any (Football), and release the run

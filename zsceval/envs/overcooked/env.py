@@ -136,6 +136,7 @@ class OvercookedEnv:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         self.state: State | None = None
+        self._compiled_step = None
 
     # ------------------------------------------------------------------ description
     @property
@@ -305,6 +306,8 @@ class OvercookedEnv:
         """
         if self.state is None:
             raise RuntimeError("call reset() before step()")
+        if self._compiled_step is not None and observe:
+            return self._step_compiled(actions)
         actions = self.check_actions(actions)
         state, T = self.state, self.tables
         seats = state.seats
@@ -329,6 +332,57 @@ class OvercookedEnv:
             state.assign_where(truncated, self._start_state(B))
         return self._output(out, truncated, final, seats, observe)
 
+    def compile_step(self, backend: str = "inductor", mode: str | None = None) -> None:
+        """From now on :meth:`step` runs :meth:`graph_step` compiled with ``torch.compile``
+        (``fullgraph=True, dynamic=False``; ``run.compile: step``, issue 34).
+
+        The results are those of the eager step (tests: bit for bit); ``final_obs`` is then set on
+        every step (read it where ``truncated``). Actions are checked for shape and dtype on the
+        host and for their range with an asynchronous device assert (no host sync on CUDA). The
+        first step compiles (about a minute on CPU). ``step(observe=False)`` stays eager.
+
+        Args:
+            backend: ``torch.compile`` backend (``inductor``; ``aot_eager`` in tests).
+            mode: ``torch.compile`` mode, e.g. ``"reduce-overhead"`` (CUDA graphs) on CUDA.
+
+        Raises:
+            ValueError: seat randomization or random starts (see :meth:`graph_step`).
+        """
+        if self.randomize_seats or self.random_start_prob > 0:
+            raise ValueError(
+                "a compiled step needs deterministic starts: randomize_seats=False and random_start_prob=0"
+            )
+        self._compiled_step = torch.compile(
+            self.graph_step, fullgraph=True, dynamic=False, backend=backend, mode=mode
+        )
+
+    def _step_compiled(self, actions) -> Step:
+        if isinstance(actions, np.ndarray):
+            actions = torch.from_numpy(actions)
+        expected = (self.num_envs, self.num_agents)
+        if not isinstance(actions, torch.Tensor) or tuple(actions.shape) != expected or actions.dtype != torch.int64:
+            return self.step(self.check_actions(actions))  # raises the eager step's message
+        actions = actions.to(self.device)
+        torch._assert_async(((actions >= 0) & (actions < self.num_actions)).all(), "actions must be in 0..5")
+        out = self._compiled_step(self.state, actions)
+        infos = {"seats": self.state.seats.clone(), "timestep": self.state.timestep.clone()}
+        if self.view_radius:
+            infos["full_obs"], infos["final_full_obs"] = out["full_obs"], out["final_full_obs"]
+        return Step(
+            obs=out["obs"],
+            avail_actions=out["avail_actions"],
+            reward=out["reward"],
+            sparse_by_agent=out["sparse_by_agent"],
+            shaped_by_agent=out["shaped_by_agent"],
+            events=out["events"],
+            interactions=out["interactions"],
+            interaction_cell=out["interaction_cell"],
+            terminated=torch.zeros_like(out["truncated"]),
+            truncated=out["truncated"],
+            final_obs=out["final_obs"],
+            infos=infos,
+        )
+
     def graph_step(self, state: State, actions: torch.Tensor) -> dict[str, torch.Tensor]:
         """One step of every game as a function of tensors, for ``torch.compile`` (issue 34).
 
@@ -347,7 +401,8 @@ class OvercookedEnv:
             ``avail_actions bool [B, n, 6]``, ``reward float32 [B]``, ``sparse_by_agent`` and
             ``shaped_by_agent float32 [B, n]``, ``events int16 [B, n, E]``, ``interactions`` and
             ``interaction_cell int64 [B, n]``, ``truncated bool [B]``: the fields of :class:`Step`
-            that :meth:`step` returns, for the same state and actions.
+            that :meth:`step` returns, for the same state and actions; with ``view_radius`` also
+            ``full_obs`` and ``final_full_obs`` (its ``infos``).
 
         Raises:
             ValueError: seat randomization or random starts (their draws need the host
@@ -371,13 +426,17 @@ class OvercookedEnv:
         dynamics.move(state, actions, T, out)
         dynamics.cook(state, T, auto_start=not self.multi_recipe)
         truncated = state.timestep >= self.horizon
-        final = self._observe(state, state.seats)[0]
-        start, start_obs = self._graph_start(B)
+        final, final_full = self._observe(state, state.seats)
+        start, start_obs, start_full = self._graph_start(B)
         state.assign_where(truncated, start)
         # uint8 arithmetic (exact modulo 256): torch.where is ~4x slower here on CPU
         reset = truncated.to(final.dtype).view(B, 1, 1, 1, 1)
         obs = final + (start_obs - final) * reset
+        extra = {}
+        if self.view_radius:
+            extra = {"full_obs": final_full + (start_full - final_full) * reset, "final_full_obs": final_full}
         return {
+            **extra,
             "obs": obs,
             "final_obs": final,
             "avail_actions": dynamics.available_actions(state, T),
@@ -390,13 +449,13 @@ class OvercookedEnv:
             "truncated": truncated,
         }
 
-    def _graph_start(self, num_envs: int) -> tuple[State, torch.Tensor]:
-        """The standard start state of ``num_envs`` games and its observation, built once (cached
-        outside any compiled graph; :meth:`graph_step`)."""
+    def _graph_start(self, num_envs: int) -> tuple[State, torch.Tensor, torch.Tensor]:
+        """The standard start state of ``num_envs`` games and its observations (as seen, and fully
+        observed), built once (cached outside any compiled graph; :meth:`graph_step`)."""
         cache = self.__dict__.setdefault("_graph_start_cache", {})
         if num_envs not in cache:
             start = State.start(self._start_cells, num_envs, self.layout.width * self.layout.height, self.device)
-            cache[num_envs] = (start, self._observe(start, start.seats)[0])
+            cache[num_envs] = (start, *self._observe(start, start.seats))
         return cache[num_envs]
 
     def _observe(self, state: State, seats: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
