@@ -108,3 +108,17 @@ def test_env_num_agents_defaults_to_two_and_must_be_positive():
         resolve_config(overrides=["env.num_agents=0"])
     with pytest.raises(ConfigError, match="env.num_agents"):
         apply_overrides(TrainConfig(), ["env.num_agents=2.5"])
+
+
+def test_a_plugins_preset_additions_see_the_env_dynamics_section():
+    """Stage 1 multiplies the preset's games per member: on Football that is the Football section's
+    16 games, not Overcooked's 512 (the plug-in's additions used to be computed before it)."""
+    from zsceval.algorithms.base.stage1 import stage1_size
+
+    football = ["env.name=football", "env.layout=academy_3_vs_1_with_keeper"]
+    cfg = resolve_config(preset="quick", overrides=["run.algo=fcp-stage1", *football])
+    sp = resolve_config(preset="quick", overrides=["run.algo=sp", *football])
+    assert sp.env.num_envs == 16
+    assert cfg.env.num_envs == stage1_size(cfg) * 16
+    classic = resolve_config(preset="quick", overrides=["run.algo=fcp-stage1"])
+    assert classic.env.num_envs == stage1_size(classic) * 512  # Overcooked unchanged

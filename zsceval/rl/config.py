@@ -586,8 +586,10 @@ def resolve_config(
         dynamics = layout_dynamics(cfg.env)
         if dynamics not in _preset_data(preset)[1]:
             dynamics = None
+        if dynamics is not None:  # the plug-in's additions see the dynamics' section (Football's games)
+            cfg = resolve(dynamics)
         plugin = plugin_preset(cfg.run.algo, preset, cfg)
-        if dynamics is not None or plugin:
+        if plugin:
             cfg = resolve(dynamics, plugin)
     validate(cfg)
     return cfg
