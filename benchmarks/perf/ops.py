@@ -48,50 +48,55 @@ def env_rows(layout: str, B: int) -> list[tuple[str, int, float, str]]:
     note = f"compiles to {explained.graph_count} graph(s), {explained.graph_break_count} break(s)"
     return [
         ("env step (step)", sum(eager.values()), _timed(lambda: env.step(a), 20), ""),
-        ("env step (graph_step)", sum(graph.values()), _timed(lambda: env.graph_step(env.state, a), 20), note),
+        ("env step (graph_step)", sum(graph.values()),
+         _timed(lambda: env.graph_step(env.state, a), 20), note),  # fmt: skip
     ]
 
 
 def core_rows(layout: str, B: int) -> list[tuple[str, int, float, str]]:
+    """The act row and the dense and column-compressed PPO minibatch rows."""
+    return _core_rows(layout, B, False) + _core_rows(layout, B, True)
+
+
+def _core_rows(layout: str, B: int, on: bool) -> list[tuple[str, int, float, str]]:
     rows = []
-    for on in (False, True):
-        cfg = resolve_config(preset="quick", overrides=[
-            f"env.layout={layout}", "run.num_threads=1", f"ppo.obs_columns={str(on).lower()}",
-            "ppo.epochs=1", "ppo.num_minibatches=4",
-        ])  # fmt: skip
-        with tempfile.TemporaryDirectory() as tmp:
-            tr = Trainer(cfg, f"{tmp}/run", progress=False)
-            core = tr.core
-            if not on:
-                p = core.policies[0]
-                obs = tr.runner.step_out.obs.reshape(-1, *tr.runner.step_out.obs.shape[2:])
-                h = p.initial_state(obs.shape[0], obs.device)
-                starts = torch.zeros(obs.shape[0], dtype=torch.bool)
-                with count_ops() as act:
-                    p.act(obs, None, h, starts)
-                rows.append((f"act ({obs.shape[0]} rows)", sum(act.values()),
-                             _timed(lambda: p.act(obs, None, h, starts), 20), ""))  # fmt: skip
-            core.collect(tr.runner, 0)
-            core.bootstrap(tr.runner)
-            adv, ret = core.advantages()
-            step = core._learner_step
-            counts, seconds = [], []
+    cfg = resolve_config(preset="quick", overrides=[
+        f"env.layout={layout}", f"env.num_envs={B}", "run.num_threads=1",
+        f"ppo.obs_columns={str(on).lower()}", "ppo.epochs=1", "ppo.num_minibatches=4",
+    ])  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = Trainer(cfg, f"{tmp}/run", progress=False)
+        core = tr.core
+        if not on:
+            p = core.policies[0]
+            obs = tr.runner.step_out.obs.reshape(-1, *tr.runner.step_out.obs.shape[2:])
+            h = p.initial_state(obs.shape[0], obs.device)
+            starts = torch.zeros(obs.shape[0], dtype=torch.bool)
+            with count_ops() as act:
+                p.act(obs, None, h, starts)
+            rows.append((f"act ({obs.shape[0]} rows)", sum(act.values()),
+                         _timed(lambda: p.act(obs, None, h, starts), 20), ""))  # fmt: skip
+        core.collect(tr.runner, 0)
+        core.bootstrap(tr.runner)
+        adv, ret = core.advantages()
+        step = core._learner_step
+        counts, seconds = [], []
 
-            def counted(k, mb, ent):
-                t = time.perf_counter()
-                with count_ops() as c:
-                    out = step(k, mb, ent)
-                seconds.append(time.perf_counter() - t)
-                counts.append(sum(c.values()))
-                return out
-
-            core._learner_step = counted
+        def counted(k, mb, ent):
             t = time.perf_counter()
-            core.learn(adv, ret, 0, torch.Generator().manual_seed(0))
-            learn_s = time.perf_counter() - t
-            tr.close()
-        name = "PPO minibatch (" + ("obs_columns" if on else "dense first layer") + ")"
-        rows.append((name, counts[0], sum(seconds) / len(seconds), f"whole update {learn_s:.2f} s"))
+            with count_ops() as c:
+                out = step(k, mb, ent)
+            seconds.append(time.perf_counter() - t)
+            counts.append(sum(c.values()))
+            return out
+
+        core._learner_step = counted
+        t = time.perf_counter()
+        core.learn(adv, ret, 0, torch.Generator().manual_seed(0))
+        learn_s = time.perf_counter() - t
+        tr.close()
+    name = "PPO minibatch (" + ("obs_columns" if on else "dense first layer") + ")"
+    rows.append((name, counts[0], sum(seconds) / len(seconds), f"whole update {learn_s:.2f} s"))
     return rows
 
 

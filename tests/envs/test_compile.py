@@ -131,10 +131,12 @@ def test_run_compile_compiles_the_training_env_step_where_it_can(tmp_path, monke
     cpu = torch.device("cpu")
     assert compile_mode(resolve_config(preset="quick", overrides=base), cpu) == "off"  # auto on CPU
     assert compile_mode(resolve_config(preset="quick", overrides=base), torch.device("cuda")) == "step"
-    tr = Trainer(resolve_config(preset="quick", overrides=[*base, "run.compile=step"]), tmp_path / "a", progress=False)
+    step = resolve_config(preset="quick", overrides=[*base, "run.compile=step"])
+    tr = Trainer(step, tmp_path / "a", progress=False)
     tr.close()
     assert compiled == [tr.env]
-    tr = Trainer(resolve_config(preset="quick", overrides=[*base, "run.compile=off"]), tmp_path / "b", progress=False)
+    off = resolve_config(preset="quick", overrides=[*base, "run.compile=off"])
+    tr = Trainer(off, tmp_path / "b", progress=False)
     tr.close()
     assert len(compiled) == 1
     monkeypatch.undo()

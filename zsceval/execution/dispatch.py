@@ -12,8 +12,8 @@ op; a ``fullgraph`` compile (dynamo's ``explain``) catches those.
 from __future__ import annotations
 
 from collections import Counter
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode

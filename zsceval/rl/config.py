@@ -675,7 +675,10 @@ def validate(cfg: TrainConfig) -> None:
         (0.0 <= cfg.ppo.gae_lambda <= 1.0, f"ppo.gae_lambda must be in [0, 1], got {cfg.ppo.gae_lambda}"),
         (cfg.ppo.max_grad_norm > 0, f"ppo.max_grad_norm must be > 0, got {cfg.ppo.max_grad_norm}"),
         (cfg.run.total_steps >= 1, "run.total_steps must be >= 1"),
-        (cfg.run.compile in COMPILE_MODES, f"run.compile must be one of {', '.join(COMPILE_MODES)}, got {cfg.run.compile!r}"),
+        (
+            cfg.run.compile in COMPILE_MODES,
+            f"run.compile must be one of {', '.join(COMPILE_MODES)}, got {cfg.run.compile!r}",
+        ),
         (
             cfg.run.checkpoint_every >= 1,
             f"run.checkpoint_every must be >= 1 env step, got {cfg.run.checkpoint_every}",

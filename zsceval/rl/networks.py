@@ -296,7 +296,9 @@ class Encoder(nn.Module):
             x = layer(x)
         return x
 
-    def _forward_columns(self, x: torch.Tensor, extra: torch.Tensor | None, columns: ObsColumns) -> torch.Tensor:
+    def _forward_columns(
+        self, x: torch.Tensor, extra: torch.Tensor | None, columns: ObsColumns
+    ) -> torch.Tensor:
         if self.kind != "mlp" or not len(self.net):
             raise ValueError("column-compressed observations need an mlp encoder with at least one layer")
         first: nn.Linear = self.net[0]

@@ -10,7 +10,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from zsceval.rl.agent import ActOutput, register_agent, sample_actions
-from zsceval.rl.networks import ActorNet, CriticNet, cast_shared, input_dtype, masked_logits
+from zsceval.rl.networks import ActorNet, CriticNet, ObsColumns, cast_shared, input_dtype, masked_logits
 from zsceval.rl.valuenorm import ValueNorm
 
 __all__ = ["Policy", "network_spec"]

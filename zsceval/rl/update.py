@@ -389,7 +389,9 @@ class PPOCore(LearningCore):
         columns)``, or None for CNN models, MLPs without hidden layers, stacked learners or with the
         option off."""
         model = self.cfg.model
-        if not self.cfg.ppo.obs_columns or model.kind != "mlp" or not model.mlp_layers or self.stacked is not None:
+        if not self.cfg.ppo.obs_columns or model.kind != "mlp" or not model.mlp_layers:
+            return None
+        if self.stacked is not None:
             return None
         obs = self.buffer.obs
         rows = obs.reshape(-1, obs[0, 0, 0].numel())

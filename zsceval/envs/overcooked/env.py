@@ -309,28 +309,38 @@ class OvercookedEnv:
         if self._compiled_step is not None and observe:
             return self._step_compiled(actions)
         actions = self.check_actions(actions)
-        state, T = self.state, self.tables
+        state = self.state
         seats = state.seats
         if self.randomize_seats:
             actions = torch.empty_like(actions).scatter_(1, seats, actions)
-        B, n = actions.shape
-        out = {
-            "sparse": torch.empty(B, n, device=self.device),
-            "shaped": torch.empty(B, n, device=self.device),
-            "events": torch.empty(B, n, len(self.event_names), dtype=torch.int16, device=self.device),
-            "kind": torch.empty(B, n, dtype=torch.int64, device=self.device),
-            "cell": torch.empty(B, n, dtype=torch.int64, device=self.device),
-        }
-        dynamics.interact(state, actions, T, out)
-        dynamics.move(state, actions, T, out)
-        dynamics.cook(state, T, auto_start=not self.multi_recipe)
-        truncated = state.timestep >= self.horizon
+        B = actions.shape[0]
+        out, truncated = self._transition(state, actions)
         final = None
         if bool(truncated.any()):
             if observe:
                 final = self._observe(state, seats)
             state.assign_where(truncated, self._start_state(B))
         return self._output(out, truncated, final, seats, observe)
+
+    def _transition(
+        self, state: State, actions: torch.Tensor
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """Interact, move and cook every game of ``state`` in place (player-order ``actions``);
+        returns the step's per-player outputs (``sparse``, ``shaped``, ``events``, ``kind``,
+        ``cell``) and ``truncated bool [B]`` (the horizon reached, before any reset)."""
+        B, n = actions.shape
+        dev = actions.device
+        out = {
+            "sparse": torch.empty(B, n, device=dev),
+            "shaped": torch.empty(B, n, device=dev),
+            "events": torch.empty(B, n, len(self.event_names), dtype=torch.int16, device=dev),
+            "kind": torch.empty(B, n, dtype=torch.int64, device=dev),
+            "cell": torch.empty(B, n, dtype=torch.int64, device=dev),
+        }
+        dynamics.interact(state, actions, self.tables, out)
+        dynamics.move(state, actions, self.tables, out)
+        dynamics.cook(state, self.tables, auto_start=not self.multi_recipe)
+        return out, state.timestep >= self.horizon
 
     def compile_step(self, backend: str = "inductor", mode: str | None = None) -> None:
         """From now on :meth:`step` runs :meth:`graph_step` compiled with ``torch.compile``
@@ -360,7 +370,8 @@ class OvercookedEnv:
         if isinstance(actions, np.ndarray):
             actions = torch.from_numpy(actions)
         expected = (self.num_envs, self.num_agents)
-        if not isinstance(actions, torch.Tensor) or tuple(actions.shape) != expected or actions.dtype != torch.int64:
+        well_formed = isinstance(actions, torch.Tensor) and tuple(actions.shape) == expected
+        if not well_formed or actions.dtype != torch.int64:
             return self.step(self.check_actions(actions))  # raises the eager step's message
         actions = actions.to(self.device)
         torch._assert_async(((actions >= 0) & (actions < self.num_actions)).all(), "actions must be in 0..5")
@@ -413,19 +424,8 @@ class OvercookedEnv:
                 "graph_step needs deterministic starts: randomize_seats=False and random_start_prob=0 "
                 "(use step())"
             )
-        T = self.tables
-        B, n = actions.shape
-        out = {
-            "sparse": torch.zeros(B, n, device=actions.device),
-            "shaped": torch.zeros(B, n, device=actions.device),
-            "events": torch.zeros(B, n, len(self.event_names), dtype=torch.int16, device=actions.device),
-            "kind": torch.zeros(B, n, dtype=torch.int64, device=actions.device),
-            "cell": torch.zeros(B, n, dtype=torch.int64, device=actions.device),
-        }
-        dynamics.interact(state, actions, T, out)
-        dynamics.move(state, actions, T, out)
-        dynamics.cook(state, T, auto_start=not self.multi_recipe)
-        truncated = state.timestep >= self.horizon
+        B = actions.shape[0]
+        out, truncated = self._transition(state, actions)
         final, final_full = self._observe(state, state.seats)
         start, start_obs, start_full = self._graph_start(B)
         state.assign_where(truncated, start)
@@ -439,7 +439,7 @@ class OvercookedEnv:
             **extra,
             "obs": obs,
             "final_obs": final,
-            "avail_actions": dynamics.available_actions(state, T),
+            "avail_actions": dynamics.available_actions(state, self.tables),
             "reward": out["sparse"].sum(1),
             "sparse_by_agent": out["sparse"],
             "shaped_by_agent": out["shaped"],
@@ -454,7 +454,8 @@ class OvercookedEnv:
         observed), built once (cached outside any compiled graph; :meth:`graph_step`)."""
         cache = self.__dict__.setdefault("_graph_start_cache", {})
         if num_envs not in cache:
-            start = State.start(self._start_cells, num_envs, self.layout.width * self.layout.height, self.device)
+            cells = self.layout.width * self.layout.height
+            start = State.start(self._start_cells, num_envs, cells, self.device)
             cache[num_envs] = (start, *self._observe(start, start.seats))
         return cache[num_envs]
 
