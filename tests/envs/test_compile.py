@@ -146,3 +146,14 @@ def test_run_compile_compiles_the_training_env_step_where_it_can(tmp_path, monke
     assert any("stays eager" in note and "deterministic starts" in note for note in tr.notes)
     with pytest.raises(ConfigError, match="run.compile must be one of off, step, auto"):
         Trainer(resolve_config(preset="quick", overrides=[*base, "run.compile=full"]), tmp_path / "d")
+
+
+def test_the_compiled_env_step_checks_actions_without_a_host_sync():
+    env = OvercookedEnv("cramped_room", 4, seed=0, horizon=5)
+    env.reset()
+    env._compiled_step = env.graph_step  # the compiled path's checks, without compiling
+    with forbid_host_sync():
+        for _ in range(7):
+            env.step(torch.full((4, 2), 5, dtype=torch.int64))
+    with pytest.raises(RuntimeError, match="actions must be in 0..5"):
+        env.step(torch.full((4, 2), 6, dtype=torch.int64))

@@ -29,10 +29,10 @@ HOST_SYNC_OPS = frozenset({
     "aten::_unique2",
     "aten::unique_consecutive",
     "aten::repeat_interleave",  # with a tensor of repeats: its output size is data-dependent
-    "aten::_assert_async",
 })  # fmt: skip
 """ATen ops whose result the host must read, or whose output shape depends on tensor values
-(boolean-mask indexing dispatches ``index`` with a bool mask, caught separately)."""
+(boolean-mask indexing dispatches ``index`` with a bool mask, caught separately).
+``_assert_async`` is not one: on CUDA the check runs on the device without stopping the host."""
 
 
 class HostSyncError(RuntimeError):
