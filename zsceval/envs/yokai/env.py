@@ -22,6 +22,7 @@ from .dynamics import EVENT_NAMES, apply, available_actions, final_reward, score
 from .observe import channel_high, channel_names, graph_view, image, node_features
 from .rules import Rules
 from .state import YokaiState, deal
+from .symmetry import YokaiSymmetries
 
 __all__ = ["YokaiEnv"]
 
@@ -133,6 +134,14 @@ class YokaiEnv:
             "num_actions": self.num_actions,
             "event_names": list(self.event_names),
         }
+
+    def symmetries(self) -> YokaiSymmetries:
+        """The game's symmetries for other-play (YLE Sec. 5.4, App. C.4): colour permutations
+        ("C") and quarter-turns of the field ("R"), with their maps of states, observations,
+        actions and masks (:class:`~.symmetry.YokaiSymmetries`; built once per env)."""
+        if not hasattr(self, "_symmetries"):
+            self._symmetries = YokaiSymmetries(self.rules)
+        return self._symmetries
 
     # ------------------------------------------------------------------ stepping
     def _require_state(self) -> YokaiState:
