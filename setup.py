@@ -80,6 +80,7 @@ setup(
             "hsp = zsceval.algorithms.hsp:HSP",
             "mep = zsceval.algorithms.mep:MEP",
             "mep-stage1 = zsceval.algorithms.mep:MEPStage1",
+            "op = zsceval.algorithms.op:OP",
             "sp = zsceval.algorithms.sp:SelfPlay",
             "tbs = zsceval.algorithms.tbs.stages:TBS",
             "tbs-br = zsceval.algorithms.tbs.stages:TBSBestResponses",
