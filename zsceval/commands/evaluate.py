@@ -222,12 +222,16 @@ def evaluate(
             who = "agent" if seat == s["agent_seat"] else "partner"
             nonzero = ", ".join(f"{k} {v:.1f}" for k, v in events.items() if v)
             click.echo(f"    seat {seat} ({who}) mean events: {nonzero or 'none'}")
+        if "yle_metrics" in s:
+            click.echo(f"    {_yle_line(s['yle_metrics'])}")
     p = out["pooled"]
     lo, hi = p["sparse_return_ci95"]
     click.echo(
         f"  pooled: sparse return {p['sparse_return_mean']:.1f} (95% CI {lo:.1f}..{hi:.1f}) "
         f"over {p['episodes']} episodes"
     )
+    if "yle_metrics" in p:
+        click.echo(f"  pooled {_yle_line(p['yle_metrics'])}")
     if interdependence:
         click.echo("  interdependence (paper 002), mean per episode:")
         for s in out["interdependence"]["seatings"]:
@@ -237,6 +241,16 @@ def evaluate(
                 f"{s['partner_triggered_constructive']:.1f}), looping {s['looping']:.1f}, "
                 f"irrelevant {s['irrelevant']:.1f}"
             )
+
+
+def _yle_line(metrics: dict) -> str:
+    """``YLE metrics: R -4.0 (95% CI -4.2..-3.8), SR 0.0% (...), NC ..., SEE ...%`` (YLE Sec. 5)."""
+    parts = []
+    for name, unit, digits in (("R", "", 2), ("SR", "%", 1), ("NC", "", 2), ("SEE", "%", 1)):
+        m = metrics[name]
+        lo, hi = m["ci95"]
+        parts.append(f"{name} {m['mean']:.{digits}f}{unit} (95% CI {lo:.{digits}f}..{hi:.{digits}f})")
+    return "YLE metrics: " + ", ".join(parts)
 
 
 def _echo_unhelpful(unhelpful: dict, indent: str = "  ") -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from zsceval.evaluation.episode_infos import EPISODE_INFO_KEYS, InfoRecorder
 from zsceval.rl.checkpoint import check_compatible, load_policy
 from zsceval.rl.config import EnvConfig
 from zsceval.rl.envs import make_env
@@ -92,6 +93,10 @@ def cross_play(
         ``seatings`` (one summary per seat k of the agent: ``agent_seat``, mean sparse return with
         its 95% CI, shaped returns and mean events per seat, :func:`zsceval.rl.play.summarize`) and
         ``pooled`` (``episodes``, ``sparse_return_mean``, ``sparse_return_ci95`` over all seatings).
+        For an env whose ``Step.infos`` give ``win``, ``ended_early`` and ``clustered`` (Yōkai),
+        every seating and ``pooled`` also hold ``yle_metrics``: the YLE paper's R, SR (%), NC and
+        SEE (%) as ``{name: {"mean", "ci95": [low, high]}}`` with 95% bootstrap intervals over
+        episodes (:func:`zsceval.stats.episode_metrics.yle_metrics`, seeded by ``seed``).
 
     Raises:
         CheckpointError: missing/corrupt checkpoint, or trained on another layout/obs spec.
@@ -100,14 +105,18 @@ def cross_play(
     agent, partner, env, gen, env_cfg = cross_play_setup(
         agent_path, partner_path, layout, episodes, device, seed
     )
-    seatings, results = [], []
+    seatings, results, infos = [], [], []
     n = env.num_agents
     for agent_seat in range(n):
         seats = [partner] * n
         seats[agent_seat] = agent
-        result = play(env, seats, episodes, gen)
+        recorder = InfoRecorder(env)
+        result = play(recorder, seats, episodes, gen)
         results.append(result)
+        infos.append(recorder.episodes(episodes))
         seatings.append({"agent_seat": agent_seat, **summarize(result)})
+        if _has_yle_infos(infos[-1]):
+            seatings[-1]["yle_metrics"] = _yle_metrics(result.sparse, infos[-1], seed)
     pooled = PlayResult(
         torch.cat([r.sparse for r in results]),
         torch.cat([r.shaped for r in results]),
@@ -115,6 +124,14 @@ def cross_play(
         results[0].event_names,
     )
     mean, lo, hi = mean_ci(pooled.sparse)
+    pooled_summary = {
+        "episodes": int(pooled.sparse.numel()),
+        "sparse_return_mean": mean,
+        "sparse_return_ci95": [lo, hi],
+    }
+    if all(_has_yle_infos(i) for i in infos):
+        joined = {k: torch.cat([i[k] for i in infos]) for k in EPISODE_INFO_KEYS}
+        pooled_summary["yle_metrics"] = _yle_metrics(pooled.sparse, joined, seed)
     return {
         "layout": env.layout.name,
         "agent": agent_path,
@@ -122,12 +139,28 @@ def cross_play(
         "episodes_per_seating": episodes,
         "env": dataclasses.asdict(env_cfg),
         "seatings": seatings,
-        "pooled": {
-            "episodes": int(pooled.sparse.numel()),
-            "sparse_return_mean": mean,
-            "sparse_return_ci95": [lo, hi],
-        },
+        "pooled": pooled_summary,
     }
+
+
+def _has_yle_infos(infos: dict[str, torch.Tensor] | None) -> bool:
+    return infos is not None and all(k in infos for k in EPISODE_INFO_KEYS)
+
+
+def _yle_metrics(returns: torch.Tensor, infos: dict[str, torch.Tensor], seed: int) -> dict:
+    """The YLE paper's R, SR, NC, SEE with 95% bootstrap CIs (JSON-able; numpy rng seeded ``seed``)."""
+    import numpy as np
+
+    from zsceval.stats.episode_metrics import metrics_dict, yle_metrics
+
+    m = yle_metrics(
+        returns.double().cpu().numpy(),
+        infos["win"].numpy(),
+        infos["ended_early"].numpy(),
+        infos["clustered"].numpy(),
+        rng=np.random.default_rng(seed),
+    )
+    return metrics_dict(m)
 
 
 def cross_play_interdependence(

@@ -1,0 +1,110 @@
+"""The YLE paper's evaluation metrics over episodes, each with a 95% bootstrap confidence interval.
+
+Source: YLE paper (``../shared/papers/004_4a3b286138c276b7.txt``) Sec. 5 "Setup": return **R**,
+success rate **SR**, number of colours clustered **NC** and the rate of successfully ending early
+**SEE** ("how often agents end the game early and still win"). Per episode they are read from the
+``Step.infos`` of the step that ended it (the Yōkai env's ``win``, ``ended_early``, ``clustered``)
+and its sparse return (the reward of Eq. 3):
+
+* R = mean return per episode (Eq. 3: the score S of Eq. 1 if won, else ``-d_a - (|C| - c_a) - i_h``);
+* SR = 100 x the fraction of episodes won (every colour one cluster, Eq. 2), in %;
+* NC = mean number of colours forming one cluster at the end of the episode;
+* SEE = 100 x the fraction of *all* episodes that a player ended early (END) and that were won, in %.
+
+Intervals are percentile bootstrap intervals over episodes (episodes resampled with replacement,
+the statistic recomputed per replicate). numpy only (the statistics layer does not import torch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from .metrics import ConfidenceInterval
+
+__all__ = ["YLE_METRICS", "bootstrap_mean_ci", "metrics_dict", "yle_metrics"]
+
+YLE_METRICS = ("R", "SR", "NC", "SEE")
+"""The metric names, in the paper's order (its Table 1)."""
+
+
+def bootstrap_mean_ci(
+    values: np.ndarray, *, reps: int = 2000, level: float = 0.95, rng: np.random.Generator
+) -> ConfidenceInterval:
+    """Mean of per-episode values and its percentile bootstrap interval over episodes.
+
+    Args:
+        values: ``float [M]`` one value per episode, M >= 1.
+        reps: bootstrap replicates (>= 1).
+        level: coverage, in (0, 1).
+        rng: source of randomness (the same state gives the same interval).
+
+    Returns:
+        ``ConfidenceInterval(estimate, low, high)``: the sample mean and the ``(1 - level) / 2``,
+        ``(1 + level) / 2`` quantiles of the replicate means; low = high = estimate for one episode.
+
+    Raises:
+        ValueError: no episodes, a value that is not finite, bad ``reps`` or ``level``.
+    """
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    if x.size == 0:
+        raise ValueError("no episodes")
+    if not np.isfinite(x).all():
+        raise ValueError("episode values must be finite")
+    if reps < 1:
+        raise ValueError(f"reps must be >= 1, got {reps}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    estimate = float(x.mean())
+    if x.size == 1:
+        return ConfidenceInterval(estimate, estimate, estimate)
+    means = x[rng.integers(0, x.size, size=(reps, x.size))].mean(axis=1)
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return ConfidenceInterval(estimate, float(low), float(high))
+
+
+def yle_metrics(
+    returns: np.ndarray,
+    win: np.ndarray,
+    ended_early: np.ndarray,
+    clustered: np.ndarray,
+    *,
+    reps: int = 2000,
+    level: float = 0.95,
+    rng: np.random.Generator,
+) -> dict[str, ConfidenceInterval]:
+    """R, SR, NC and SEE of M episodes with bootstrap intervals (YLE Sec. 5; module docstring).
+
+    Args:
+        returns: ``float [M]`` sparse return per episode (Eq. 3).
+        win: ``bool [M]`` the episode was won (Eq. 2).
+        ended_early: ``bool [M]`` a player ended it with END.
+        clustered: ``int [M]`` colours clustered at its end (0..|C|).
+        reps, level, rng: as :func:`bootstrap_mean_ci`; the four metrics draw their replicates one
+            after the other from ``rng`` in the order R, SR, NC, SEE.
+
+    Returns:
+        ``{"R", "SR", "NC", "SEE"}`` -> ``ConfidenceInterval``; SR and SEE in percent.
+
+    Raises:
+        ValueError: arrays of different lengths or none (see :func:`bootstrap_mean_ci`).
+    """
+    arrays = [np.asarray(a).reshape(-1) for a in (returns, win, ended_early, clustered)]
+    if len({a.size for a in arrays}) != 1:
+        raise ValueError(f"per-episode arrays differ in length: {[a.size for a in arrays]}")
+    r, w, early, nc = arrays
+    w, early = w.astype(bool), early.astype(bool)
+    per_episode = {
+        "R": r.astype(np.float64),
+        "SR": 100.0 * w,
+        "NC": nc.astype(np.float64),
+        "SEE": 100.0 * (w & early),
+    }
+    return {k: bootstrap_mean_ci(v, reps=reps, level=level, rng=rng) for k, v in per_episode.items()}
+
+
+def metrics_dict(metrics: Mapping[str, ConfidenceInterval]) -> dict[str, dict[str, float]]:
+    """JSON-able ``{name: {"mean", "ci95": [low, high]}}`` of :func:`yle_metrics`' result."""
+    return {k: {"mean": v.estimate, "ci95": [v.low, v.high]} for k, v in metrics.items()}
