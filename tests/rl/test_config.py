@@ -122,3 +122,21 @@ def test_a_plugins_preset_additions_see_the_env_dynamics_section():
     assert cfg.env.num_envs == stage1_size(cfg) * 16
     classic = resolve_config(preset="quick", overrides=["run.algo=fcp-stage1"])
     assert classic.env.num_envs == stage1_size(classic) * 512  # Overcooked unchanged
+
+
+def test_env_options_reach_the_env_factory_and_unknown_ones_are_named():
+    from zsceval.rl.envs import make_env
+
+    base = ["env.name=yokai", "env.num_envs=2"]
+    cfg = resolve_config(preset="quick", overrides=[*base, "env.options.version=4x4",
+                                                     "env.options.perfect_memory=true"])  # fmt: skip
+    assert cfg.env.options == {"version": "4x4", "perfect_memory": True}
+    env = make_env(cfg.env)
+    assert env.num_actions == 2325 and env.perfect_memory  # 4x4 (docs/yokai.md), with memory
+    assert make_env(resolve_config(preset="quick", overrides=base).env).num_actions == 1068
+    again = config_from_dict(config_to_dict(cfg))  # saved and read back as config.yaml is
+    assert again.env.options == cfg.env.options
+    with pytest.raises(ConfigError, match=r"no option 'colour'.*its options: horizon, num_agents"):
+        make_env(resolve_config(preset="quick", overrides=[*base, "env.options.colour=1"]).env)
+    with pytest.raises(ConfigError, match="set it as env.horizon"):
+        make_env(resolve_config(preset="quick", overrides=[*base, "env.options.horizon=9"]).env)

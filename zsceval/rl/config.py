@@ -69,6 +69,9 @@ class EnvConfig:
     num_workers: int = 0
     """Worker processes of envs that step one simulator per game in processes (Football); 0 = one
     per CPU core (at most one per game). Other envs do not take it."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Options of the env's factory that have no field here, e.g. ``env.options.version=4x4`` and
+    ``env.options.perfect_memory=true`` for ``yokai`` (``zsceval envs`` lists each env's options)."""
     randomize_seats: bool = False
     """Shuffle which seat each agent slot drives at every reset (ZSC-Eval ``random_index``)."""
     random_start_prob: float = 0.0
@@ -423,6 +426,9 @@ def config_from_dict(data: dict[str, Any], base: TrainConfig | None = None) -> T
         current = getattr(base, section)
         updates = {}
         for key, value in values.items():
+            if section == "env" and key.startswith("options."):  # one option: env.options.version=4x4
+                updates.setdefault("options", dict(current.options))[key[len("options.") :]] = value
+                continue
             if key not in hints:
                 raise _unknown(f"{section}.{key}", valid_keys())
             updates[key] = coerce_value(value, hints[key], f"{section}.{key}")

@@ -28,7 +28,8 @@ def make_env(
     """Construct the batched env of ``cfg`` (``zsceval.envs.base.BatchedEnv``).
 
     ``cfg.name`` is looked up in the env registry (``zsceval.envs.registry``); the config fields in
-    :data:`PASSED` become the env's options of the same names when it takes them.
+    :data:`PASSED` become the env's options of the same names when it takes them, and
+    ``cfg.options`` gives the env's other options by name.
 
     Args:
         cfg: env section of the run config.
@@ -40,7 +41,8 @@ def make_env(
 
     Raises:
         ConfigError: unknown env name or layout (valid names listed, closest one suggested), a
-            non-default config field the env does not use, ``env.num_agents`` different from the
+            non-default config field the env does not use, an ``env.options`` key the env does not
+            take (its options listed), ``env.num_agents`` different from the
             env's (e.g. the layout's player count), or a value the env rejects.
     """
     from zsceval.envs.registry import env_options, make
@@ -65,6 +67,16 @@ def make_env(
             f"leave it at its default (it takes: {', '.join(sorted(accepted)) or 'no options'})"
         )
     options = {key: value for key, value in values.items() if key in accepted}
+    for key, value in cfg.options.items():
+        if key in PASSED or key in ("num_envs", "device", "seed"):
+            raise ConfigError(f"env.options.{key}: set it as env.{key}" if key in PASSED else
+                              f"env.options.{key} is set by the run, not by an option")  # fmt: skip
+        if key not in accepted:
+            raise ConfigError(
+                f"env '{cfg.name}' has no option '{key}' (env.options.{key}); "
+                f"its options: {', '.join(sorted(accepted)) or 'none'}"
+            )
+        options[key] = value
     try:
         env = make(cfg.name, num_envs=B, device=device, seed=seed, **options)
     except ValueError as exc:
