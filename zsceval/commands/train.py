@@ -150,8 +150,8 @@ def train(
 
     \b
     Config sections and the most used keys (--set KEY=VALUE; --print-config shows them all):
-      run          total_steps, seed, device, num_threads (auto), checkpoint_every, eval_episodes
-      env          layout, num_envs, horizon, random_start_prob, view_radius
+      run          total_steps, seed, device, num_threads (auto), checkpoint_every, eval_episodes, compile
+      env          layout, num_envs, horizon, random_start_prob, view_radius, options.* (env-specific)
       model        kind (mlp|cnn), hidden_size, recurrent, critic_obs (own|joint), bf16 (auto)
       ppo          lr, epochs, num_minibatches, rollout_length, entropy_coefs, entropy_milestones
       shaping      initial_factor, horizon
