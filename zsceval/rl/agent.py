@@ -92,6 +92,7 @@ def sample_actions(
     avail: torch.Tensor | None,
     generator: torch.Generator | None = None,
     deterministic: bool = False,
+    noise: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sample from masked categorical logits with the Gumbel-max trick.
 
@@ -105,6 +106,10 @@ def sample_actions(
         avail: ``bool [N, A]`` available actions (others get probability 0), or None.
         generator: torch generator on ``logits.device``; None uses the global one.
         deterministic: arg-max instead of sampling (no random draw).
+        noise: ``float32 [N, A]`` uniform draws in [0, 1) to use instead of drawing from
+            ``generator`` (``torch.rand(N, A, generator=g)`` gives the same actions): a compiled
+            acting graph takes its randomness as an input, since ``torch.compile`` cannot trace a
+            generator object.
 
     Returns:
         ``(actions int64 [N], log_probs float32 [N])``.
@@ -115,7 +120,9 @@ def sample_actions(
     if deterministic:
         actions = logp_all.argmax(-1)
     else:
-        u = torch.rand(logp_all.shape, generator=generator, device=logp_all.device).clamp_(min=1e-20)
+        if noise is None:
+            noise = torch.rand(logp_all.shape, generator=generator, device=logp_all.device)
+        u = noise.clamp(min=1e-20)
         actions = (logp_all - torch.log(-torch.log(u))).argmax(-1)
     return actions, logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
 

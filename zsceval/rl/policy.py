@@ -121,6 +121,7 @@ class Policy(nn.Module):
         starts: torch.Tensor,
         generator: torch.Generator | None = None,
         deterministic: bool = False,
+        noise: torch.Tensor | None = None,
     ) -> ActOutput:
         """Sample actions for N rows (:func:`~zsceval.rl.agent.sample_actions`).
 
@@ -131,13 +132,15 @@ class Policy(nn.Module):
             starts: ``bool [N]`` the row's episode starts at this step (state is zeroed).
             generator: torch generator for sampling (Gumbel-max); None uses the global one.
             deterministic: take the arg-max action instead of sampling.
+            noise: ``float32 [N, A]`` uniform draws used instead of ``generator`` (a compiled
+                acting graph: ``torch.compile(policy.act, fullgraph=True)`` traces with it).
 
         Returns:
             :class:`~zsceval.rl.agent.ActOutput`: ``actions int64 [N]``, ``log_probs float32 [N]``,
             ``state float32 [N, hidden]`` (unpacks as a 3-tuple).
         """
         logits, h_new = self.logits(obs, h, starts)
-        actions, logp = sample_actions(logits, avail, generator, deterministic)
+        actions, logp = sample_actions(logits, avail, generator, deterministic, noise)
         return ActOutput(actions, logp, h_new)
 
     @property
