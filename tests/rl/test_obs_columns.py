@@ -106,3 +106,21 @@ def test_the_first_ppo_update_has_the_dense_gradients(tmp_path, extra):
         for ga, gb in zip(a, b):
             torch.testing.assert_close(gb, ga, rtol=1e-4, atol=1e-5)
     assert s_comp["policy_loss"] == pytest.approx(s_dense["policy_loss"], rel=1e-4, abs=1e-6)
+
+
+def test_dense_rollouts_keep_the_dense_first_layer(tmp_path):
+    """A rollout whose observations vary in more than half their entries is not compressed (the
+    float32 columns would outgrow the uint8 buffer); the toy env's cue observations are dense."""
+    cfg = resolve_config(preset="quick", overrides=[
+        "env.name=toy", "env.horizon=8", "env.num_envs=4", "ppo.rollout_length=8", "run.num_threads=1",
+        "run.eval_episodes=0",
+    ])  # fmt: skip
+    tr = Trainer(cfg, tmp_path / "toy", progress=False)
+    try:
+        tr.core.collect(tr.runner, 0)
+        rows = tr.core.buffer.obs.reshape(-1, tr.core.buffer.obs[0, 0, 0].numel())
+        varying = observation_columns(rows).varying.numel()
+        assert varying > rows.shape[1] // 2  # the toy's observations are dense
+        assert tr.core._compressed_obs() is None
+    finally:
+        tr.close()

@@ -396,6 +396,8 @@ class PPOCore(LearningCore):
         obs = self.buffer.obs
         rows = obs.reshape(-1, obs[0, 0, 0].numel())
         columns = observation_columns(rows, model.obs_scale)
+        if columns.varying.numel() > rows.shape[1] // 2:  # little to gain, and float32 rows of more
+            return None  # than half the width would outgrow the uint8 buffer twice over
         x = compress_observation(rows, columns, model.obs_scale)
         return x.view(obs.shape[0], obs.shape[1] * obs.shape[2], -1), columns
 
