@@ -81,7 +81,7 @@ def test_a_rollout_of_graph_steps_dispatches_no_data_dependent_op():
             x[x > 1]
 
 
-def test_graph_step_dispatches_fewer_ops_than_nothing_else_and_refuses_random_starts():
+def test_op_counts_see_the_engine_and_graph_step_refuses_random_starts():
     env = OvercookedEnv("counter_circuit", 16, seed=0)
     env.reset()
     a = torch.full((16, 2), 4, dtype=torch.int64)

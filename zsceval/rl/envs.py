@@ -68,9 +68,10 @@ def make_env(
         )
     options = {key: value for key, value in values.items() if key in accepted}
     for key, value in cfg.options.items():
-        if key in PASSED or key in ("num_envs", "device", "seed"):
-            raise ConfigError(f"env.options.{key}: set it as env.{key}" if key in PASSED else
-                              f"env.options.{key} is set by the run, not by an option")  # fmt: skip
+        if key in PASSED:
+            raise ConfigError(f"env.options.{key}: set it as env.{key}")
+        if key in ("num_envs", "device", "seed"):
+            raise ConfigError(f"env.options.{key} is set by the run, not by an option")
         if key not in accepted:
             raise ConfigError(
                 f"env '{cfg.name}' has no option '{key}' (env.options.{key}); "

@@ -137,6 +137,7 @@ class OvercookedEnv:
         self.generator.manual_seed(seed)
         self.state: State | None = None
         self._compiled_step = None
+        self._graph_starts: dict[int, tuple[State, torch.Tensor, torch.Tensor]] = {}
 
     # ------------------------------------------------------------------ description
     @property
@@ -358,10 +359,7 @@ class OvercookedEnv:
         Raises:
             ValueError: seat randomization or random starts (see :meth:`graph_step`).
         """
-        if self.randomize_seats or self.random_start_prob > 0:
-            raise ValueError(
-                "a compiled step needs deterministic starts: randomize_seats=False and random_start_prob=0"
-            )
+        self._require_deterministic_starts("a compiled step")
         self._compiled_step = torch.compile(
             self.graph_step, fullgraph=True, dynamic=False, backend=backend, mode=mode
         )
@@ -372,7 +370,7 @@ class OvercookedEnv:
         expected = (self.num_envs, self.num_agents)
         well_formed = isinstance(actions, torch.Tensor) and tuple(actions.shape) == expected
         if not well_formed or actions.dtype != torch.int64:
-            return self.step(self.check_actions(actions))  # raises the eager step's message
+            self.check_actions(actions)  # raises the eager step's message
         actions = actions.to(self.device)
         torch._assert_async(((actions >= 0) & (actions < self.num_actions)).all(), "actions must be in 0..5")
         out = self._compiled_step(self.state, actions)
@@ -419,11 +417,7 @@ class OvercookedEnv:
             ValueError: seat randomization or random starts (their draws need the host
                 generator); use :meth:`step`.
         """
-        if self.randomize_seats or self.random_start_prob > 0:
-            raise ValueError(
-                "graph_step needs deterministic starts: randomize_seats=False and random_start_prob=0 "
-                "(use step())"
-            )
+        self._require_deterministic_starts("graph_step")
         B = actions.shape[0]
         out, truncated = self._transition(state, actions)
         final, final_full = self._observe(state, state.seats)
@@ -452,12 +446,20 @@ class OvercookedEnv:
     def _graph_start(self, num_envs: int) -> tuple[State, torch.Tensor, torch.Tensor]:
         """The standard start state of ``num_envs`` games and its observations (as seen, and fully
         observed), built once (cached outside any compiled graph; :meth:`graph_step`)."""
-        cache = self.__dict__.setdefault("_graph_start_cache", {})
-        if num_envs not in cache:
+        if num_envs not in self._graph_starts:
             cells = self.layout.width * self.layout.height
             start = State.start(self._start_cells, num_envs, cells, self.device)
-            cache[num_envs] = (start, *self._observe(start, start.seats))
-        return cache[num_envs]
+            self._graph_starts[num_envs] = (start, *self._observe(start, start.seats))
+        return self._graph_starts[num_envs]
+
+    def _require_deterministic_starts(self, what: str) -> None:
+        """Raise ValueError naming ``what`` when resets draw seats or kitchens from the host
+        generator (:meth:`graph_step`, :meth:`compile_step`)."""
+        if self.randomize_seats or self.random_start_prob > 0:
+            raise ValueError(
+                f"{what} needs deterministic starts: randomize_seats=False and random_start_prob=0 "
+                "(use step() without compile_step())"
+            )
 
     def _observe(self, state: State, seats: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(obs, full_obs)`` of ``state`` in agent-slot order; the same tensor twice when fully
