@@ -543,6 +543,23 @@ def test_a_suite_with_strata_off_writes_no_unhelpful_table(tiny_bench, tmp_path,
     assert header.split() == ["algorithm", "skilled", "(expert)", "semi-skilled", "(moderate)"]
 
 
+def test_a_record_from_before_a_suite_setting_existed_reads_as_its_default(tmp_path):
+    """A suite record written before ``layout_partner_sets`` (and the other per-layout and
+    per-algorithm mappings) existed ran with their defaults: resuming it is no conflict, while a
+    suite that sets one of them is, named."""
+    out = tmp_path / "bench"
+    out.mkdir()
+    base = load_suite(write_suite(tmp_path, TINY))
+    record = base.to_dict()
+    for key in ("layout_partner_sets", "layout_partners", "algo_overrides", "algo_ego_steps"):
+        record.pop(key)
+    (out / bench_mod.SUITE_RECORD).write_text(yaml.safe_dump(record))
+    assert bench_mod.check_suite_record(base, out) == []
+    shipped = dataclasses.replace(base, layout_partner_sets=(("cramped_room", "zsceval:cramped_room"),))
+    with pytest.raises(bench_mod.SuiteConflictError, match="layout_partner_sets.cramped_room"):
+        bench_mod.check_suite_record(shipped, out)
+
+
 def test_strata_settings_in_the_suite_record(tmp_path):
     """A record from before the strata keys runs the same jobs as strata on with its episodes;
     other unhelpful episodes would redo the unhelpful games: a conflict, named."""

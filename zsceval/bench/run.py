@@ -942,7 +942,6 @@ SUITE_RECORD = "suite.yaml"
 TABLES = ("results", "br_returns", "features", "human_proxy", "unhelpful")
 # a subset of a folder's layouts or algorithms runs the same jobs: not a conflicting change
 _SUBSET_KEYS = ("layouts", "algorithms", "evaluation.human_proxy", "evaluation.strata")  # these only add jobs
-_RECORD_DEFAULTS = {"strata_episodes": None}
 """``evaluation`` keys a ``suite.yaml`` written before they existed lacks, with the value that
 reproduces what such a bench ran (``strata_episodes`` None: the evaluation's episodes)."""
 
@@ -987,8 +986,11 @@ def check_suite_record(suite: Suite, out: str | Path, *, force: bool = False) ->
     except yaml.YAMLError:
         old = {}
     new = suite.to_dict()
+    # A key the record lacks was written before the setting existed: that run used its default.
+    defaults = Suite(name=suite.name, layouts=(), algorithms=()).to_dict()
+    old = {**{k: v for k, v in defaults.items() if k not in old}, **old}
     if isinstance(old.get("evaluation"), dict):
-        old["evaluation"] = {**_RECORD_DEFAULTS, **old["evaluation"]}
+        old["evaluation"] = {**defaults["evaluation"], **old["evaluation"]}
     diffs = differences(
         {k: v for k, v in old.items() if k != "algo_ego_steps"},
         {k: v for k, v in new.items() if k != "algo_ego_steps"},
