@@ -7,19 +7,24 @@ comparisons of algorithms, an optional reference comparison, the selected partne
 manifests), the human-proxy scores and their interdependence counts (``human_proxy.parquet``), and
 the TBS tables
 (``tbs_eval/results.parquet``, :mod:`zsceval.algorithms.tbs.report`). A folder may hold only TBS results (a
-``zsceval train --algo tbs`` run): then only the TBS tables are shown. :func:`report_json`,
-:func:`report_text` and :func:`write_report_figures` present what was gathered.
+``zsceval train --algo tbs`` run): then only the TBS tables are shown. A folder of trained Yōkai runs
+(and no bench tables) gets the Yōkai report: the YLE paper's R, SR, NC and SEE with CIs per pair of
+agents and the cross-play matrix (:mod:`zsceval.evaluation.yokai_xp`), played when the report is made.
+:func:`report_json`, :func:`report_text` and :func:`write_report_figures` present what was gathered.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from zsceval.bench import report as rep
+
+if TYPE_CHECKING:
+    from zsceval.evaluation.yokai_xp import XPMatrix
 
 __all__ = ["ReportContents", "gather_report", "report_json", "report_text", "write_report_figures"]
 
@@ -48,6 +53,8 @@ class ReportContents:
             (:func:`zsceval.evaluation.interdependence.interdependence_summary`).
         tbs: per-run TBS table (:func:`zsceval.algorithms.tbs.report.tbs_summary`).
         tbs_pooled: TBS pooled over seeds (:func:`zsceval.algorithms.tbs.report.tbs_pooled`).
+        yokai: the cross-play matrix of a folder of Yōkai runs
+            (:func:`zsceval.evaluation.yokai_xp.cross_play_matrix`); then every other table is None.
     """
 
     directory: Path
@@ -64,11 +71,12 @@ class ReportContents:
     interdependence: pd.DataFrame | None = None
     tbs: pd.DataFrame | None = None
     tbs_pooled: pd.DataFrame | None = None
+    yokai: XPMatrix | None = None
 
     @property
     def tbs_only(self) -> bool:
         """A folder of TBS results and no bench results (``summary`` is None)."""
-        return self.summary is None
+        return self.summary is None and self.yokai is None
 
 
 def gather_report(
@@ -82,6 +90,8 @@ def gather_report(
     stats: bool = True,
     compare: str | None = None,
     manifests: tuple[str | Path, ...] = (),
+    episodes: int = 500,
+    device: str = "cpu",
 ) -> ReportContents:
     """Read and summarize every table of a results folder (module docstring).
 
@@ -99,6 +109,8 @@ def gather_report(
         stats: also compare algorithms (probability of improvement, profiles, ranks).
         compare: a reference table: a shipped name (``"zsceval-paper"``) or a YAML path.
         manifests: partner-set manifests whose selected partners are marked in ``features``.
+        episodes: a folder of Yōkai runs: episodes per seating of each pair of agents.
+        device: a folder of Yōkai runs: torch device of their games.
 
     Returns:
         The :class:`ReportContents`.
@@ -122,6 +134,13 @@ def gather_report(
     pooled = tbs_pooled(tbs_paths, reps=reps, seed=seed) if tbs_paths else None
     if tbs is not None and not (directory / rep.RESULTS_FILE).is_file():  # a TBS run, no bench
         return ReportContents(directory, options, levels, tbs=tbs, tbs_pooled=pooled)
+    if not (directory / rep.RESULTS_FILE).is_file():
+        from zsceval.evaluation.yokai_xp import cross_play_matrix, find_yokai_runs
+
+        runs = find_yokai_runs(directory)
+        if runs:  # Yōkai runs, no bench
+            matrix = cross_play_matrix(runs, episodes=episodes, seed=seed, device=device)
+            return ReportContents(directory, options, levels, yokai=matrix)
     results, br_returns, features = rep.read_tables(directory)
     summary = rep.summarize(results, br_returns, levels=levels, **options)
     comparisons = rep.compare_algorithms(results, br_returns, **options) if stats else None
@@ -161,13 +180,18 @@ def gather_report(
 def report_json(contents: ReportContents) -> dict[str, Any]:
     """The report as a JSON-able dict (tables as lists of records).
 
-    A TBS-only folder gives ``{"tbs", "tbs_pooled"}``; otherwise ``metric, ci_level, reps, seed,
+    A TBS-only folder gives ``{"tbs", "tbs_pooled"}``; a folder of Yōkai runs ``{"yokai"}``
+    (:func:`zsceval.evaluation.yokai_xp.yokai_report_json`); otherwise ``metric, ci_level, reps, seed,
     nonpositive_br, levels, rows`` (the BR-Prox summary), ``notes``, and the blocks the folder and
     options give: ``strata`` (rows of :func:`zsceval.bench.report.strata_rows`),
     ``probability_of_improvement, performance_profiles, ranks, human_proxy, interdependence, tbs,
     tbs_pooled, comparison`` (``{reference, rows, layouts}``).
     """
     c = contents
+    if c.yokai is not None:
+        from zsceval.evaluation.yokai_xp import yokai_report_json
+
+        return {"yokai": yokai_report_json(c.yokai)}
     if c.tbs_only:
         return {"tbs": rep.records(c.tbs), "tbs_pooled": rep.records(c.tbs_pooled)}
     payload = {
@@ -212,6 +236,10 @@ def report_text(contents: ReportContents) -> str:
 
     c = contents
     level = c.options["level"]
+    if c.yokai is not None:
+        from zsceval.evaluation.yokai_xp import format_yokai_report
+
+        return format_yokai_report(c.yokai)
     if c.tbs_only:
         return format_tbs(c.tbs, level, c.tbs_pooled)
     blocks = [rep.format_table(c.summary, level=level)]
@@ -239,7 +267,8 @@ def report_text(contents: ReportContents) -> str:
 def write_report_figures(contents: ReportContents) -> list[Path]:
     """Write the report's figures (:func:`zsceval.bench.report.write_figures` and the pooled TBS
     figure, :func:`~zsceval.algorithms.tbs.report.plot_pooled`) into ``DIR/figures``; a TBS-only
-    folder gets the TBS figure only (none without pooled rows).
+    folder gets the TBS figure only (none without pooled rows); a folder of Yōkai runs the heatmaps
+    of its cross-play matrix (``yokai_xp.png``, :func:`zsceval.evaluation.yokai_xp.plot_matrix`).
 
     Returns:
         The PNG paths written.
@@ -252,6 +281,10 @@ def write_report_figures(contents: ReportContents) -> list[Path]:
 
     c = contents
     folder = c.directory / rep.FIGURES_DIR
+    if c.yokai is not None:
+        from zsceval.evaluation.yokai_xp import plot_matrix
+
+        return [plot_matrix(c.yokai, folder / "yokai_xp.png")]
     written = []
     if not c.tbs_only:
         written += rep.write_figures(

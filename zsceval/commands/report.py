@@ -14,7 +14,13 @@ import click
 @click.option(
     "--json/--no-json", "as_json", default=False, show_default=True, help="Print JSON instead of a table."
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resampling.")
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the bootstrap resampling (Yōkai runs: also of their games, as zsceval eval --seed).",
+)
 @click.option(
     "--reps",
     type=click.IntRange(min=50),
@@ -67,6 +73,14 @@ import click
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Partner-set manifest marking the selected partners in the PCA figure (repeatable).",
 )
+@click.option(
+    "--episodes",
+    type=click.IntRange(min=1),
+    default=500,
+    show_default=True,
+    help="Yōkai runs: episodes per seating of each pair of agents (2 players: 2x games per cell).",
+)
+@click.option("--device", default="cpu", show_default=True, help="Yōkai runs: torch device of their games.")
 def report(
     directory: Path,
     as_json: bool,
@@ -79,6 +93,8 @@ def report(
     compare: str | None,
     figures: bool,
     manifests: tuple[Path, ...],
+    episodes: int,
+    device: str,
 ) -> None:
     """Print IQM BR-Prox with bootstrap CIs per layout and algorithm, all / moderate / expert partners.
 
@@ -92,6 +108,13 @@ def report(
     bench or of `zsceval train --algo tbs`) add the TBS table: scaled reward against the held-out pool
     per agent (DIR may hold only those). See zsceval.stats.metrics for the schemas.
 
+    A folder of trained Yōkai runs (`zsceval train --env yokai`, any depth; no bench tables) gets
+    the YLE paper's metrics R, SR (%), NC and SEE (%) with 95% bootstrap CIs for every ordered pair
+    of agents, self-play first, the cross-play matrices of mean R and SR (diagonal: self-play) and
+    the SP-XP drop of each metric. The pairs are played when the report is made, as
+    `zsceval eval --agent A --partner B --episodes N --seed S` plays them (--episodes, --seed,
+    --device); figures/yokai_xp.png holds the heatmaps.
+
     Comparisons (--stats) use every partner: P(X > Y) per (partner, seat) averaged over partners
     and seats, the fraction of units above each BR-Prox threshold, and each algorithm's rank over
     bootstrap replicates; all resample seeds and partners (zsceval.stats.statistics).
@@ -101,6 +124,7 @@ def report(
       zsceval report runs/bench
       zsceval report runs/bench --compare zsceval-paper --levels median
       zsceval report runs/bench --json --no-figures
+      zsceval report runs/yokai_sp --episodes 500
     """
     from zsceval.bench.report import FIGURES_DIR
     from zsceval.bench.report_contents import (
@@ -111,6 +135,7 @@ def report(
     )
     from zsceval.commands._common import unwritable_reason
     from zsceval.evaluation.manifest import ManifestError
+    from zsceval.rl.checkpoint import CheckpointError
 
     if figures and directory.is_dir():  # the figures' folder checked before the compute
         folder = directory / FIGURES_DIR
@@ -131,8 +156,10 @@ def report(
             stats=stats,
             compare=compare,
             manifests=manifests,
+            episodes=episodes,
+            device=device,
         )
-    except (FileNotFoundError, ValueError, ManifestError) as exc:
+    except (FileNotFoundError, ValueError, ManifestError, CheckpointError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
         click.echo(json.dumps(report_json(contents), indent=2))
