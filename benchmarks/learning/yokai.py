@@ -1,0 +1,243 @@
+"""Learning benchmark: recurrent MAPPO self-play on the 2-player 3x3 Yōkai game, on CPU (issue 35).
+
+Trains SP (``zsceval train --algo sp --env yokai``) for a budget of env steps per seed, saving a
+checkpoint every ``--eval-every`` env steps, then plays every checkpoint with itself
+(``zsceval eval --agent CKPT --partner CKPT``: both seatings, ``--episodes`` each, a fixed seed) and
+prints the YLE paper's metrics against env steps: return R (Eq. 3), success rate SR (%), colours
+clustered NC and successful early ends SEE (%), with 95% bootstrap CIs
+(``zsceval.stats.episode_metrics``). The same metrics of two players taking uniformly random
+*available* actions are the baseline (R about -4.0, SR about 1%, NC about 0.45). The curve (R, SR,
+NC against env steps, the random level dashed) is written as a PNG. With two or more seeds it also
+prints the cross-play matrix of the final agents (cells: mean R / SR, diagonal: self-play) and the
+SP-XP drop (``zsceval.evaluation.yokai_xp``, what ``zsceval report OUT`` prints).
+
+The default settings (``BENCH``) are the paper's Table 5 where the CPU allows (entropy 0.01, grad
+norm 0.5, linearly annealed shaping) on the quick preset's MLP encoder with a GRU: 256 games, 64-step
+rollouts, learning rate 3e-3 (at 5e-4 the PPO steps were tiny: approximate KL 3e-4, no clipping, R
+still at random's after 500k env steps), shaping annealed to 0 at 70% of the budget. ``--set``
+overrides them.
+One thread by default (``run.num_threads=1``): on a 2-core machine shared with other runs a second
+torch thread only waits.
+
+Runs go to ``OUT/sp_s<seed>`` and are resumed when they already hold checkpoints (``--no-train``
+evaluates what is there without training further).
+
+Usage (from the repository root)::
+
+    python benchmarks/learning/yokai.py --steps 2e6 --out /tmp/yokai_bench
+    python benchmarks/learning/yokai.py --steps 3e5 --seeds 0 1 2 --out /tmp/yokai_xp   # + cross-play
+    python benchmarks/learning/yokai.py --out /work/runs/yokai --no-train --json curve.json
+    python benchmarks/learning/yokai.py --set model.hidden_size=128 --set ppo.epochs=4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from zsceval.evaluation.cross_play import cross_play
+from zsceval.evaluation.episode_infos import InfoRecorder
+from zsceval.evaluation.strata import UniformRandomAgent
+from zsceval.evaluation.yokai_xp import cross_play_matrix, format_yokai_report
+from zsceval.rl.checkpoint import list_checkpoints
+from zsceval.rl.config import EnvConfig, resolve_config
+from zsceval.rl.envs import make_env
+from zsceval.rl.play import play
+from zsceval.rl.trainer import Trainer
+from zsceval.stats.episode_metrics import YLE_METRICS, metrics_dict, yle_metrics
+
+LAYOUT = "yokai-3x3-2p"
+BENCH = [
+    "env.num_envs=256",
+    "env.horizon=32",
+    "ppo.rollout_length=64",
+    "model.recurrent=true",
+    "model.chunk_length=16",
+    "ppo.lr=3e-3",
+    "ppo.max_grad_norm=0.5",
+    "ppo.entropy_coefs=[0.01]",
+    "ppo.entropy_milestones=[0]",
+    "run.num_threads=1",
+]
+"""Overrides of the quick preset (module docstring); ``--set`` goes after them."""
+
+
+def train(seed: int, steps: int, eval_every: int, overrides: list[str], out: Path) -> Path:
+    """Train (or resume) SP for ``steps`` env steps into ``out/sp_s<seed>``; return the run dir."""
+    flags = {
+        "env.name": "yokai",
+        "run.seed": seed,
+        "run.device": "cpu",
+        "run.algo": "sp",
+        "run.total_steps": steps,
+        "run.checkpoint_every": eval_every,
+        "run.keep_checkpoints": 10_000,
+        "shaping.horizon": 0.7 * steps,
+    }
+    cfg = resolve_config(preset="quick", overrides=[*BENCH, *overrides], **flags)
+    run_dir = out / f"sp_s{seed}"
+    resume = bool(list_checkpoints(run_dir))
+    trainer = Trainer(cfg, run_dir, resume=resume, progress=False)
+    if trainer.env_steps >= steps:
+        trainer.close()
+        return run_dir
+    start = time.perf_counter()
+    trainer.train()
+    print(
+        f"seed {seed}: {trainer.env_steps:,} env steps, {time.perf_counter() - start:.0f} s "
+        f"({trainer.env_steps / trainer.wall_time:,.0f} env steps/s training)",
+        flush=True,
+    )
+    return run_dir
+
+
+def curve(run_dir: Path, episodes: int, seed: int) -> pd.DataFrame:
+    """Self-play metrics of every checkpoint of ``run_dir``: one row per checkpoint."""
+    rows = []
+    for ckpt in list_checkpoints(run_dir):
+        m = cross_play(str(ckpt), str(ckpt), LAYOUT, episodes, "cpu", seed)["pooled"]["yle_metrics"]
+        row = {"env_steps": int(ckpt.name.split("_")[1])}
+        for k in YLE_METRICS:
+            row[k], (row[f"{k}_low"], row[f"{k}_high"]) = m[k]["mean"], m[k]["ci95"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def random_baseline(episodes: int, seed: int) -> dict:
+    """R, SR, NC, SEE of two uniformly random players over their available actions (``2 x episodes``
+    games, as a checkpoint's self-play), ``{name: {"mean", "ci95"}}``."""
+    env = make_env(
+        EnvConfig(name="yokai", num_envs=min(2 * episodes, 1024), horizon=32), seed=seed, evaluation=True
+    )
+    recorder = InfoRecorder(env)
+    agent = UniformRandomAgent({"num_actions": env.num_actions})
+    result = play(recorder, [agent, agent], 2 * episodes, torch.Generator().manual_seed(seed + 1))
+    infos = recorder.episodes(2 * episodes)
+    m = yle_metrics(
+        result.sparse.double().numpy(),
+        infos["win"].numpy(),
+        infos["ended_early"].numpy(),
+        infos["clustered"].numpy(),
+        rng=np.random.default_rng(seed),
+    )
+    return metrics_dict(m)
+
+
+def plot(curves: dict[int, pd.DataFrame], rand: dict, path: Path) -> Path:
+    """R, SR and NC against env steps per seed (95% CI bands), random play dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    for ax, k, label in zip(
+        axes, ("R", "SR", "NC"), ("return R", "success rate SR (%)", "colours clustered NC"), strict=True
+    ):
+        for seed, df in curves.items():
+            ax.plot(df["env_steps"], df[k], marker="o", ms=3, label=f"SP seed {seed}")
+            ax.fill_between(df["env_steps"], df[f"{k}_low"], df[f"{k}_high"], alpha=0.2)
+        ax.axhline(rand[k]["mean"], ls="--", color="k", label="random legal actions")
+        ax.set_xlabel("env steps")
+        ax.set_title(label)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Yōkai 2-player 3x3: recurrent MAPPO self-play (95% bootstrap CIs)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _fmt(m: dict, k: str) -> str:
+    lo, hi = m[k]["ci95"] if isinstance(m[k], dict) else (m[f"{k}_low"], m[f"{k}_high"])
+    mean = m[k]["mean"] if isinstance(m[k], dict) else m[k]
+    return f"{mean:6.2f} [{lo:6.2f}, {hi:6.2f}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--steps", type=float, default=2e6, help="env steps per seed (default 2e6)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0], help="training seeds (default 0)")
+    parser.add_argument(
+        "--eval-every",
+        type=float,
+        default=None,
+        help="env steps between evaluated checkpoints (default steps / 10)",
+    )
+    parser.add_argument(
+        "--episodes",
+        type=int,
+        default=250,
+        help="evaluation episodes per seating of each checkpoint and pair (default 250)",
+    )
+    parser.add_argument("--eval-seed", type=int, default=0, help="seed of every evaluation (default 0)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        help="config override key=value, after the benchmark's (repeatable)",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="run directories (default: a temp dir)")
+    parser.add_argument(
+        "--no-train", action="store_true", help="evaluate the runs already in --out, train nothing"
+    )
+    parser.add_argument(
+        "--figure", type=Path, default=None, help="curve PNG (default OUT/yokai_learning.png)"
+    )
+    parser.add_argument("--json", type=Path, default=None, help="also write curves, baseline and XP as JSON")
+    args = parser.parse_args()
+    steps = int(args.steps)
+    eval_every = int(args.eval_every) if args.eval_every else max(steps // 10, 1)
+    out = args.out or Path(tempfile.mkdtemp(prefix="zsceval-yokai-"))
+    torch.set_num_threads(1)
+    print(f"torch {torch.__version__}; runs in {out}", flush=True)
+    runs = []
+    for seed in args.seeds:
+        run_dir = out / f"sp_s{seed}"
+        if not args.no_train:
+            run_dir = train(seed, steps, eval_every, args.overrides, out)
+        if list_checkpoints(run_dir):
+            runs.append((seed, run_dir))
+    if not runs:
+        raise SystemExit(f"no trained runs in {out}")
+    rand = random_baseline(args.episodes, args.eval_seed)
+    print(
+        f"\nrandom legal actions ({2 * args.episodes} games):  "
+        + "  ".join(f"{k} {_fmt(rand, k)}" for k in YLE_METRICS),
+        flush=True,
+    )
+    curves = {}
+    for seed, run_dir in runs:
+        df = curves[seed] = curve(run_dir, args.episodes, args.eval_seed)
+        print(f"\nseed {seed}: self-play per checkpoint ({2 * args.episodes} games each, 95% CIs)")
+        print(f"{'env steps':>10}  " + "  ".join(f"{k:^22}" for k in YLE_METRICS))
+        for _, r in df.iterrows():
+            print(f"{int(r['env_steps']):>10,}  " + "  ".join(_fmt(r, k) for k in YLE_METRICS), flush=True)
+    figure = plot(curves, rand, args.figure or out / "yokai_learning.png")
+    print(f"\ncurve: {figure}")
+    payload = {"random": rand, "curves": {s: df.to_dict(orient="records") for s, df in curves.items()}}
+    if len(runs) >= 2:
+        matrix = cross_play_matrix(
+            [(f"sp_s{s}", d) for s, d in runs], episodes=args.episodes, seed=args.eval_seed
+        )
+        print("\n" + format_yokai_report(matrix))
+        from zsceval.evaluation.yokai_xp import yokai_report_json
+
+        payload["cross_play"] = yokai_report_json(matrix)
+    if args.json:
+        args.json.write_text(json.dumps(payload, indent=2))
+
+
+if __name__ == "__main__":
+    main()
