@@ -6,7 +6,10 @@ checkpoint every ``--eval-every`` env steps, then plays every checkpoint with it
 prints the YLE paper's metrics against env steps: return R (Eq. 3), success rate SR (%), colours
 clustered NC and successful early ends SEE (%), with 95% bootstrap CIs
 (``zsceval.stats.episode_metrics``). The same metrics of two players taking uniformly random
-*available* actions are the baseline (R about -4.0, SR about 1%, NC about 0.45). The curve (R, SR,
+*available* actions are the baseline (R about -4.0, SR about 1%, NC about 0.45), next to a scripted
+player that ENDs the game at its first chance (R about -2.4, SR about 4%: Eq. 3 charges an early end
+only -1, and about 4% of deals are already won, which then score the full 20), the bar any learned
+policy must pass before it does more than gamble. The curve (R, SR,
 NC against env steps, the random level dashed) is written as a PNG. With two or more seeds it also
 prints the cross-play matrix of the final agents (cells: mean R / SR, diagonal: self-play) and the
 SP-XP drop (``zsceval.evaluation.yokai_xp``, what ``zsceval report OUT`` prints).
@@ -110,14 +113,25 @@ def curve(run_dir: Path, episodes: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def random_baseline(episodes: int, seed: int) -> dict:
-    """R, SR, NC, SEE of two uniformly random players over their available actions (``2 x episodes``
-    games, as a checkpoint's self-play), ``{name: {"mean", "ci95"}}``."""
+class EndAtOnceAgent(UniformRandomAgent):
+    """ENDs the game whenever END is available (its first phase 1), else a uniformly random
+    available action."""
+
+    def act(self, obs, avail, state, starts, generator=None, deterministic=False):
+        out = super().act(obs, avail, state, starts, generator, deterministic)
+        end = avail[:, -1] if avail is not None else torch.zeros_like(out.actions, dtype=torch.bool)
+        out.actions = torch.where(end, avail.shape[-1] - 1, out.actions)
+        return out
+
+
+def random_baseline(episodes: int, seed: int, scripted: type = UniformRandomAgent) -> dict:
+    """R, SR, NC, SEE of two scripted players (default: uniformly random over their available
+    actions) over ``2 x episodes`` games, as a checkpoint's self-play, ``{name: {"mean", "ci95"}}``."""
     env = make_env(
         EnvConfig(name="yokai", num_envs=min(2 * episodes, 1024), horizon=32), seed=seed, evaluation=True
     )
     recorder = InfoRecorder(env)
-    agent = UniformRandomAgent({"num_actions": env.num_actions})
+    agent = scripted({"num_actions": env.num_actions})
     result = play(recorder, [agent, agent], 2 * episodes, torch.Generator().manual_seed(seed + 1))
     infos = recorder.episodes(2 * episodes)
     m = yle_metrics(
@@ -130,8 +144,8 @@ def random_baseline(episodes: int, seed: int) -> dict:
     return metrics_dict(m)
 
 
-def plot(curves: dict[int, pd.DataFrame], rand: dict, path: Path) -> Path:
-    """R, SR and NC against env steps per seed (95% CI bands), random play dashed."""
+def plot(curves: dict[int, pd.DataFrame], rand: dict, end: dict, path: Path) -> Path:
+    """R, SR and NC against env steps per seed (95% CI bands), random play dashed, END at once dotted."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -145,6 +159,7 @@ def plot(curves: dict[int, pd.DataFrame], rand: dict, path: Path) -> Path:
             ax.plot(df["env_steps"], df[k], marker="o", ms=3, label=f"SP seed {seed}")
             ax.fill_between(df["env_steps"], df[f"{k}_low"], df[f"{k}_high"], alpha=0.2)
         ax.axhline(rand[k]["mean"], ls="--", color="k", label="random legal actions")
+        ax.axhline(end[k]["mean"], ls=":", color="r", label="END at once")
         ax.set_xlabel("env steps")
         ax.set_title(label)
     axes[0].legend(fontsize=8)
@@ -212,11 +227,13 @@ def main() -> None:
     if not runs:
         raise SystemExit(f"no trained runs in {out}")
     rand = random_baseline(args.episodes, args.eval_seed)
-    print(
-        f"\nrandom legal actions ({2 * args.episodes} games):  "
-        + "  ".join(f"{k} {_fmt(rand, k)}" for k in YLE_METRICS),
-        flush=True,
-    )
+    end = random_baseline(args.episodes, args.eval_seed, EndAtOnceAgent)
+    for label, m in (("random legal actions", rand), ("END at once", end)):
+        print(
+            f"\n{label:<20} ({2 * args.episodes} games):  "
+            + "  ".join(f"{k} {_fmt(m, k)}" for k in YLE_METRICS),
+            flush=True,
+        )
     curves = {}
     for seed, run_dir in runs:
         df = curves[seed] = curve(run_dir, args.episodes, args.eval_seed)
@@ -224,9 +241,13 @@ def main() -> None:
         print(f"{'env steps':>10}  " + "  ".join(f"{k:^22}" for k in YLE_METRICS))
         for _, r in df.iterrows():
             print(f"{int(r['env_steps']):>10,}  " + "  ".join(_fmt(r, k) for k in YLE_METRICS), flush=True)
-    figure = plot(curves, rand, args.figure or out / "yokai_learning.png")
+    figure = plot(curves, rand, end, args.figure or out / "yokai_learning.png")
     print(f"\ncurve: {figure}")
-    payload = {"random": rand, "curves": {s: df.to_dict(orient="records") for s, df in curves.items()}}
+    payload = {
+        "random": rand,
+        "end_at_once": end,
+        "curves": {s: df.to_dict(orient="records") for s, df in curves.items()},
+    }
     if len(runs) >= 2:
         matrix = cross_play_matrix(
             [(f"sp_s{s}", d) for s, d in runs], episodes=args.episodes, seed=args.eval_seed
