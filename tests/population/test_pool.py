@@ -87,7 +87,7 @@ MODELS = {
 }
 
 
-@pytest.mark.parametrize("strategy", ["auto", "vmap", "loop"])
+@pytest.mark.parametrize("strategy", ["auto", "vmap", "loop", "static"])
 @pytest.mark.parametrize("assignment", sorted(ASSIGNMENTS))
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_pool_acts_like_members_one_by_one(model, assignment, strategy):

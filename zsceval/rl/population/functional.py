@@ -96,6 +96,40 @@ class SequenceForward(_Template):
         return logits, values
 
 
+def static_slots(member: torch.Tensor, num_members: int, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows grouped by member into ``capacity`` slots per member, with static shapes.
+
+    The sync-free counterpart of :meth:`Layout.padded` (no host read of the group sizes, so it
+    traces into one ``torch.compile`` graph): every member gets ``capacity`` slots whatever its
+    row count, a member's unused slots repeat its last row (or row 0 for a member without rows).
+
+    Args:
+        member: ``int64 [N]`` member of each row, in ``[0, num_members]``; rows of member
+            ``num_members`` (e.g. rows driven by someone else) get no slot: their ``pos`` points
+            past the ``num_members * capacity`` slots.
+        num_members: M.
+        capacity: C, slots per member; at least the largest group (``N`` is always enough).
+            Rows ranked beyond C in their group would read another group's slot: the caller
+            guarantees the bound (nothing here checks it, as that would read the counts).
+
+    Returns:
+        ``(idx int64 [M * C], pos int64 [N])``: slot ``m * C + r`` holds row ``idx[m * C + r]``
+        (member m's r-th row), and row i's output is slot ``pos[i]``.
+    """
+    N, M, C = member.shape[0], num_members, capacity
+    device = member.device
+    counts = (member.unsqueeze(0) == torch.arange(M + 1, device=device).unsqueeze(1)).sum(1)  # [M + 1]
+    first = torch.cumsum(counts, 0) - counts
+    order = torch.argsort(member, stable=True)
+    rank = torch.arange(C, device=device)
+    slot = first[:M].unsqueeze(1) + torch.minimum(rank, counts[:M].unsqueeze(1) - 1)
+    idx = order.index_select(0, slot.reshape(-1).clamp(0, max(N - 1, 0)))
+    group = member.index_select(0, order)
+    sorted_pos = group * C + torch.arange(N, device=device) - first.index_select(0, group)
+    pos = torch.empty_like(order).scatter_(0, order, sorted_pos)
+    return idx, pos
+
+
 @dataclass
 class Layout:
     """Rows grouped by member for one batched forward.
@@ -160,7 +194,7 @@ class Layout:
         :data:`CPU_LOOP_ROWS` rows per member on CPU (training minibatches: each member's matmuls
         already fill the cores, and the vmapped batched matmuls were ~1.3x slower, measured with
         8 quick MLP members of 4,000 rows each), else ``vmap``."""
-        rows = self.order.numel()
+        rows = sum(self.counts)
         if len(self.present) * self.largest > MAX_PADDING * rows:
             return "loop"
         if device.type == "cpu" and (kind == "cnn" or rows >= CPU_LOOP_ROWS * len(self.present)):

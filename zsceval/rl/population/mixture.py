@@ -73,14 +73,20 @@ class MixtureAgent(nn.Module):
         state[:, 0] = -1
         return state
 
-    def draw(self, rows: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    def draw(
+        self, rows: int, generator: torch.Generator | None = None, noise: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Members ``int64 [rows]`` drawn i.i.d. from ``probs`` (one uniform per row, inverse CDF).
 
-        Members with probability 0 are never drawn.
+        Members with probability 0 are never drawn. ``noise``: ``float64 [rows]`` uniforms used
+        instead of drawing them from ``generator`` (``torch.rand(rows, generator=g,
+        dtype=torch.float64)`` gives the same members).
         """
         cdf = torch.cumsum(self.probs.double(), 0)
         cdf = cdf / cdf[-1]
-        u = torch.rand(rows, generator=generator, device=self.probs.device, dtype=torch.float64)
+        u = noise
+        if u is None:
+            u = torch.rand(rows, generator=generator, device=self.probs.device, dtype=torch.float64)
         return torch.searchsorted(cdf, u, right=True).clamp_(max=len(self.pool) - 1)
 
     @torch.no_grad()
@@ -92,12 +98,15 @@ class MixtureAgent(nn.Module):
         starts: torch.Tensor,
         generator: torch.Generator | None = None,
         deterministic: bool = False,
+        noise: torch.Tensor | None = None,
+        member_noise: torch.Tensor | None = None,
     ) -> ActOutput:
         """Act for N rows with each row's member; rows at an episode start draw a new member first.
 
         From ``generator`` it takes, in this order, N uniforms for the member draw (taken at every
         call, whether or not a row starts, also when ``deterministic``) and then the action draw
-        of :meth:`PolicyPool.act`.
+        of :meth:`PolicyPool.act`. Static shapes and no host synchronization inside
+        ``torch.compile`` (the pool's ``static`` strategy), where the draws come as inputs.
 
         Args:
             obs: ``[N, *obs_shape]``; avail: ``bool [N, A]`` or None.
@@ -105,15 +114,18 @@ class MixtureAgent(nn.Module):
             starts: ``bool [N]`` rows whose episode starts at this step.
             generator: torch generator on the agent's device; None uses the global one.
             deterministic: arg-max actions (the member draw stays random).
+            noise: ``float32 [N, A]`` uniforms of the action draw, instead of ``generator``.
+            member_noise: ``float64 [N]`` uniforms of the member draw (:meth:`draw`), instead of
+                ``generator``.
 
         Returns:
             :class:`~zsceval.rl.agent.ActOutput` with ``state float32 [N, 1 + hidden]`` and
             ``extras["member"] int64 [N]`` (the member that acted for each row).
         """
-        drawn = self.draw(obs.shape[0], generator)
+        drawn = self.draw(obs.shape[0], generator, member_noise)
         current = state[:, 0].long()
         member = torch.where(starts | (current < 0), drawn, current)
-        out = self.pool.act(obs, avail, state[:, 1:], starts, member, generator, deterministic)
+        out = self.pool.act(obs, avail, state[:, 1:], starts, member, generator, deterministic, noise)
         new_state = torch.cat([member.to(state.dtype).unsqueeze(1), out.state], dim=1)
         return ActOutput(out.actions, out.log_probs, new_state, {**out.extras, "member": member})
 

@@ -31,7 +31,7 @@ from torch.func import functional_call, vmap
 from zsceval.io import atomic_directory, sha256_file
 from zsceval.rl.agent import ActOutput, sample_actions
 from zsceval.rl.policy import Policy
-from zsceval.rl.population.functional import Layout, StepForward
+from zsceval.rl.population.functional import Layout, StepForward, static_slots
 
 __all__ = ["POOL_FORMAT", "POOL_JSON", "POOL_VERSION", "POOL_WEIGHTS", "PolicyPool", "PoolError"]
 
@@ -87,9 +87,12 @@ class PolicyPool(nn.Module):
         self.names: list[str] = []
         self.strategy = "auto"
         """How rows are batched: ``vmap`` (one forward over present members, groups padded to the
-        largest), ``loop`` (one forward per present member) or ``auto`` (vmap unless padding would
-        more than double the rows computed, or the encoder is a CNN on CPU, where the loop is
-        faster: docs/performance.md "Policy pool acting")."""
+        largest), ``loop`` (one forward per present member), ``static`` (one forward over every
+        member with ``capacity`` slots each, by default all N rows: static shapes and no host
+        synchronization, what a compiled acting graph runs) or ``auto`` (``static`` inside
+        ``torch.compile`` or with a ``capacity``; otherwise vmap unless padding would more than
+        double the rows computed, or the encoder is a CNN on CPU, where the loop is faster:
+        docs/performance.md "Policy pool acting")."""
         self._cast_cache: dict[str, tuple] = {}
         self.sha256: str | None = None
         """SHA-256 of ``pool.safetensors`` after :meth:`save` / :meth:`load`; None once changed."""
@@ -201,6 +204,8 @@ class PolicyPool(nn.Module):
         source = {k: getattr(self, _buffer_name(k)) for k in keys}
         if dtype == torch.float32:
             return source
+        if torch.compiler.is_compiling():  # a graph casts them itself (no cache keyed on pointers)
+            return {k: v.to(dtype) for k, v in source.items()}
         signature = tuple((k, v.data_ptr(), v._version, v.shape, v.device) for k, v in source.items())
         cached = self._cast_cache.get(keys[0])
         if cached is None or cached[0] != signature:
@@ -215,6 +220,7 @@ class PolicyPool(nn.Module):
         h: torch.Tensor,
         starts: torch.Tensor,
         member: torch.Tensor,
+        capacity: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Forward of ``side`` for every row with its member's weights: ``(out [N, D], h [N, hidden])``."""
         N = obs.shape[0]
@@ -228,8 +234,10 @@ class PolicyPool(nn.Module):
         def call(params, obs_, h_, starts_):
             return functional_call(module, params, (side, obs_, h_, starts_))
 
-        layout = Layout.of(member, len(self))
         strategy = self.strategy
+        if strategy == "auto" and (capacity is not None or torch.compiler.is_compiling()):
+            strategy = "static"
+        layout = None if strategy == "static" else Layout.of(member, len(self))
         if strategy == "auto":
             strategy = layout.strategy(self.spec["model"]["kind"], obs.device)
         # Under bf16 the weights are cast here, as autocast would cast them per op (autocast does
@@ -237,6 +245,16 @@ class PolicyPool(nn.Module):
         weights = self._weights(self._keys(side + "."), torch.bfloat16 if self.bf16 else torch.float32)
         flat_obs = obs.reshape(N, -1)
         with torch.no_grad(), self._autocast():
+            if strategy == "static":
+                M, C = len(self), N if capacity is None else int(capacity)
+                idx, pos = static_slots(member, M, C)
+                y, h_new = vmap(call)(
+                    weights,
+                    flat_obs.index_select(0, idx).view(M, C, *obs.shape[1:]),
+                    h.index_select(0, idx).view(M, C, h.shape[-1]),
+                    starts.index_select(0, idx).view(M, C),
+                )
+                return y.flatten(0, 1).index_select(0, pos), h_new.flatten(0, 1).index_select(0, pos)
             if strategy == "vmap":
                 idx, pos = layout.padded()
                 P, G = len(layout.present), layout.largest
@@ -269,8 +287,9 @@ class PolicyPool(nn.Module):
 
     @torch.no_grad()
     def logits(
-        self, obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor, member: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        self, obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor, member: torch.Tensor,
+        capacity: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
         """Unmasked logits of N rows, each with its member's actor (as ``Policy.logits`` per member).
 
         Args:
@@ -278,14 +297,17 @@ class PolicyPool(nn.Module):
             h: ``float32 [N, hidden]`` actor state before this step (``[N, 0]`` if feed-forward).
             starts: ``bool [N]`` rows whose episode starts at this step (state zeroed first).
             member: ``int64 [N]`` member index of each row.
+            capacity: rows per member of the ``static`` strategy (:attr:`strategy`; giving it
+                selects that strategy under ``auto``): at least the largest group, default N.
 
         Returns:
             ``(logits float32 [N, A], h float32 [N, hidden])``.
 
         Raises:
-            IndexError: a member index outside ``[0, len(pool))``.
+            IndexError: a member index outside ``[0, len(pool))`` (the ``static`` strategy raises
+                it from the indexing, or a device-side assert on CUDA).
         """
-        return self._run("actor", obs, h, starts, member)
+        return self._run("actor", obs, h, starts, member, capacity)
 
     @torch.no_grad()
     def act(
@@ -297,6 +319,8 @@ class PolicyPool(nn.Module):
         member: torch.Tensor,
         generator: torch.Generator | None = None,
         deterministic: bool = False,
+        noise: torch.Tensor | None = None,
+        capacity: int | None = None,
     ) -> ActOutput:
         """Sample actions for N rows, row ``i`` played by member ``member[i]``.
 
@@ -309,29 +333,35 @@ class PolicyPool(nn.Module):
             starts: ``bool [N]``; member: ``int64 [N]``.
             generator: torch generator on the rows' device; None uses the global one.
             deterministic: arg-max actions (no random draw).
+            noise: ``float32 [N, A]`` uniform draws used instead of ``generator``
+                (:func:`~zsceval.rl.agent.sample_actions`).
+            capacity: see :meth:`logits`. With the ``static`` strategy (inside ``torch.compile``
+                or with a ``capacity``) and ``noise``, acting traces as one graph with no host
+                synchronization.
 
         Returns:
             :class:`~zsceval.rl.agent.ActOutput` (``actions int64 [N]``, ``log_probs float32 [N]``,
             ``state float32 [N, hidden]``, ``extras["logits"] float32 [N, A]``).
         """
-        logits, h_new = self.logits(obs, h, starts, member)
-        actions, logp = sample_actions(logits, avail, generator, deterministic)
+        logits, h_new = self.logits(obs, h, starts, member, capacity)
+        actions, logp = sample_actions(logits, avail, generator, deterministic, noise)
         return ActOutput(actions, logp, h_new, {"logits": logits})
 
     @torch.no_grad()
     def values(
-        self, critic_obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor, member: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        self, critic_obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor, member: torch.Tensor,
+        capacity: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
         """Normalized critic values of N rows with their members' critics (as ``Policy.value``).
 
         Args:
             critic_obs: ``[N, *critic_obs_shape]``; h: ``float32 [N, hidden]`` critic state;
-            starts: ``bool [N]``; member: ``int64 [N]``.
+            starts: ``bool [N]``; member: ``int64 [N]``; capacity: see :meth:`logits`.
 
         Returns:
             ``(values float32 [N] (normalized), h float32 [N, hidden])``.
         """
-        v, h_new = self._run("critic", critic_obs, h, starts, member)
+        v, h_new = self._run("critic", critic_obs, h, starts, member, capacity)
         return v.squeeze(-1), h_new
 
     # -- artifact -------------------------------------------------------------------------------

@@ -20,9 +20,10 @@ from torch import nn
 from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
+from zsceval.rl.agent import ActOutput, sample_actions
 from zsceval.rl.networks import cast_shared, masked_logits
 from zsceval.rl.policy import Policy
-from zsceval.rl.population.functional import Layout, SequenceForward
+from zsceval.rl.population.functional import Layout, SequenceForward, StepForward, static_slots
 from zsceval.rl.valuenorm import ValueNorm
 
 __all__ = ["StackedPolicies"]
@@ -58,7 +59,9 @@ class StackedPolicies(nn.Module):
             self.register_parameter(_name(k), nn.Parameter(torch.zeros(self.count, *p.shape, dtype=p.dtype)))
         for k, b in template.named_buffers():
             self.register_buffer(_name(k), torch.zeros(self.count, *b.shape, dtype=b.dtype))
-        self._forward = [SequenceForward(template.to("meta"))]
+        meta = template.to("meta")
+        self._forward = [SequenceForward(meta)]
+        self._step = [StepForward(meta)]
 
     @classmethod
     def from_policies(cls, policies: Sequence[Policy]) -> StackedPolicies:
@@ -103,6 +106,60 @@ class StackedPolicies(nn.Module):
     def critic_parameters(self) -> list[nn.Parameter]:
         """The stacked critic parameters (for the critic optimizer)."""
         return [getattr(self, _name(k)) for k in self._param_keys if k.startswith("critic.")]
+
+    @torch.no_grad()
+    def act(
+        self,
+        obs: torch.Tensor,
+        avail: torch.Tensor | None,
+        h: torch.Tensor,
+        starts: torch.Tensor,
+        member: torch.Tensor,
+        generator: torch.Generator | None = None,
+        deterministic: bool = False,
+        noise: torch.Tensor | None = None,
+        capacity: int | None = None,
+    ) -> ActOutput:
+        """Sample actions for N rows, row ``i`` with member ``member[i]``'s actor, in one vmapped
+        forward over the stacked weights (the ``static`` strategy of
+        :class:`~zsceval.rl.population.pool.PolicyPool`): static shapes and no host
+        synchronization, so that with ``noise`` it traces as one graph. The actions and
+        log-probabilities equal each member's ``Policy.act`` on its rows, with the logits of all
+        rows sampled at once (:func:`~zsceval.rl.agent.sample_actions`).
+
+        Args:
+            obs: ``[N, *obs_shape]``; avail ``bool [N, A]`` or None; h ``float32 [N, hidden]``;
+                starts ``bool [N]``; member ``int64 [N]`` in ``[0, count)``.
+            generator, deterministic, noise: as :meth:`Policy.act`.
+            capacity: rows computed per member, at least the largest group (default N: every
+                member computes every row; see
+                :func:`~zsceval.rl.population.functional.static_slots`).
+
+        Returns:
+            :class:`~zsceval.rl.agent.ActOutput` (``actions int64 [N]``, ``log_probs float32 [N]``,
+            ``state float32 [N, hidden]``, ``extras["logits"] float32 [N, A]``).
+        """
+        N, M = obs.shape[0], self.count
+        C = N if capacity is None else int(capacity)
+        idx, pos = static_slots(member, M, C)
+        dtype = torch.bfloat16 if self.bf16 else torch.float32
+        weights = {k: getattr(self, _name(k)).to(dtype) for k in self._param_keys if k.startswith("actor.")}
+        module = self._step[0]
+
+        def call(params, o, h_, s):
+            return functional_call(module, params, ("actor", o, h_, s))
+
+        flat = obs.reshape(N, -1)
+        with torch.autocast(obs.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            y, h_new = vmap(call)(
+                weights,
+                flat.index_select(0, idx).view(M, C, *obs.shape[1:]),
+                h.index_select(0, idx).view(M, C, h.shape[-1]),
+                starts.index_select(0, idx).view(M, C),
+            )
+        logits = y.flatten(0, 1).index_select(0, pos)
+        actions, logp = sample_actions(logits, avail, generator, deterministic, noise)
+        return ActOutput(actions, logp, h_new.flatten(0, 1).index_select(0, pos), {"logits": logits})
 
     def evaluate(
         self,
