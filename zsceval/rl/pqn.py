@@ -27,6 +27,12 @@ the shaped rewards of all seats, JaxMARL's).
 **Loss**: ``0.5 * mean((Q_tot(s_t, a_t) - G_t)^2)`` over minibatches of (step, game) samples, epochs
 x minibatches per rollout, each learner's gradient clipped to ``max_grad_norm`` and stepped by its
 own RAdam.
+
+**Static shapes** (issue 34): the targets (:func:`lambda_returns`), the minibatch loss
+(:meth:`PQNCore.minibatch_loss`: seats of other actors masked, not selected), the per-learner
+clipping and the optimizer step each trace to one ``torch.compile`` graph; the host reads the
+minibatch indices and which learners sit in each once per update, and the logged statistics once
+at its end.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from torch.func import functional_call, vmap
 
 from zsceval.rl.config import ConfigError, TrainConfig
 from zsceval.rl.cores import LearningCore
-from zsceval.rl.population.functional import Layout, StepForward
+from zsceval.rl.population.functional import Layout, StepForward, static_slots
 from zsceval.rl.qpolicy import QPolicy, epsilon_greedy
 from zsceval.rl.rollout import Rollout
 from zsceval.rl.runner import EpisodeRunner, EpisodeTable, _Episodes
@@ -202,6 +208,7 @@ class PQNCore(LearningCore):
         """Weightless template of the vmapped forward over several learners (:meth:`q_rows`)."""
         self._keys = [k for k, _ in self.policies[0].named_parameters() if k.startswith("actor.")]
         self._params = [dict(p.named_parameters()) for p in self.policies]
+        self.num_actions = int(self.policies[0].spec["num_actions"])
 
     # -- collection -----------------------------------------------------------------------------------
     @property
@@ -210,87 +217,109 @@ class PQNCore(LearningCore):
         q = self.cfg.pqn
         return epsilon_at(self.updates, self.num_updates, q.epsilon_start, q.epsilon_finish, q.epsilon_decay)
 
-    def q_rows(self, obs: torch.Tensor, actor: torch.Tensor) -> torch.Tensor:
+    def q_rows(self, obs: torch.Tensor, actor: torch.Tensor, capacity: int | None = None) -> torch.Tensor:
         """``Q(o, .) float32 [R, A]`` of rows ``obs [R, ...]`` each with its learner ``actor int64
-        [R]`` (< number of learners), with gradients: one vmapped forward over the learners' stacked
-        weights (:class:`~zsceval.rl.population.functional.Layout`), or a loop over learners where
-        padding or the device makes that faster."""
+        [R]``, with gradients. Rows with ``actor >= L`` (driven by someone else) get values of no
+        meaning: callers mask them.
+
+        One learner: its network on every row. Several: one vmapped forward over the learners'
+        stacked weights with ``capacity`` rows per learner
+        (:func:`~zsceval.rl.population.functional.static_slots`: static shapes, no host
+        synchronization; by default R inside ``torch.compile``). Eagerly without a capacity, the
+        group sizes are read once (:class:`~zsceval.rl.population.functional.Layout`) to use the
+        largest learner group as the capacity, or a loop over learners where padding or the device
+        makes that faster.
+        """
         L = len(self.policies)
         if L == 1:
             return self.policies[0].q_values(obs)
-        layout = Layout.of(actor, L)
-        out = None
-        if layout.strategy(self.policies[0].spec["model"]["kind"], obs.device) == "loop":
-            for m, rows in layout.rows_of():
-                q = self.policies[m].q_values(obs.index_select(0, rows))
-                out = q.new_zeros(obs.shape[0], q.shape[-1]) if out is None else out
-                out = out.index_copy(0, rows, q)
-            return out
-        present = layout.present
-        params = {k: torch.stack([self._params[m][k] for m in present]) for k in self._keys}
-        idx, pos = layout.padded()
-        P, G = len(present), layout.largest
-        x = obs.index_select(0, idx).view(P, G, *obs.shape[1:])
-        h = obs.new_zeros((P, G, 0), dtype=torch.float32)
-        starts = torch.zeros(P, G, dtype=torch.bool, device=obs.device)
+        R = obs.shape[0]
+        actor = actor.clamp(max=L)  # L: not a learner's row
+        if capacity is None and not torch.compiler.is_compiling():
+            full = Layout.of(actor, L + 1)  # the one host read of the group sizes
+            counts = full.counts[:L]
+            present = [m for m in range(L) if counts[m]]
+            layout = Layout(counts, full.order, present, max(counts, default=0))
+            if layout.strategy(self.policies[0].spec["model"]["kind"], obs.device) == "loop":
+                out = None
+                for m, rows in layout.rows_of():
+                    q = self.policies[m].q_values(obs.index_select(0, rows))
+                    out = q.new_zeros(R, q.shape[-1]) if out is None else out
+                    out = out.index_copy(0, rows, q)
+                return out if out is not None else obs.new_zeros((R, self.num_actions), dtype=torch.float32)
+            capacity = max(layout.largest, 1)
+        C = R if capacity is None else int(capacity)
+        params = {k: torch.stack([prm[k] for prm in self._params]) for k in self._keys}
+        idx, pos = static_slots(actor, L, C)
+        x = obs.index_select(0, idx).view(L, C, *obs.shape[1:])
+        h = obs.new_zeros((L, C, 0), dtype=torch.float32)
+        starts = torch.zeros(L, C, dtype=torch.bool, device=obs.device)
 
         def one(prm, xi, hi, si):
             return functional_call(self._forward, prm, ("actor", xi, hi, si))[0]
 
         with self.policies[0]._autocast():
             q = vmap(one)(params, x, h, starts)
-        return q.float().reshape(P * G, -1).index_select(0, pos)
+        # rows of no learner point past the L * C slots: clamped, then masked by the callers
+        return q.float().reshape(L * C, -1).index_select(0, pos.clamp(max=L * C - 1))
 
     @torch.no_grad()
     def _learner_q(self, runner: EpisodeRunner, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(rows int64 [R], q float32 [R, A])``: Q-values of the rows learners drive now."""
-        flat_obs = obs.reshape(self.N, *obs.shape[2:])
+        """``(learner bool [N], q float32 [N, A])``: the rows learners drive now and the Q-values of
+        every row (meaningless where ``learner`` is False)."""
         actor = runner.seat_actor.reshape(-1)
-        rows = (actor < len(self.policies)).nonzero().squeeze(-1)
-        if rows.numel() == self.N:
-            return rows, self.q_rows(flat_obs, actor)
-        return rows, self.q_rows(flat_obs.index_select(0, rows), actor.index_select(0, rows))
+        return actor < len(self.policies), self.q_rows(obs.reshape(self.N, *obs.shape[2:]), actor)
 
-    def _sum_max(self, rows: torch.Tensor, q: torch.Tensor, avail: torch.Tensor) -> torch.Tensor:
-        """``float32 [B]``: per game, the sum over its learner rows of ``max_a Q`` (available a)."""
-        flat_avail = avail.reshape(self.N, -1).index_select(0, rows)
-        best = q.masked_fill(~flat_avail, float("-inf")).amax(-1)
-        return torch.zeros(self.N, device=self.device).index_copy(0, rows, best).view(self.B, self.n).sum(-1)
+    def _sum_max(self, learner: torch.Tensor, q: torch.Tensor, avail: torch.Tensor) -> torch.Tensor:
+        """``float32 [B]``: per game, the sum over its learner rows (``learner bool [N]``) of
+        ``max_a Q`` (available a)."""
+        best = q.masked_fill(~avail.reshape(self.N, -1), float("-inf")).amax(-1)
+        return torch.where(learner, best, 0.0).view(self.B, self.n).sum(-1)
 
     @torch.no_grad()
     def collect(self, runner: EpisodeRunner, env_steps: int) -> EpisodeTable:
         """One rollout of T steps with epsilon-greedy learners; returns the finished episodes.
 
         Each step runs one forward over all learner rows (acting, and ``M`` of the previous step)
-        and the partners' own forwards (``runner.act`` with the learners skipped).
+        and the partners' own forwards (``runner.act`` with the learners skipped). When every arm
+        seats learners only, the learners' part of a step has static shapes and reads nothing
+        back to the host; with partners in some seats, the exploration draws are taken for the
+        learner rows only (as before), which reads their rows once per step.
         """
         cfg, B, N = self.cfg, self.B, self.N
         L = len(self.policies)
         episodes = _Episodes()
         eps = self.epsilon
         learners = frozenset(range(L))
+        all_learners = bool((runner.arm_table.actor < L).all())  # host, once per rollout
         s = runner.step_out
-        rows, q = self._learner_q(runner, s.obs)
+        learner, q = self._learner_q(runner, s.obs)
         for t in range(self.T):
             s = runner.step_out
             self.obs[t].copy_(s.obs)
             self.actor[t].copy_(runner.seat_actor)
             actions = runner.act(skip=learners)
-            avail = s.avail_actions.reshape(N, -1).index_select(0, rows)
-            learner_actions, _ = epsilon_greedy(q, avail, eps, runner.generator)
-            actions.index_copy_(0, rows, learner_actions)
+            avail = s.avail_actions.reshape(N, -1)
+            if all_learners:
+                actions, _ = epsilon_greedy(q, avail, eps, runner.generator)
+            else:  # the generator's draws for the learner rows only, as the runs before
+                rows = learner.nonzero().squeeze(-1)
+                drawn, _ = epsilon_greedy(q.index_select(0, rows), avail.index_select(0, rows), eps,
+                                          runner.generator)  # fmt: skip
+                actions.index_copy_(0, rows, drawn)
             self.actions[t].view(N).copy_(actions)
             rsf = shaping_factor(env_steps + t * B, cfg.shaping.initial_factor, cfg.shaping.horizon)
             s2, seating, done = runner.env_step(actions)
             self.rewards[t].copy_(self.algorithm.team_reward(s2, rsf, seating))
             self.terminated[t].copy_(s2.terminated)
             self.truncated[t].copy_(s2.truncated)
-            if bool(s2.truncated.any()) and s2.final_obs is not None:  # seating of the ended episode
-                r_final, q_final = self._learner_q(runner, s2.final_obs)
-                self.final_max_q[t].copy_(self._sum_max(r_final, q_final, s2.avail_actions))
+            if s2.final_obs is not None:  # some game ended; the seating of the ended episode
+                # (read by lambda_returns only where truncated)
+                l_final, q_final = self._learner_q(runner, s2.final_obs)
+                self.final_max_q[t].copy_(self._sum_max(l_final, q_final, s2.avail_actions))
             runner.finish_step(s2, done, episodes)
-            rows, q = self._learner_q(runner, runner.step_out.obs)
-            self.next_max_q[t].copy_(self._sum_max(rows, q, runner.step_out.avail_actions))
+            learner, q = self._learner_q(runner, runner.step_out.obs)
+            self.next_max_q[t].copy_(self._sum_max(learner, q, runner.step_out.avail_actions))
         return episodes.table(runner.arm_table.arms, tuple(runner.env.event_names), self.n, runner.E)
 
     # -- update ---------------------------------------------------------------------------------------
@@ -302,15 +331,45 @@ class PQNCore(LearningCore):
             q.gamma, q.td_lambda,
         )  # fmt: skip
 
-    def q_taken(self, obs: torch.Tensor, actions: torch.Tensor, actor: torch.Tensor) -> torch.Tensor:
+    def q_taken(
+        self, obs: torch.Tensor, actions: torch.Tensor, actor: torch.Tensor, capacity: int | None = None
+    ) -> torch.Tensor:
         """``Q_tot float32 [S]``: per sample, the sum over learner seats of ``Q(o_i, a_i)`` (with
-        gradients). ``obs [S, n, ...]``, ``actions int64 [S, n]``, ``actor int64 [S, n]``."""
+        gradients). ``obs [S, n, ...]``, ``actions int64 [S, n]``, ``actor int64 [S, n]``;
+        ``capacity``: as :meth:`q_rows`. Static shapes: seats of other actors are masked out."""
         S = obs.shape[0]
         flat_actor = actor.reshape(-1)
-        rows = (flat_actor < len(self.policies)).nonzero().squeeze(-1)
-        q = self.q_rows(obs.reshape(S * self.n, *obs.shape[2:]).index_select(0, rows), flat_actor[rows])
-        taken = q.gather(-1, actions.reshape(-1)[rows].unsqueeze(-1)).squeeze(-1)
-        return torch.zeros(S * self.n, device=self.device).index_add(0, rows, taken).view(S, self.n).sum(-1)
+        q = self.q_rows(obs.reshape(S * self.n, *obs.shape[2:]), flat_actor, capacity)
+        taken = q.gather(-1, actions.reshape(-1, 1)).squeeze(-1)
+        return torch.where(flat_actor < len(self.policies), taken, 0.0).view(S, self.n).sum(-1)
+
+    def minibatch_loss(
+        self, obs: torch.Tensor, actions: torch.Tensor, actor: torch.Tensor, targets: torch.Tensor,
+        capacity: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+        """The VDN loss of a minibatch of S samples (each with at least one learner seat).
+
+        A function of tensors with static shapes and no host synchronization: inside
+        ``torch.compile`` it traces as one graph (the gradient step around it: :meth:`update`).
+
+        Args:
+            obs: ``[S, n, *obs_shape]``; actions ``int64 [S, n]``; actor ``int64 [S, n]``.
+            targets: ``float32 [S]`` the samples' ``G_t``.
+            capacity: as :meth:`q_rows`.
+
+        Returns:
+            ``(loss float32 [], q_taken float32 [S])``: ``0.5 * mean((Q_tot - G)^2)`` and ``Q_tot``.
+        """
+        qt = self.q_taken(obs, actions, actor, capacity)
+        return 0.5 * (qt - targets).pow(2).mean(), qt
+
+    def clip_gradients(self) -> None:
+        """Clip each learner's gradient to L2 norm ``pqn.max_grad_norm`` (learners without gradients
+        are skipped); no host synchronization."""
+        for p in self.policies:
+            grads = [w for w in p.actor.parameters() if w.grad is not None]
+            if grads:
+                torch.nn.utils.clip_grad_norm_(grads, self.cfg.pqn.max_grad_norm)
 
     def _lr(self) -> float:
         q = self.cfg.pqn
@@ -318,49 +377,74 @@ class PQNCore(LearningCore):
             return q.lr
         return q.lr * max(0.0, 1.0 - self.grad_steps / self.total_grad_steps)
 
+    def _minibatches(self, actor: torch.Tensor, generator: torch.Generator) -> tuple[list, list]:
+        """Host work, once per update: the shuffled minibatches of every epoch over the samples with
+        a learner seat, and which learners have seats in each.
+
+        Returns:
+            ``(minibatches, present)``: ``int64 [S_j]`` sample indices per non-empty minibatch, in
+            order, and per minibatch the learners with seats in it (``None``: every learner).
+        """
+        q, L = self.cfg.pqn, len(self.policies)
+        has_learner = (actor < L).any(-1)  # [TB]
+        count = int(has_learner.sum())  # one host read
+        # the samples with a learner seat in ascending order (what nonzero gives), static shapes
+        valid = torch.argsort((~has_learner).to(torch.int8), stable=True)[:count]
+        batches = []
+        for _ in range(q.epochs):
+            perm = valid[torch.randperm(count, generator=generator, device=valid.device)]
+            batches += [idx for idx in perm.tensor_split(q.num_minibatches) if idx.numel()]
+        if L == 1 or not batches:
+            return batches, [None] * len(batches)
+        learners = torch.arange(L, device=actor.device)
+        seats = torch.stack([
+            (actor.index_select(0, idx).reshape(-1, 1) == learners).any(0) for idx in batches
+        ]).tolist()  # fmt: skip  # one host read
+        return batches, [None if all(row) else row for row in seats]
+
     def update(self, env_steps: int, generator: torch.Generator) -> dict[str, Any]:
         """Epochs x minibatches of the VDN loss on the last rollout.
+
+        The minibatches are drawn on the host once per update (:meth:`_minibatches`); each
+        gradient step is :meth:`minibatch_loss`, backward, :meth:`clip_gradients` and the optimizer
+        step, none of which reads a value back (the statistics are read once at the end). A
+        learner without seats in a minibatch gets no gradient there, so its optimizer skips it.
 
         Returns:
             ``loss``, ``q_taken`` (mean Q_tot of the samples), ``target`` (mean target),
             ``epsilon`` (of the rollout) and ``lr``.
         """
-        q = self.cfg.pqn
         targets = self.targets().reshape(-1)
-        L = len(self.policies)
         obs = self.obs.reshape(self.T * self.B, self.n, *self.obs.shape[3:])
         actions = self.actions.reshape(self.T * self.B, self.n)
         actor = self.actor.reshape(self.T * self.B, self.n)
-        valid = ((actor < L).any(-1)).nonzero().squeeze(-1)  # samples with at least one learner seat
         eps = self.epsilon
-        stats = {"loss": 0.0, "q_taken": 0.0, "target": 0.0}
-        count = 0
-        for _ in range(q.epochs):
-            perm = valid[torch.randperm(valid.numel(), generator=generator, device=valid.device)]
-            for idx in perm.tensor_split(q.num_minibatches):
-                if idx.numel() == 0:
-                    continue
-                qt = self.q_taken(
-                    obs.index_select(0, idx), actions.index_select(0, idx), actor.index_select(0, idx)
-                )
-                g = targets.index_select(0, idx)
-                loss = 0.5 * (qt - g).pow(2).mean()
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                for p in self.policies:
-                    grads = [w for w in p.actor.parameters() if w.grad is not None]
-                    if grads:
-                        torch.nn.utils.clip_grad_norm_(grads, q.max_grad_norm)
-                for group in self.optimizer.param_groups:
-                    group["lr"] = self._lr()
-                self.optimizer.step()
-                self.grad_steps += 1
-                stats["loss"] += float(loss.detach())
-                stats["q_taken"] += float(qt.detach().mean())
-                stats["target"] += float(g.mean())
-                count += 1
+        batches, present = self._minibatches(actor, generator)
+        logged = []
+        for idx, seated in zip(batches, present):
+            g = targets.index_select(0, idx)
+            loss, qt = self.minibatch_loss(
+                obs.index_select(0, idx), actions.index_select(0, idx), actor.index_select(0, idx), g
+            )
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if seated is not None:
+                for p, has_seat in zip(self.policies, seated):
+                    if not has_seat:
+                        for w in p.actor.parameters():
+                            w.grad = None
+            self.clip_gradients()
+            for group in self.optimizer.param_groups:
+                group["lr"] = self._lr()
+            self.optimizer.step()
+            self.grad_steps += 1
+            logged.append(torch.stack([loss.detach(), qt.detach().mean(), g.mean()]))
         self.updates += 1
-        row = {k: v / max(count, 1) for k, v in stats.items()}
+        stats = {"loss": 0.0, "q_taken": 0.0, "target": 0.0}
+        for row in torch.stack(logged).tolist() if logged else []:  # one host read
+            for key, value in zip(stats, row):
+                stats[key] += value
+        row = {k: v / max(len(logged), 1) for k, v in stats.items()}
         row.update({"epsilon": eps, "lr": self._lr()})
         return row
 
