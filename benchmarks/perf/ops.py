@@ -4,7 +4,9 @@ minibatch, old path against new, measured in the same run (issue 34 item 5).
 * env step at ``--num-envs`` games: ``OvercookedEnv.step`` (validation, a host branch on
   whether a game ended) against ``graph_step`` (no host sync, auto-reset as a masked select; it
   compiles to one graph, checked with dynamo's ``explain``), and their eager wall-clock;
-* act: ``Policy.act`` of the quick MLP on ``2 x num_envs`` rows;
+* act: ``Policy.act`` of the quick MLP on ``2 x num_envs`` rows; a pool of 4 quick MLP members
+  acting for 512 rows (rows grouped by member on the host, against the ``static`` strategy's
+  one forward over every member with no host read); an epsilon-greedy Q-network;
 * PPO minibatch (quick preset, counter_circuit): one gradient step, dense first layer
   (``ppo.obs_columns=false``) against the column-compressed one, and their wall-clock.
 
@@ -25,6 +27,9 @@ import torch._dynamo as dynamo
 from zsceval.envs.overcooked import OvercookedEnv
 from zsceval.execution.dispatch import count_ops
 from zsceval.rl.config import resolve_config
+from zsceval.rl.policy import Policy, network_spec
+from zsceval.rl.population import PolicyPool
+from zsceval.rl.qpolicy import QPolicy, epsilon_noise
 from zsceval.rl.trainer import Trainer
 
 
@@ -51,6 +56,36 @@ def env_rows(layout: str, B: int) -> list[tuple[str, int, float, str]]:
         ("env step (graph_step)", sum(graph.values()),
          _timed(lambda: env.graph_step(env.state, a), 20), note),  # fmt: skip
     ]
+
+
+def agent_rows(layout: str, rows: int = 512, members: int = 4) -> list[tuple[str, int, float, str]]:
+    """Pool acting (grouped on the host, and the ``static`` strategy) and epsilon-greedy acting."""
+    cfg = resolve_config(preset="quick", overrides=[f"env.layout={layout}"])
+    env = OvercookedEnv(layout, rows // 2, seed=0)
+    obs = env.reset().obs.reshape(rows, *env.obs_shape)
+    spec = network_spec(cfg.model, env.obs_shape, env.obs_shape, 6)
+    torch.manual_seed(0)
+    pool = PolicyPool.from_policies([Policy(spec) for _ in range(members)])
+    h = pool.initial_state(rows, "cpu")
+    starts = torch.zeros(rows, dtype=torch.bool)
+    member = torch.arange(rows) % members
+    noise = torch.rand(rows, 6)
+    q = QPolicy(spec)
+    eps = torch.tensor(0.1)
+    q_noise = epsilon_noise(rows, 6)
+    out = []
+    grouped = "reads the group sizes"
+    for name, fn, note in [
+        ("pool act (grouped)", lambda: pool.act(obs, None, h, starts, member, noise=noise), grouped),
+        ("pool act (static)", lambda: pool.act(obs, None, h, starts, member, noise=noise,
+                                               capacity=rows // members), "no host read"),
+        ("Q-network act, eps-greedy", lambda: q.act(obs, None, h[:, :0], starts, noise=q_noise,
+                                                         epsilon=eps), ""),
+    ]:  # fmt: skip
+        with count_ops() as c:
+            fn()
+        out.append((f"{name} ({rows} rows)", sum(c.values()), _timed(fn, 20), note))
+    return out
 
 
 def core_rows(layout: str, B: int) -> list[tuple[str, int, float, str]]:
@@ -108,7 +143,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), layout {args.layout}")
-    rows = env_rows(args.layout, args.num_envs) + core_rows(args.layout, 512)
+    rows = env_rows(args.layout, args.num_envs) + agent_rows(args.layout) + core_rows(args.layout, 512)
     print(f"{'path':34s} {'ops':>6s} {'ms':>9s}  note")
     for name, ops, sec, note in rows:
         print(f"{name:34s} {ops:6d} {sec * 1e3:9.2f}  {note}")
