@@ -80,7 +80,7 @@ def agent_rows(layout: str, rows: int = 512, members: int = 4) -> list[tuple[str
         ("pool act (static)", lambda: pool.act(obs, None, h, starts, member, noise=noise,
                                                capacity=rows // members), "no host read"),
         ("Q-network act, eps-greedy", lambda: q.act(obs, None, h[:, :0], starts, noise=q_noise,
-                                                         epsilon=eps), ""),
+                                                    epsilon=eps), ""),
     ]:  # fmt: skip
         with count_ops() as c:
             fn()
