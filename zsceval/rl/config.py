@@ -251,10 +251,21 @@ class RunConfig:
     tensorboard: bool = False
     """Also write TensorBoard logs (needs the ``tensorboard`` package)."""
     compile: str = "auto"
-    """``torch.compile`` of the hot paths (issue 34): ``off``; ``step``, the env step as one graph
-    (envs with ``compile_step``, deterministic starts; others stay eager with a note); ``auto``,
-    ``step`` on CUDA and ``off`` on CPU (on CPU the compile takes minutes and the compiled step
-    was not faster: docs/performance.md)."""
+    """``torch.compile`` of the hot paths (issue 34), one of ``off``, ``step``, ``full``, ``auto``:
+    ``off``, all eager; ``step``, the env step as one graph (envs with ``compile_step``,
+    deterministic starts; others stay eager with a note); ``full``, the env step, acting (each
+    policy that drives every row), the critic's values and the PPO minibatch step (loss and its
+    backward, then clipping and Adam: :meth:`~zsceval.rl.update.PPOCore.compile`), with a rollout
+    that reads no tensor on the host for one-arm runs (SP); the ``ppo`` core only, which then
+    turns ``ppo.obs_columns`` off; ``auto``, ``step`` on CUDA and ``off`` on CPU (on CPU the
+    compile takes minutes and the compiled step was not faster: docs/performance.md)."""
+    compile_backend: str = "inductor"
+    """``torch.compile`` backend of ``run.compile`` (``inductor``; the tests use ``aot_eager``,
+    which traces the same graphs without generating code)."""
+    cuda_graphs: bool = False
+    """With ``run.compile: full`` on CUDA, compile the env step, acting and values with
+    ``mode="reduce-overhead"`` (CUDA graphs). Ignored on other devices. Not yet measured (no GPU
+    where it was written)."""
 
 
 @dataclass(frozen=True)
@@ -648,13 +659,13 @@ def _check_env_name(name: str) -> tuple[bool, str]:
     return name in valid, f"env.name must be a registered env ({', '.join(valid)}), got '{name}'.{hint}"
 
 
-COMPILE_MODES = ("off", "step", "auto")
+COMPILE_MODES = ("off", "step", "full", "auto")
 """Values of ``run.compile``."""
 
 
 def compile_mode(cfg: TrainConfig, device: Any) -> str:
-    """``run.compile`` resolved for ``device`` (a ``torch.device``): ``off`` or ``step`` (``auto``:
-    ``step`` on CUDA)."""
+    """``run.compile`` resolved for ``device`` (a ``torch.device``): ``off``, ``step`` or ``full``
+    (``auto``: ``step`` on CUDA, ``off`` elsewhere)."""
     if cfg.run.compile == "auto":
         return "step" if getattr(device, "type", str(device)) == "cuda" else "off"
     return cfg.run.compile

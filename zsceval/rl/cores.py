@@ -63,6 +63,15 @@ class LearningCore:
         collect_s = time.perf_counter() - t0
         return episodes, self.update(env_steps, generator), collect_s
 
+    sync_free: bool = False
+    """Whether :meth:`collect` avoids host reads inside its step loop (``run.compile: full`` sets it
+    on a core that offers it; see :attr:`zsceval.rl.update.PPOCore.sync_free`)."""
+
+    def compile(self, backend: str = "inductor", mode: str | None = None) -> list[str]:
+        """``run.compile: full``: compile the core's hot paths with ``torch.compile`` (``backend``,
+        ``mode``); returns notes on what stays eager. Default: nothing is compiled."""
+        return [f"run.compile=full: the '{self.name}' core stays eager"]
+
     def state_dict(self) -> dict[str, Any]:
         """Optimizer and schedule state for a checkpoint (nested dicts of tensors and numbers)."""
         raise NotImplementedError

@@ -31,6 +31,7 @@ import pandas as pd
 import torch
 
 from zsceval.envs.base import Step
+from zsceval.rl.policy import Policy
 from zsceval.rl.seating import Arm, ArmTable, Seating
 
 __all__ = ["EpisodeRunner", "EpisodeTable", "uniform_assign"]
@@ -44,6 +45,7 @@ def uniform_assign(num_arms: int) -> Callable[[torch.Tensor, torch.Generator | N
             return torch.zeros_like(games)
         return torch.randint(0, num_arms, games.shape, generator=generator, device=games.device)
 
+    assign.zeros_for_one_arm = True
     return assign
 
 
@@ -98,22 +100,44 @@ class EpisodeTable:
 
 
 class _Episodes:
-    """Accumulates finished episodes during a rollout (device tensors, concatenated at the end)."""
+    """Records each step's finished episodes without a host sync; the table is built once, at the end.
+
+    :meth:`add` keeps references to the step's ``bool [B]`` record mask, the games' arms and the
+    episode totals (the runner replaces these tensors every step instead of changing them in place),
+    so recording is static-shape tensor work; :meth:`table` selects the recorded rows once, in the
+    order the episodes ended (step, then game), as the per-step selection did.
+    """
 
     def __init__(self) -> None:
         self.parts: list[tuple[torch.Tensor, ...]] = []
 
-    def add(self, *tensors: torch.Tensor) -> None:
-        self.parts.append(tensors)
+    def add(self, record: torch.Tensor, arm: torch.Tensor, sparse: torch.Tensor, shaped: torch.Tensor,
+            events: torch.Tensor) -> None:  # fmt: skip
+        """One step: ``record bool [B]``, ``arm int64 [B]``, ``sparse float32 [B]``, ``shaped
+        float32 [B, n]``, ``events float32 [B, n, E]`` (not modified afterwards)."""
+        self.parts.append((record, arm, sparse, shaped, events))
 
     def table(self, arms: list[Arm], event_names: tuple[str, ...], n: int, E: int) -> EpisodeTable:
+        """The recorded episodes (host work: one selection per step that ended an episode)."""
+        z = torch.zeros(0)
+        empty = EpisodeTable(
+            z.long(), z.long(), z.long(), z, torch.zeros(0, n), torch.zeros(0, n, E), arms, event_names
+        )
         if not self.parts:
-            z = torch.zeros(0)
-            return EpisodeTable(
-                z.long(), z.long(), z.long(), z, torch.zeros(0, n), torch.zeros(0, n, E), arms, event_names
-            )
-        cols = [torch.cat(c).cpu() for c in zip(*self.parts)]
-        game, arm, ego_seat, sparse, shaped, events = cols
+            return empty
+        steps = torch.stack([p[0] for p in self.parts]).any(1).nonzero().squeeze(-1).tolist()
+        if not steps:
+            return empty
+        cols: list[list[torch.Tensor]] = [[] for _ in range(5)]
+        for t in steps:
+            record, arm, sparse, shaped, events = self.parts[t]
+            games = record.nonzero().squeeze(-1)
+            arm = arm.index_select(0, games)
+            picked = (games, arm, *(x.index_select(0, games) for x in (sparse, shaped, events)))
+            for c, x in zip(cols, picked):
+                c.append(x)
+        game, arm, sparse, shaped, events = (torch.cat(c).cpu() for c in cols)
+        ego_seat = torch.tensor([a.ego_seat for a in arms], dtype=torch.int64).index_select(0, arm)
         return EpisodeTable(game, arm, ego_seat, sparse, shaped, events, arms, event_names)
 
 
@@ -126,7 +150,10 @@ class EpisodeRunner:
             argument (a policy pool) is given each row's member index.
         arms: the seatings games are assigned to.
         assign: ``(games int64 [k], generator) -> arm int64 [k]`` called at every episode start
-            of the games ``games`` (default: uniform over ``arms``).
+            of the games ``games`` (default: uniform over ``arms``). An ``assign`` with the attribute
+            ``zeros_for_one_arm = True`` promises to return zeros, drawing nothing, when there is one
+            arm; the runner then never calls it after the reset of a one-arm run (see
+            :attr:`static_seating`).
         generator: torch generator on ``device`` for action sampling and arm draws.
         device: device of the actors (default: the env's); observations are moved there.
 
@@ -157,6 +184,17 @@ class EpisodeRunner:
         self.generator = generator
         self.takes_member = ["member" in inspect.signature(a.act).parameters for a in self.actors]
         self.step_out: Step | None = None
+        self.compiled_act: dict[int, Callable] = {}
+        """Actor index -> ``torch.compile``'d ``act`` taking ``noise`` (:meth:`compile_acting`)."""
+
+    @property
+    def static_seating(self) -> bool:
+        """Whether every game keeps its seating for good: one arm, and an ``assign`` that returns
+        zeros for it without drawing. Then an episode end re-seats nothing, and a step of
+        :meth:`act`, :meth:`env_step` and :meth:`finish_step` runs without a host synchronization
+        (with a sync-free env step). Otherwise :meth:`finish_step` reads ``done.any()`` on the host
+        and calls ``assign`` with the games that reset (population seatings)."""
+        return len(self.arm_table) == 1 and bool(getattr(self.assign, "zeros_for_one_arm", False))
 
     def set_arms(self, arms: Sequence[Arm]) -> None:
         """Replace the arms (e.g. a pool grew: COLE). Games keep their current arm until their next
@@ -181,7 +219,7 @@ class EpisodeRunner:
         arm = self.assign(games, self.generator).to(self.device, torch.int64)
         if arm.numel() and (int(arm.min()) < 0 or int(arm.max()) >= len(self.arm_table)):
             raise ValueError(f"assign returned arms outside 0..{len(self.arm_table) - 1}")
-        self.game_arm.index_copy_(0, games, arm)
+        self.game_arm = self.game_arm.index_copy(0, games, arm)  # a new tensor: episode records keep the old
         self._refresh_rows()
 
     def _refresh_rows(self) -> None:
@@ -254,16 +292,47 @@ class EpisodeRunner:
             if k in skip or not self.active(k):
                 continue
             h = self.select(self.state[k], k)
-            kw = {"member": self.select(member, k)} if self.takes_member[k] else {}
-            out = actor.act(
-                self.select(obs, k), self.select(avail, k), h, self.select(self.starts, k),
-                generator=self.generator, deterministic=deterministic, **kw,
-            )  # fmt: skip
+            compiled = self.compiled_act.get(k) if self.rows[k] is None and not deterministic else None
+            if compiled is not None:  # the draws sample_actions would take, as an input
+                noise = torch.rand(self.N, avail.shape[-1], generator=self.generator, device=self.device)
+                out = compiled(obs, avail, h, self.starts, noise=noise)
+            else:
+                kw = {"member": self.select(member, k)} if self.takes_member[k] else {}
+                out = actor.act(
+                    self.select(obs, k), self.select(avail, k), h, self.select(self.starts, k),
+                    generator=self.generator, deterministic=deterministic, **kw,
+                )  # fmt: skip
             self.put(actions, k, out.actions)
             if on_actor is not None:  # before the state is overwritten: ``h`` may be a view of it
                 on_actor(k, h, out.log_probs)
             self.put(self.state[k], k, out.state)
         return actions
+
+    def compile_acting(self, backend: str = "inductor", mode: str | None = None) -> list[str]:
+        """Compile each actor's ``act`` with ``torch.compile(fullgraph=True, dynamic=False)``
+        (``run.compile: full``, issue 34), for actors that act by :meth:`Policy.act
+        <zsceval.rl.policy.Policy.act>` (the sampling draws become its ``noise`` input, drawn from
+        the runner's generator exactly as the eager sampling draws them, so the actions are the
+        same). Other actors (policy pools, value-based agents with their own noise) act eagerly.
+
+        The compiled act runs when the actor drives every row (static shapes: self-play) and
+        samples; otherwise (some rows, arg-max evaluation, policy pools) it acts eagerly.
+
+        Args:
+            backend: ``torch.compile`` backend (``inductor``; ``aot_eager`` in tests).
+            mode: ``torch.compile`` mode, e.g. ``"reduce-overhead"`` (CUDA graphs; CUDA only).
+
+        Returns:
+            Notes naming the actors that stay eager.
+        """
+        notes = []
+        for k, actor in enumerate(self.actors):
+            if self.takes_member[k] or getattr(type(actor), "act", None) is not Policy.act:
+                notes.append(f"run.compile=full: actor '{self.names[k]}' acts eagerly")
+                continue
+            self.compiled_act[k] = torch.compile(actor.act, fullgraph=True, dynamic=False, backend=backend,
+                                                 mode=mode)  # fmt: skip
+        return notes
 
     @property
     def seating(self) -> Seating:
@@ -279,9 +348,10 @@ class EpisodeRunner:
             :meth:`finish_step` after using them.
         """
         s = self._to_device(self.env.step(actions.view(self.B, self.n).to(self.env_device)))
-        self.ep_sparse += s.reward
-        self.ep_shaped += s.shaped_by_agent
-        self.ep_events += s.events
+        # new tensors, not in-place sums: the episode records of earlier steps hold the old ones
+        self.ep_sparse = self.ep_sparse + s.reward
+        self.ep_shaped = self.ep_shaped + s.shaped_by_agent
+        self.ep_events = self.ep_events + s.events
         return s, self.seating, s.done
 
     def finish_step(
@@ -289,30 +359,24 @@ class EpisodeRunner:
     ) -> None:
         """Record finished episodes, re-seat the games that reset, advance to the new observation.
 
+        Recording and resetting the totals are masked tensor work over all games; with
+        :attr:`static_seating` nothing here reads a tensor on the host.
+
         Args:
             s, done: from :meth:`env_step`.
             episodes: where finished episodes are recorded (None: nowhere).
             record: ``bool [B]`` which finished games to record (default: all of ``done``).
         """
-        if bool(done.any()):
-            rec = done if record is None else done & record
-            if episodes is not None and bool(rec.any()):
-                games = rec.nonzero().squeeze(-1)
-                arm = self.game_arm.index_select(0, games)
-                episodes.add(
-                    games,
-                    arm,
-                    self.arm_table.ego_seat.index_select(0, arm),
-                    self.ep_sparse.index_select(0, games),
-                    self.ep_shaped.index_select(0, games),
-                    self.ep_events.index_select(0, games),
-                )
-            keep = (~done).to(torch.float32)
-            self.ep_sparse *= keep
-            self.ep_shaped *= keep.unsqueeze(-1)
-            self.ep_events *= keep.view(self.B, 1, 1)
+        if episodes is not None:
+            episodes.add(done if record is None else done & record, self.game_arm,
+                         self.ep_sparse, self.ep_shaped, self.ep_events)  # fmt: skip
+        keep = (~done).to(torch.float32)
+        self.ep_sparse = self.ep_sparse * keep
+        self.ep_shaped = self.ep_shaped * keep.unsqueeze(-1)
+        self.ep_events = self.ep_events * keep.view(self.B, 1, 1)
+        if not self.static_seating and bool(done.any()):  # host sync: seating that needs Python
             self._seat(done.nonzero().squeeze(-1))
-        self.starts = done.repeat_interleave(self.n)
+        self.starts = done.unsqueeze(-1).expand(self.B, self.n).reshape(self.N)
         self.step_out = s
 
     # -- evaluation ---------------------------------------------------------------------------------

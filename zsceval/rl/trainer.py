@@ -45,6 +45,7 @@ from tqdm.auto import tqdm
 from zsceval import registry
 from zsceval.envs.overcooked.env import resolve_device as resolve_env_device
 from zsceval.execution.locks import FolderLock
+from zsceval.rl.algorithm import Algorithm
 from zsceval.rl.checkpoint import (
     CheckpointError,
     atomic_write_text,
@@ -187,6 +188,7 @@ class Trainer:
                              getattr(self.core_cls, "rollout_fields", ()))  # fmt: skip
         self.core = self.core_cls(self.learners, cfg, self.env, self.device, self.algorithm)
         self.algorithm.learning_core = self.core
+        self._compile_core(cfg)
         self.iteration = 0
         self.env_steps = 0
         self.wall_time = 0.0
@@ -276,6 +278,9 @@ class Trainer:
 
         def assign(games: torch.Tensor, _generator) -> torch.Tensor:
             return self.algorithm.assign(games, algo_gen)
+
+        # the base draw returns zeros for one arm without drawing: a one-arm run (SP) never re-seats
+        assign.zeros_for_one_arm = type(self.algorithm).assign is Algorithm.assign
 
         self.runner = EpisodeRunner(
             self.env,
@@ -575,16 +580,39 @@ class Trainer:
         return summary
 
     def _compile_env(self, cfg: TrainConfig) -> None:
-        """``run.compile``: compile the env step (``compile_step``) where the env has one."""
-        if compile_mode(cfg, self.device) != "step":
+        """``run.compile`` ``step`` or ``full``: compile the env step (``compile_step``) where the
+        env has one."""
+        mode = compile_mode(cfg, self.device)
+        if mode == "off":
             return
         if not hasattr(self.env, "compile_step"):
-            self.notes.append(f"run.compile=step: env '{cfg.env.name}' has no compiled step; it stays eager")
+            self.notes.append(
+                f"run.compile={mode}: env '{cfg.env.name}' has no compiled step; it stays eager"
+            )
             return
         try:
-            self.env.compile_step()
+            self.env.compile_step(backend=cfg.run.compile_backend, mode=self._cuda_graphs_mode(cfg))
         except ValueError as exc:
-            self.notes.append(f"run.compile=step: the env step stays eager ({exc})")
+            self.notes.append(f"run.compile={mode}: the env step stays eager ({exc})")
+
+    def _cuda_graphs_mode(self, cfg: TrainConfig) -> str | None:
+        """``"reduce-overhead"`` with ``run.cuda_graphs`` under ``run.compile: full`` on CUDA, else None."""
+        full = compile_mode(cfg, self.device) == "full"
+        return "reduce-overhead" if full and cfg.run.cuda_graphs and self.device.type == "cuda" else None
+
+    def _compile_core(self, cfg: TrainConfig) -> None:
+        """``run.compile: full``: compile acting (the runner) and the core's values and minibatch
+        step, and collect without host syncs where the seating allows (``PPOCore.sync_free``)."""
+        if compile_mode(cfg, self.device) != "full":
+            return
+        backend, mode = cfg.run.compile_backend, self._cuda_graphs_mode(cfg)
+        self.notes += self.runner.compile_acting(backend, mode)
+        if not hasattr(self.core, "compile"):  # a core that does not subclass LearningCore
+            self.notes.append(f"run.compile=full: the '{self.core_cls.name}' core stays eager")
+            return
+        self.notes += self.core.compile(backend, mode)
+        if getattr(self.env, "_compiled_step", None) is not None:  # final_obs on every step
+            self.core.sync_free = True
 
     def close(self) -> None:
         """Stop the training env's worker processes, if it has any (Football), and release the run

@@ -18,13 +18,14 @@ PPO actor optimizers on a loss of its own (TrajeDi's JSD step).
 
 from __future__ import annotations
 
+import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
 
-from zsceval.rl.config import TrainConfig
+from zsceval.rl.config import PPOConfig, TrainConfig
 from zsceval.rl.cores import LearningCore
 from zsceval.rl.gae import compute_gae
 from zsceval.rl.loss import ppo_loss
@@ -35,7 +36,7 @@ from zsceval.rl.runner import EpisodeRunner, EpisodeTable, _Episodes
 from zsceval.rl.schedules import piecewise_linear, shaping_factor
 from zsceval.rl.storage import RolloutBuffer
 
-__all__ = ["PPOCore"]
+__all__ = ["PPOCore", "clip_and_step", "minibatch_loss"]
 
 
 def _chunks(x: torch.Tensor, L: int) -> torch.Tensor:
@@ -45,6 +46,74 @@ def _chunks(x: torch.Tensor, L: int) -> torch.Tensor:
     if L == 1:
         return x.reshape(1, T * R, *x.shape[2:])
     return x.reshape(C, L, R, *x.shape[2:]).transpose(0, 1).reshape(L, C * R, *x.shape[2:])
+
+
+def minibatch_loss(policy: Policy, mb: dict[str, Any], entropy_coef: float | torch.Tensor, cfg: PPOConfig
+                   ) -> tuple[torch.Tensor, dict[str, torch.Tensor], dict[str, torch.Tensor]]:  # fmt: skip
+    """PPO loss of one minibatch: re-evaluate its actions, clipped policy and value losses, entropy.
+
+    A function of tensors with static shapes (no host read, no data-dependent shape), so
+    ``torch.compile(fullgraph=True, dynamic=False)`` traces it as one graph (``run.compile: full``;
+    pass ``entropy_coef`` as a 0-dim tensor there, or each new value compiles anew).
+
+    Args:
+        policy: the learner.
+        mb: the minibatch (:meth:`PPOCore._minibatch`): ``obs``/``critic_obs`` ``[L, S, ...]``,
+            ``avail bool [L, S, A]``, ``actions int64 [L, S]``, ``old_log_probs``,
+            ``old_values``, ``advantages``, ``targets`` ``float32 [L, S]``, ``starts bool [L, S]``,
+            ``h_actor``/``h_critic`` ``float32 [S, hidden]``, ``weight float32 [L, S]`` or None;
+            optionally ``critic_extra float32 [L, S, E]`` and ``obs_columns``.
+        entropy_coef: the entropy bonus coefficient.
+        cfg: ``ppo`` (clip, value coefficient, Huber delta, value clipping).
+
+    Returns:
+        ``(total loss, statistics, outputs)``: statistics are 0-dim tensors (``policy_loss``,
+        ``value_loss``, ``entropy``, ``approx_kl``, ``clip_fraction``); outputs ``log_probs``,
+        ``entropy``, ``values`` ``float32 [L, S]`` (for a plug-in's extra loss).
+    """
+    logp, entropy, values = policy.evaluate(
+        mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
+        mb["h_actor"], mb["h_critic"], mb["starts"], mb.get("critic_extra"), mb.get("obs_columns"),
+    )  # fmt: skip
+    loss = ppo_loss(
+        logp, mb["old_log_probs"], mb["advantages"], entropy, values, mb["old_values"],
+        mb["targets"], clip=cfg.clip, entropy_coef=entropy_coef, value_coef=cfg.value_loss_coef,
+        huber_delta=cfg.huber_delta, clip_value_loss=cfg.clip_value_loss, weight=mb["weight"],
+    )  # fmt: skip
+    stats = {
+        "policy_loss": loss.policy,
+        "value_loss": loss.value,
+        "entropy": loss.entropy,
+        "approx_kl": loss.approx_kl,
+        "clip_fraction": loss.clip_fraction,
+    }
+    return loss.total, stats, {"log_probs": logp, "entropy": entropy, "values": values}
+
+
+def clip_and_step(groups: Sequence[Sequence[torch.nn.Parameter]], optimizers: Iterable[torch.optim.Optimizer],
+                  max_norm: float, *, raw_step: bool = False) -> list[torch.Tensor]:  # fmt: skip
+    """Clip the gradients of each parameter group at ``max_norm`` apart, then step every optimizer.
+
+    Args:
+        groups: parameter groups clipped separately (the actor's, the critic's).
+        optimizers: stepped in order after clipping.
+        max_norm: gradient-norm limit of each group.
+        raw_step: call the optimizer's step function without ``Optimizer.step``'s wrapper, whose
+            deliberate ``torch._dynamo.graph_break()`` (around its no-grad switch) would split a
+            compiled graph; the wrapper's profiler record and step hooks are skipped. Set for
+            ``torch.compile(fullgraph=True)``; the eager update keeps ``opt.step()``.
+
+    Returns:
+        ``float32 []`` gradient norm of each group before clipping.
+    """
+    with torch.no_grad():
+        norms = [torch.nn.utils.clip_grad_norm_(g, max_norm) for g in groups]
+        for opt in optimizers:
+            if raw_step:
+                inspect.unwrap(type(opt).step)(opt)
+            else:
+                opt.step()
+    return norms
 
 
 class PPOCore(LearningCore):
@@ -107,6 +176,16 @@ class PPOCore(LearningCore):
         )
         """``float32 [T + 1, B, n, E]`` the critic's extra features at each s_t (plug-in
         :meth:`~zsceval.rl.algorithm.Algorithm.critic_features`), or None."""
+        self.sync_free = self.device.type == "cuda"
+        """Collect without reading a tensor on the host inside the step loop: the critic's value of
+        the final observation is computed every step instead of after ``truncated.any()`` (one
+        more critic forward per step, cheaper on a GPU than a synchronization; on a CPU a sync
+        costs nothing, so it is off there). Needs an env whose step sets ``final_obs`` every step
+        (a compiled Overcooked step). Results are the same either way."""
+        self._compiled_steps: dict[int, tuple[Callable, Callable]] = {}
+        """Learner index -> compiled ``(minibatch loss, clip and step)`` (:meth:`compile`)."""
+        self._compiled_values: dict[int, Callable] = {}
+        """Learner index -> compiled ``Policy.value`` (:meth:`compile`)."""
         self.stacked = None
         if getattr(algorithm, "stack_learners", False) and len(self.policies) > 1:
             self._build_stacked()
@@ -187,7 +266,8 @@ class PPOCore(LearningCore):
         for k, p in enumerate(self.policies):
             if not runner.active(k):
                 continue
-            v, h2 = p.value(
+            value = self._compiled_values.get(k) if runner.rows[k] is None else None  # static shape
+            v, h2 = (value or p.value)(
                 runner.select(critic_obs, k), runner.select(self.h_critic[k], k), runner.select(starts, k),
                 None if extra is None else runner.select(extra, k),
             )  # fmt: skip
@@ -195,11 +275,24 @@ class PPOCore(LearningCore):
             if keep_h is not None:
                 keep_h(k, h2)
 
-    @torch.no_grad()
     def collect(self, runner: EpisodeRunner, env_steps: int) -> EpisodeTable:
         """Fill the buffer with one rollout of T steps (observations, actions and their
         log-probabilities, critic values ``V(s_t)``, training rewards); returns the episodes that
-        ended in it. :meth:`bootstrap` adds ``V(s_T)``."""
+        ended in it. :meth:`bootstrap` adds ``V(s_T)``.
+
+        The steps (:meth:`collect_steps`) are tensor work; the episode table is built after them,
+        once per rollout (host work)."""
+        episodes = self.collect_steps(runner, env_steps)
+        return episodes.table(runner.arm_table.arms, tuple(runner.env.event_names), self.n, runner.E)
+
+    @torch.no_grad()
+    def collect_steps(self, runner: EpisodeRunner, env_steps: int) -> _Episodes:
+        """The T steps of :meth:`collect`; returns the episode records (``_Episodes``).
+
+        With :attr:`sync_free`, an env step that sets ``final_obs`` every step and a runner with
+        :attr:`~zsceval.rl.runner.EpisodeRunner.static_seating` (SP), no op in here reads a tensor
+        on the host (tests/rl/test_sync_free_rollout.py). Plug-in hooks called per step
+        (``training_reward``, ``critic_features``) must keep it so."""
         buf, cfg, N, B = self.buffer, self.cfg, self.N, self.B
         L = len(self.policies)
         episodes = _Episodes()
@@ -238,13 +331,15 @@ class PPOCore(LearningCore):
             buf.rewards[t].copy_(self.algorithm.training_reward(s2, rsf, seating))
             buf.terminated[t].copy_(s2.terminated)
             buf.truncated[t].copy_(s2.truncated)
-            if bool(s2.truncated.any()) and s2.final_obs is not None:
+            # V(final obs) where an episode was cut: every step without reading `truncated` on the
+            # host when sync-free (the values of other rows are never read), else where needed
+            if s2.final_obs is not None and (self.sync_free or bool(s2.truncated.any())):
                 final = s2.final_obs if self.own_critic else s2.final_critic_obs
                 no_start = torch.zeros(N, dtype=torch.bool, device=self.device)
                 self._values(runner, final.reshape(N, *final.shape[2:]), no_start,
                              buf.truncated_values[t].view(N), None, extra)  # fmt: skip
             runner.finish_step(s2, done, episodes)
-        return episodes.table(runner.arm_table.arms, tuple(runner.env.event_names), self.n, runner.E)
+        return episodes
 
     @torch.no_grad()
     def bootstrap(self, runner: EpisodeRunner) -> None:
@@ -391,7 +486,7 @@ class PPOCore(LearningCore):
         model = self.cfg.model
         if not self.cfg.ppo.obs_columns or model.kind != "mlp" or not model.mlp_layers:
             return None
-        if self.stacked is not None:
+        if self.stacked is not None or self._compiled_steps:
             return None
         obs = self.buffer.obs
         rows = obs.reshape(-1, obs[0, 0, 0].numel())
@@ -475,9 +570,8 @@ class PPOCore(LearningCore):
         )
         return mb
 
-    def _loss(
-        self, name, mb, logp, entropy, values, ent_coef, policy, weight, scale: float = 1.0
-    ) -> tuple[torch.Tensor, dict]:
+    def _loss(self, name, mb, logp, entropy, values, ent_coef, policy, weight) -> tuple[torch.Tensor, dict]:
+        """The stacked learners' PPO loss (+ the plug-in's extra loss) and its statistics."""
         cfg = self.cfg.ppo
         loss = ppo_loss(
             logp, mb["old_log_probs"], mb["advantages"], entropy, values, mb["old_values"],
@@ -491,7 +585,7 @@ class PPOCore(LearningCore):
             "approx_kl": loss.approx_kl,
             "clip_fraction": loss.clip_fraction,
         }
-        total = loss.total * scale
+        total = loss.total
         outputs = {"log_probs": logp, "entropy": entropy, "values": values, "policy": policy}
         extra = self.algorithm.extra_loss(name, mb, outputs)
         if extra is not None:
@@ -506,27 +600,73 @@ class PPOCore(LearningCore):
 
     def _learner_step(self, k: int, mb: dict, ent_coef: float) -> dict[str, torch.Tensor]:
         """One gradient step of learner ``k`` on one minibatch: PPO loss (+ the plug-in's extra
-        loss), actor and critic gradients clipped at ``ppo.max_grad_norm`` apart, Adam."""
+        loss), actor and critic gradients clipped at ``ppo.max_grad_norm`` apart, Adam.
+
+        With :meth:`compile`, the loss (forward; its backward through AOT autograd) and the clip
+        and Adam step run as two compiled graphs; ``backward()`` and the plug-in's extra loss
+        run between them, eagerly."""
         cfg, p = self.cfg.ppo, self.policies[k]
         name = self.names[k]
         opts = self.optimizers[name]
-        logp, entropy, values = p.evaluate(
-            mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
-            mb["h_actor"], mb["h_critic"], mb["starts"], mb.get("critic_extra"), mb.get("obs_columns"),
-        )  # fmt: skip
-        total, step_stats = self._loss(name, mb, logp, entropy, values, ent_coef, p, mb["weight"])
+        compiled = self._compiled_steps.get(k)
+        if compiled is None:
+            total, step_stats, outputs = minibatch_loss(p, mb, ent_coef, cfg)
+        else:
+            coef = torch.tensor(ent_coef, dtype=torch.float32, device=self.device)
+            total, step_stats, outputs = compiled[0](mb, coef)
+        extra = self.algorithm.extra_loss(name, mb, {**outputs, "policy": p})
+        if extra is not None:
+            total = total + extra[0]
+            step_stats.update(extra[1])
         for opt in opts.values():
             opt.zero_grad(set_to_none=True)
         total.backward()
-        step_stats["actor_grad_norm"] = torch.nn.utils.clip_grad_norm_(
-            p.actor.parameters(), cfg.max_grad_norm
-        ).detach()
-        step_stats["critic_grad_norm"] = torch.nn.utils.clip_grad_norm_(
-            p.critic.parameters(), cfg.max_grad_norm
-        ).detach()
-        for opt in opts.values():
-            opt.step()
+        groups = (list(p.actor.parameters()), list(p.critic.parameters()))
+        if compiled is None:
+            norms = clip_and_step(groups, opts.values(), cfg.max_grad_norm)
+        else:
+            norms = compiled[1]()
+        step_stats["actor_grad_norm"], step_stats["critic_grad_norm"] = (n.detach() for n in norms)
         return step_stats
+
+    # -- compiled graphs (run.compile: full) ----------------------------------------------------------
+    def compile(self, backend: str = "inductor", mode: str | None = None) -> list[str]:
+        """Compile the update's hot paths with ``torch.compile(fullgraph=True, dynamic=False)``
+        (``run.compile: full``, issue 34): each learner's critic value (collection) and its
+        minibatch step, as :func:`minibatch_loss` and :func:`clip_and_step` (two graphs: dynamo
+        does not trace ``backward()``, which runs the loss graph's compiled backward between them).
+
+        Shapes are static for a learner that drives every row (self-play): minibatches of
+        ``ceil(S / num_minibatches)`` sequences (and a smaller last one if S does not divide).
+        A learner whose row count changes per iteration (population seatings) recompiles per shape
+        until dynamo's cache limit, then runs eagerly. ``ppo.obs_columns`` is off when compiled
+        (its width changes every update). Stacked learners stay eager.
+
+        Args:
+            backend: ``torch.compile`` backend (``inductor``; ``aot_eager`` in tests).
+            mode: ``torch.compile`` mode of the value graphs (``"reduce-overhead"``: CUDA graphs, on
+                CUDA only); the minibatch step uses the default mode.
+
+        Returns:
+            Notes on what stays eager.
+        """
+        if self.stacked is not None:
+            return ["run.compile=full: stacked learners update eagerly"]
+        opts = dict(fullgraph=True, dynamic=False, backend=backend)
+        for k, p in enumerate(self.policies):
+            cfg, name = self.cfg.ppo, self.names[k]
+            groups = (list(p.actor.parameters()), list(p.critic.parameters()))
+            optimizers = list(self.optimizers[name].values())
+
+            def loss(mb, coef, p=p, cfg=cfg):
+                return minibatch_loss(p, mb, coef, cfg)
+
+            def step(groups=groups, optimizers=optimizers, max_norm=cfg.max_grad_norm):
+                return clip_and_step(groups, optimizers, max_norm, raw_step=True)
+
+            self._compiled_steps[k] = (torch.compile(loss, **opts), torch.compile(step, **opts))
+            self._compiled_values[k] = torch.compile(p.value, mode=mode, **opts)
+        return []
 
     def _stacked_step(self, parts: dict[int, dict], ent_coef: float) -> dict[str, torch.Tensor]:
         """One gradient step of every stacked learner on its minibatch, in one forward and backward
