@@ -113,7 +113,8 @@ def report(
     of agents, self-play first, the cross-play matrices of mean R and SR (diagonal: self-play) and
     the SP-XP drop of each metric. The pairs are played when the report is made, as
     `zsceval eval --agent A --partner B --episodes N --seed S` plays them (--episodes, --seed,
-    --device); figures/yokai_xp.png holds the heatmaps.
+    --device; the intervals are zsceval eval's, 95% from 2000 replicates, whatever --level and
+    --reps say); figures/yokai_xp.png holds the heatmaps.
 
     Comparisons (--stats) use every partner: P(X > Y) per (partner, seat) averaged over partners
     and seats, the fraction of units above each BR-Prox threshold, and each algorithm's rank over

@@ -214,17 +214,13 @@ def _ci(m: dict[str, Any], digits: int) -> str:
 DIGITS = {"R": 2, "SR": 1, "NC": 2, "SEE": 1}
 
 
-def format_yokai_report(matrix: XPMatrix, level: float = 0.95) -> str:
-    """Text: the four metrics with CIs per pair (self-play first), the R and SR matrices, the XP drop.
-
-    Args:
-        matrix: the cross-play matrix.
-        level: the CIs' coverage, for the header only (the cells hold 95% intervals).
-    """
+def format_yokai_report(matrix: XPMatrix) -> str:
+    """Text: the four metrics with their 95% CIs per pair (self-play first), the R and SR matrices
+    and the SP-XP drop of each metric."""
     n = len(matrix.names)
     width = max(12, *(len(s) for s in matrix.names))
     lines = [
-        f"Yōkai {matrix.layout}: R, SR (%), NC, SEE (%) with {level:.0%} bootstrap CIs over "
+        f"Yōkai {matrix.layout}: R, SR (%), NC, SEE (%) with 95% bootstrap CIs over "
         f"{matrix.games} games per pair (seed {matrix.seed}; YLE Sec. 5)",
         f"{'agent':<{width}} {'partner':<{width}} " + " ".join(f"{k:>22}" for k in METRICS),
     ]
