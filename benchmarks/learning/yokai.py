@@ -22,8 +22,9 @@ overrides them.
 One thread by default (``run.num_threads=1``): on a 2-core machine shared with other runs a second
 torch thread only waits.
 
-Runs go to ``OUT/sp_s<seed>`` and are resumed when they already hold checkpoints (``--no-train``
-evaluates what is there without training further).
+Runs go to ``OUT/sp_s<seed>`` and are resumed when they are there (from their last checkpoint, or
+from scratch when stopped before the first; ``--no-train`` evaluates what is there without training
+further).
 
 Usage (from the repository root)::
 
@@ -86,7 +87,7 @@ def train(seed: int, steps: int, eval_every: int, overrides: list[str], out: Pat
     }
     cfg = resolve_config(preset="quick", overrides=[*BENCH, *overrides], **flags)
     run_dir = out / f"sp_s{seed}"
-    resume = bool(list_checkpoints(run_dir))
+    resume = (run_dir / "config.yaml").is_file()  # a run stopped before its first checkpoint starts over
     trainer = Trainer(cfg, run_dir, resume=resume, progress=False)
     if trainer.env_steps >= steps:
         trainer.close()
