@@ -5,8 +5,8 @@ path takes from its generator), and act with no data-dependent op."""
 
 import pytest
 import torch
-import torch._dynamo as dynamo
 
+from tests.compile_helpers import aot_eager, graph_breaks
 from zsceval.execution.dispatch import forbid_host_sync
 from zsceval.rl.agent import sample_actions
 from zsceval.rl.config import ModelConfig
@@ -53,16 +53,6 @@ def _inputs(hidden: int, seed: int = 1):
     return obs, avail, h, starts
 
 
-def _breaks(fn, *args, **kwargs):
-    dynamo.reset()
-    e = dynamo.explain(fn)(*args, **kwargs)
-    return e.graph_count, [b.reason for b in e.break_reasons]
-
-
-def _compiled(fn):
-    return torch.compile(fn, fullgraph=True, dynamic=False, backend="aot_eager")
-
-
 def _same_acting(out, eager):
     assert torch.equal(out.actions, eager.actions)
     torch.testing.assert_close(out.log_probs, eager.log_probs)
@@ -74,8 +64,8 @@ def test_cnn_policy_acting_is_one_graph_equal_to_eager_acting_and_sync_free():
     p = Policy(_spec("cnn"))
     obs, avail, h, starts = _inputs(0)
     noise = torch.rand(N, A, generator=torch.Generator().manual_seed(5))
-    assert _breaks(p.act, obs, avail, h, starts, noise=noise) == (1, [])
-    out = _compiled(p.act)(obs, avail, h, starts, noise=noise)
+    assert graph_breaks(p.act, obs, avail, h, starts, noise=noise) == (1, [])
+    out = aot_eager(p.act)(obs, avail, h, starts, noise=noise)
     _same_acting(out, p.act(obs, avail, h, starts, generator=torch.Generator().manual_seed(5)))
     with forbid_host_sync():
         p.act(obs, avail, h, starts, noise=noise)
@@ -87,8 +77,8 @@ def test_pool_acting_is_one_graph_equal_to_eager_acting_and_sync_free(kind, recu
     pool = _pool(kind, recurrent)
     obs, avail, h, starts = _inputs(pool.hidden_size)
     noise = torch.rand(N, A, generator=torch.Generator().manual_seed(5))
-    assert _breaks(pool.act, obs, avail, h, starts, MEMBER, noise=noise) == (1, [])
-    out = _compiled(pool.act)(obs, avail, h, starts, MEMBER, noise=noise)
+    assert graph_breaks(pool.act, obs, avail, h, starts, MEMBER, noise=noise) == (1, [])
+    out = aot_eager(pool.act)(obs, avail, h, starts, MEMBER, noise=noise)
     # the eager default (rows grouped by member on the host) from the same generator state
     eager = pool.act(obs, avail, h, starts, MEMBER, generator=torch.Generator().manual_seed(5))
     _same_acting(out, eager)
@@ -108,8 +98,8 @@ def test_mixture_acting_is_one_graph_equal_to_eager_acting_and_sync_free():
     g = torch.Generator().manual_seed(5)
     member_noise = torch.rand(N, generator=g, dtype=torch.float64)  # the eager path's draws, in order
     noise = torch.rand(N, A, generator=g)
-    assert _breaks(mix.act, obs, avail, state, starts, noise=noise, member_noise=member_noise) == (1, [])
-    out = _compiled(mix.act)(obs, avail, state, starts, noise=noise, member_noise=member_noise)
+    assert graph_breaks(mix.act, obs, avail, state, starts, noise=noise, member_noise=member_noise) == (1, [])
+    out = aot_eager(mix.act)(obs, avail, state, starts, noise=noise, member_noise=member_noise)
     eager = mix.act(obs, avail, state, starts, generator=torch.Generator().manual_seed(5))
     _same_acting(out, eager)
     assert torch.equal(out.extras["member"], eager.extras["member"])
@@ -129,8 +119,8 @@ def test_epsilon_greedy_acting_is_one_graph_equal_to_eager_acting_and_sync_free(
     obs, avail, h, starts = _inputs(0)
     noise = epsilon_noise(N, A, torch.Generator().manual_seed(5))
     eps = torch.tensor(0.4)
-    assert _breaks(q.act, obs, avail, h, starts, noise=noise, epsilon=eps) == (1, [])
-    compiled = _compiled(q.act)
+    assert graph_breaks(q.act, obs, avail, h, starts, noise=noise, epsilon=eps) == (1, [])
+    compiled = aot_eager(q.act)
     out = compiled(obs, avail, h, starts, noise=noise, epsilon=eps)
     eager = q.act(obs, avail, h, starts, generator=torch.Generator().manual_seed(5))
     _same_acting(out, eager)
@@ -149,8 +139,8 @@ def test_stacked_learners_act_as_one_graph_like_each_member_alone_and_sync_free(
     stacked = StackedPolicies.from_policies(members)
     obs, avail, h, starts = _inputs(stacked.hidden_size)
     noise = torch.rand(N, A, generator=torch.Generator().manual_seed(5))
-    assert _breaks(stacked.act, obs, avail, h, starts, MEMBER, noise=noise) == (1, [])
-    out = _compiled(stacked.act)(obs, avail, h, starts, MEMBER, noise=noise)
+    assert graph_breaks(stacked.act, obs, avail, h, starts, MEMBER, noise=noise) == (1, [])
+    out = aot_eager(stacked.act)(obs, avail, h, starts, MEMBER, noise=noise)
     logits, h_ref = torch.zeros(N, A), torch.zeros_like(h)  # each member's actor on its own rows
     for m, policy in enumerate(members):
         rows = MEMBER == m

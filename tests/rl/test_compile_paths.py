@@ -5,8 +5,8 @@ loss and backward dispatches no data-dependent op."""
 
 import pytest
 import torch
-import torch._dynamo as dynamo
 
+from tests.compile_helpers import aot_eager, graph_breaks
 from zsceval.execution.dispatch import forbid_host_sync
 from zsceval.rl.config import ModelConfig
 from zsceval.rl.gae import compute_gae
@@ -31,21 +31,15 @@ def _inputs(N=12, seed=0):
     return obs, avail, starts
 
 
-def _breaks(fn, *args, **kwargs):
-    dynamo.reset()
-    e = dynamo.explain(fn)(*args, **kwargs)
-    return e.graph_count, [b.reason for b in e.break_reasons]
-
-
 @pytest.mark.parametrize("recurrent", [False, True])
 def test_acting_traces_as_one_graph_and_equals_eager_acting(recurrent):
     p = _policy(recurrent)
     obs, avail, starts = _inputs()
     h = torch.randn(12, p.hidden_size if recurrent else 0)
     noise = torch.rand(12, 6, generator=torch.Generator().manual_seed(5))
-    assert _breaks(p.act, obs, avail, h, starts, noise=noise) == (1, [])
-    assert _breaks(p.value, obs, h, starts) == (1, [])
-    compiled = torch.compile(p.act, fullgraph=True, dynamic=False, backend="aot_eager")
+    assert graph_breaks(p.act, obs, avail, h, starts, noise=noise) == (1, [])
+    assert graph_breaks(p.value, obs, h, starts) == (1, [])
+    compiled = aot_eager(p.act)
     out = compiled(obs, avail, h, starts, noise=noise)
     eager = p.act(obs, avail, h, starts, generator=torch.Generator().manual_seed(5))  # same draws
     assert torch.equal(out.actions, eager.actions)
@@ -68,16 +62,16 @@ def _loss(logp, old_logp, adv, ent, values, old_values, targets):
 
 def test_gae_and_the_ppo_loss_trace_as_one_graph_and_equal_eager():
     args = _gae_inputs()
-    assert _breaks(compute_gae, *args, 0.99, 0.95) == (1, [])
-    compiled = torch.compile(compute_gae, fullgraph=True, dynamic=False, backend="aot_eager")
+    assert graph_breaks(compute_gae, *args, 0.99, 0.95) == (1, [])
+    compiled = aot_eager(compute_gae)
     for a, b in zip(compiled(*args, 0.99, 0.95), compute_gae(*args, 0.99, 0.95)):
         torch.testing.assert_close(a, b)
     gens = [torch.Generator().manual_seed(k) for k in range(7)]
     leaves = [torch.randn(10, 6, generator=g).requires_grad_() for g in gens]
-    assert _breaks(_loss, *leaves) == (1, [])
+    assert graph_breaks(_loss, *leaves) == (1, [])
     eager = _loss(*leaves)
     grads = torch.autograd.grad(eager, leaves)
-    lc = torch.compile(_loss, fullgraph=True, dynamic=False, backend="aot_eager")(*leaves)
+    lc = aot_eager(_loss)(*leaves)
     torch.testing.assert_close(lc, eager)
     for a, b in zip(torch.autograd.grad(lc, leaves), grads):
         torch.testing.assert_close(a, b)

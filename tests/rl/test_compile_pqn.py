@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-import torch._dynamo as dynamo
 
+from tests.compile_helpers import aot_eager, graph_breaks
 from zsceval.execution.dispatch import forbid_host_sync
 from zsceval.rl.config import ModelConfig, resolve_config
 from zsceval.rl.policy import network_spec
@@ -43,16 +43,6 @@ def _minibatch(L: int, seed: int = 1):
     return obs, actions, actor, torch.randn(S, generator=g)
 
 
-def _breaks(fn, *args, **kwargs):
-    dynamo.reset()
-    e = dynamo.explain(fn)(*args, **kwargs)
-    return e.graph_count, [b.reason for b in e.break_reasons]
-
-
-def _compiled(fn):
-    return torch.compile(fn, fullgraph=True, dynamic=False, backend="aot_eager")
-
-
 def _grads(core: PQNCore) -> list[torch.Tensor]:
     return [w.grad.clone() for p in core.policies for w in p.actor.parameters()]
 
@@ -62,20 +52,20 @@ def test_the_q_lambda_targets_are_one_graph_equal_to_eager():
     args = (torch.randn(6, 4, generator=g), torch.randn(6, 4, generator=g),
             torch.rand(6, 4, generator=g) < 0.1, torch.rand(6, 4, generator=g) < 0.2,
             torch.randn(6, 4, generator=g))  # fmt: skip
-    assert _breaks(lambda_returns, *args, 0.99, 0.9) == (1, [])
-    torch.testing.assert_close(_compiled(lambda_returns)(*args, 0.99, 0.9), lambda_returns(*args, 0.99, 0.9))
+    assert graph_breaks(lambda_returns, *args, 0.99, 0.9) == (1, [])
+    torch.testing.assert_close(aot_eager(lambda_returns)(*args, 0.99, 0.9), lambda_returns(*args, 0.99, 0.9))
 
 
 @pytest.mark.parametrize("L", [1, 2])
 def test_the_minibatch_loss_is_one_graph_with_the_eager_loss_and_gradients(L):
     core = _core(L)
     mb = _minibatch(L)
-    assert _breaks(core.minibatch_loss, *mb) == (1, [])
+    assert graph_breaks(core.minibatch_loss, *mb) == (1, [])
     loss, qt = core.minibatch_loss(*mb)
     loss.backward()
     eager = _grads(core)
     core.optimizer.zero_grad(set_to_none=True)
-    c_loss, c_qt = _compiled(core.minibatch_loss)(*mb)
+    c_loss, c_qt = aot_eager(core.minibatch_loss)(*mb)
     c_loss.backward()
     torch.testing.assert_close(c_loss, loss)
     torch.testing.assert_close(c_qt, qt)
@@ -102,8 +92,8 @@ def _stepped_cores(count: int) -> list[PQNCore]:
 
 def test_per_learner_clipping_is_one_graph_equal_to_eager():
     traced, compiled, eager = _stepped_cores(3)
-    assert _breaks(traced.clip_gradients) == (1, [])
-    _compiled(compiled.clip_gradients)()
+    assert graph_breaks(traced.clip_gradients) == (1, [])
+    aot_eager(compiled.clip_gradients)()
     eager.clip_gradients()
     for a, b in zip(_grads(compiled), _grads(eager)):
         torch.testing.assert_close(a, b)
@@ -113,7 +103,7 @@ def test_the_optimizer_step_is_one_graph_equal_to_eager():
     traced, compiled, eager = _stepped_cores(3)
     # one graph; torch's optimizers mark graph breaks at the step's edges (no op outside it), so
     # the step compiles without fullgraph (as torch documents its compiled optimizers)
-    assert _breaks(traced.optimizer.step) == (1, [])
+    assert graph_breaks(traced.optimizer.step) == (1, [])
     torch.compile(compiled.optimizer.step, dynamic=False, backend="aot_eager")()
     eager.optimizer.step()
     for a, b in zip(*[[w for p in c.policies for w in p.actor.parameters()] for c in (compiled, eager)]):

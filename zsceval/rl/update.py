@@ -75,10 +75,25 @@ def minibatch_loss(policy: Policy, mb: dict[str, Any], entropy_coef: float | tor
         mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
         mb["h_actor"], mb["h_critic"], mb["starts"], mb.get("critic_extra"), mb.get("obs_columns"),
     )  # fmt: skip
+    total, stats = _ppo_terms(mb, logp, entropy, values, entropy_coef, mb["weight"], cfg)
+    return total, stats, {"log_probs": logp, "entropy": entropy, "values": values}
+
+
+def _ppo_terms(mb: dict[str, Any], logp: torch.Tensor, entropy: torch.Tensor, values: torch.Tensor,
+              entropy_coef: float | torch.Tensor, weight: torch.Tensor | None, cfg: PPOConfig
+              ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:  # fmt: skip
+    """:func:`~zsceval.rl.loss.ppo_loss` of a minibatch's re-evaluated ``logp``, ``entropy`` and
+    ``values`` (``float32 [L, S]``) against its stored ``old_log_probs``, ``advantages``,
+    ``old_values`` and ``targets``, with ``cfg``'s clip, value coefficient and Huber delta.
+
+    Returns:
+        ``(total loss, statistics)``: 0-dim tensors ``policy_loss``, ``value_loss``, ``entropy``,
+        ``approx_kl``, ``clip_fraction``.
+    """
     loss = ppo_loss(
         logp, mb["old_log_probs"], mb["advantages"], entropy, values, mb["old_values"],
         mb["targets"], clip=cfg.clip, entropy_coef=entropy_coef, value_coef=cfg.value_loss_coef,
-        huber_delta=cfg.huber_delta, clip_value_loss=cfg.clip_value_loss, weight=mb["weight"],
+        huber_delta=cfg.huber_delta, clip_value_loss=cfg.clip_value_loss, weight=weight,
     )  # fmt: skip
     stats = {
         "policy_loss": loss.policy,
@@ -87,7 +102,7 @@ def minibatch_loss(policy: Policy, mb: dict[str, Any], entropy_coef: float | tor
         "approx_kl": loss.approx_kl,
         "clip_fraction": loss.clip_fraction,
     }
-    return loss.total, stats, {"log_probs": logp, "entropy": entropy, "values": values}
+    return loss.total, stats
 
 
 def clip_and_step(groups: Sequence[Sequence[torch.nn.Parameter]], optimizers: Iterable[torch.optim.Optimizer],
@@ -454,7 +469,7 @@ class PPOCore(LearningCore):
                 if not parts:
                     continue
                 if self.stacked is None:
-                    (k, mb), = parts.items()
+                    ((k, mb),) = parts.items()
                     step_stats = self._learner_step(k, mb, ent_coef)
                 else:
                     step_stats = self._stacked_step(parts, ent_coef)
@@ -572,20 +587,7 @@ class PPOCore(LearningCore):
 
     def _loss(self, name, mb, logp, entropy, values, ent_coef, policy, weight) -> tuple[torch.Tensor, dict]:
         """The stacked learners' PPO loss (+ the plug-in's extra loss) and its statistics."""
-        cfg = self.cfg.ppo
-        loss = ppo_loss(
-            logp, mb["old_log_probs"], mb["advantages"], entropy, values, mb["old_values"],
-            mb["targets"], clip=cfg.clip, entropy_coef=ent_coef, value_coef=cfg.value_loss_coef,
-            huber_delta=cfg.huber_delta, clip_value_loss=cfg.clip_value_loss, weight=weight,
-        )  # fmt: skip
-        stats = {
-            "policy_loss": loss.policy,
-            "value_loss": loss.value,
-            "entropy": loss.entropy,
-            "approx_kl": loss.approx_kl,
-            "clip_fraction": loss.clip_fraction,
-        }
-        total = loss.total
+        total, stats = _ppo_terms(mb, logp, entropy, values, ent_coef, weight, self.cfg.ppo)
         outputs = {"log_probs": logp, "entropy": entropy, "values": values, "policy": policy}
         extra = self.algorithm.extra_loss(name, mb, outputs)
         if extra is not None:
