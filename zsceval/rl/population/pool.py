@@ -244,31 +244,28 @@ class PolicyPool(nn.Module):
         # not cast the weights of convolutions under vmap).
         weights = self._weights(self._keys(side + "."), torch.bfloat16 if self.bf16 else torch.float32)
         flat_obs = obs.reshape(N, -1)
+
+        def grouped(params, idx, pos, P, G):
+            """One vmapped forward over P groups of G slots (rows ``idx``), back in row order (``pos``)."""
+            y, h_new = vmap(call)(
+                params,
+                flat_obs.index_select(0, idx).view(P, G, *obs.shape[1:]),
+                h.index_select(0, idx).view(P, G, h.shape[-1]),
+                starts.index_select(0, idx).view(P, G),
+            )
+            return y.flatten(0, 1).index_select(0, pos), h_new.flatten(0, 1).index_select(0, pos)
+
         with torch.no_grad(), self._autocast():
             if strategy == "static":
                 M, C = len(self), N if capacity is None else int(capacity)
-                idx, pos = static_slots(member, M, C)
-                y, h_new = vmap(call)(
-                    weights,
-                    flat_obs.index_select(0, idx).view(M, C, *obs.shape[1:]),
-                    h.index_select(0, idx).view(M, C, h.shape[-1]),
-                    starts.index_select(0, idx).view(M, C),
-                )
-                return y.flatten(0, 1).index_select(0, pos), h_new.flatten(0, 1).index_select(0, pos)
+                return grouped(weights, *static_slots(member, M, C), M, C)
             if strategy == "vmap":
-                idx, pos = layout.padded()
-                P, G = len(layout.present), layout.largest
+                P = len(layout.present)
                 params = weights
                 if P < len(self):
                     sel = torch.tensor(layout.present, device=obs.device)
                     params = {k: v.index_select(0, sel) for k, v in weights.items()}
-                y, h_new = vmap(call)(
-                    params,
-                    flat_obs.index_select(0, idx).view(P, G, *obs.shape[1:]),
-                    h.index_select(0, idx).view(P, G, h.shape[-1]),
-                    starts.index_select(0, idx).view(P, G),
-                )
-                return y.flatten(0, 1).index_select(0, pos), h_new.flatten(0, 1).index_select(0, pos)
+                return grouped(params, *layout.padded(), P, layout.largest)
             out = torch.empty(N, out_dim, device=obs.device)
             h_out = torch.empty_like(h)
             for m, rows in layout.rows_of():
