@@ -18,7 +18,7 @@ from contextlib import contextmanager
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["HOST_SYNC_OPS", "HostSyncError", "count_ops", "forbid_host_sync"]
+__all__ = ["HOST_SYNC_OPS", "HostSyncError", "allow_host_sync", "count_ops", "forbid_host_sync"]
 
 HOST_SYNC_OPS = frozenset({
     "aten::_local_scalar_dense",  # .item(), int(t), bool(t)
@@ -49,8 +49,13 @@ class _Counting(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+_allowed = 0  # > 0 inside allow_host_sync
+
+
 class _Forbidding(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if _allowed:
+            return func(*args, **(kwargs or {}))
         name = func._schema.name
         if name in HOST_SYNC_OPS:
             raise HostSyncError(f"{name} synchronizes with the host (data-dependent op)")
@@ -84,3 +89,15 @@ def forbid_host_sync() -> Iterator[None]:
     """
     with _Forbidding():
         yield
+
+
+@contextmanager
+def allow_host_sync() -> Iterator[None]:
+    """Inside :func:`forbid_host_sync`, let the block synchronize (e.g. a test that allows the
+    once-per-episode re-seat of a population run and forbids every other sync of the rollout)."""
+    global _allowed
+    _allowed += 1
+    try:
+        yield
+    finally:
+        _allowed -= 1

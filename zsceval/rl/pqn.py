@@ -284,7 +284,8 @@ class PQNCore(LearningCore):
         and the partners' own forwards (``runner.act`` with the learners skipped). When every arm
         seats learners only, the learners' part of a step has static shapes and reads nothing
         back to the host; with partners in some seats, the exploration draws are taken for the
-        learner rows only (as before), which reads their rows once per step.
+        learner rows only (as before), which reads their rows once per seating (per episode with
+        an env in lockstep, see :attr:`EpisodeRunner.static_seating`).
         """
         cfg, B, N = self.cfg, self.B, self.N
         L = len(self.policies)
@@ -294,6 +295,7 @@ class PQNCore(LearningCore):
         all_learners = bool((runner.arm_table.actor < L).all())  # host, once per rollout
         s = runner.step_out
         learner, q = self._learner_q(runner, s.obs)
+        seated, rows = None, None  # the seating the learner rows ``rows`` were read for
         for t in range(self.T):
             s = runner.step_out
             self.obs[t].copy_(s.obs)
@@ -303,7 +305,8 @@ class PQNCore(LearningCore):
             if all_learners:
                 actions, _ = epsilon_greedy(q, avail, eps, runner.generator)
             else:  # the generator's draws for the learner rows only, as the runs before
-                rows = learner.nonzero().squeeze(-1)
+                if runner.seat_actor is not seated:  # re-seated: once per episode, not per step
+                    seated, rows = runner.seat_actor, learner.nonzero().squeeze(-1)
                 drawn, _ = epsilon_greedy(q.index_select(0, rows), avail.index_select(0, rows), eps,
                                           runner.generator)  # fmt: skip
                 actions.index_copy_(0, rows, drawn)

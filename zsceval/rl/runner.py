@@ -193,7 +193,9 @@ class EpisodeRunner:
         zeros for it without drawing. Then an episode end re-seats nothing, and a step of
         :meth:`act`, :meth:`env_step` and :meth:`finish_step` runs without a host synchronization
         (with a sync-free env step). Otherwise :meth:`finish_step` reads ``done.any()`` on the host
-        and calls ``assign`` with the games that reset (population seatings)."""
+        and calls ``assign`` with the games that reset (population seatings), unless the env's
+        games are in lockstep (``env.lockstep_timestep`` not None: Overcooked), where the host
+        knows when every game's episode ends and re-seats all games then with no read."""
         return len(self.arm_table) == 1 and bool(getattr(self.assign, "zeros_for_one_arm", False))
 
     def set_arms(self, arms: Sequence[Arm]) -> None:
@@ -230,6 +232,12 @@ class EpisodeRunner:
         for k in range(len(self.actors)):
             mask = flat == k
             self.rows.append(None if bool(mask.all()) else mask.nonzero().squeeze(-1))
+        # one member tensor per actor and seating: a pool keeps its grouping while it is the same
+        member = self.seat_member.reshape(-1)
+        self.actor_member = [self.select(member, k) if takes else None for k, takes in enumerate(self.takes_member)]
+        for actor, m in zip(self.actors, self.actor_member):
+            if m is not None and hasattr(actor, "group_rows"):
+                actor.group_rows(m)
 
     def reset(self) -> None:
         """Reset every game, draw every game's arm, zero every recurrent state and total."""
@@ -287,7 +295,6 @@ class EpisodeRunner:
         obs = s.obs.reshape(self.N, *s.obs.shape[2:])
         avail = s.avail_actions.reshape(self.N, -1)
         actions = torch.empty(self.N, dtype=torch.int64, device=self.device)
-        member = self.seat_member.reshape(-1)
         for k, actor in enumerate(self.actors):
             if k in skip or not self.active(k):
                 continue
@@ -297,7 +304,7 @@ class EpisodeRunner:
                 noise = torch.rand(self.N, avail.shape[-1], generator=self.generator, device=self.device)
                 out = compiled(obs, avail, h, self.starts, noise=noise)
             else:
-                kw = {"member": self.select(member, k)} if self.takes_member[k] else {}
+                kw = {"member": self.actor_member[k]} if self.takes_member[k] else {}
                 out = actor.act(
                     self.select(obs, k), self.select(avail, k), h, self.select(self.starts, k),
                     generator=self.generator, deterministic=deterministic, **kw,
@@ -374,8 +381,17 @@ class EpisodeRunner:
         self.ep_sparse = self.ep_sparse * keep
         self.ep_shaped = self.ep_shaped * keep.unsqueeze(-1)
         self.ep_events = self.ep_events * keep.view(self.B, 1, 1)
-        if not self.static_seating and bool(done.any()):  # host sync: seating that needs Python
-            self._seat(done.nonzero().squeeze(-1))
+        if not self.static_seating:
+            clock = getattr(self.env, "lockstep_timestep", None)
+            if clock is None:  # host sync: seating that needs Python
+                if bool(done.any()):
+                    self._seat(done.nonzero().squeeze(-1))
+            else:  # games in lockstep: every episode ends together, known on the host
+                ended = clock == 0
+                torch._assert_async(done.all() if ended else ~done.any(),
+                                    "the env's lockstep_timestep disagrees with its done flags")  # fmt: skip
+                if ended:
+                    self._seat(torch.arange(self.B, device=self.device))
         self.starts = done.unsqueeze(-1).expand(self.B, self.n).reshape(self.N)
         self.step_out = s
 

@@ -96,6 +96,28 @@ class OvercookedEnv:
 
     num_actions = len(Action)
 
+    @property
+    def lockstep_timestep(self) -> int | None:
+        """Every game's ``timestep``, known on the host, while all games are in lockstep; else None.
+
+        Episodes end only at the horizon, so games reset together stay together: the host knows,
+        without reading a tensor, that every game's episode ends in ``horizon - lockstep_timestep``
+        steps (the runner re-seats population games then, issue 34). It is 0 after :meth:`reset`,
+        advances with every :meth:`step` and wraps at the horizon; after :meth:`load_state_dict` or
+        :meth:`import_state` it is read from the state once (None when the games' timesteps differ).
+        Changing ``env.state`` by hand bypasses it.
+        """
+        return self._clock
+
+    def _read_clock(self) -> None:
+        """Set the host clock from the state (one host read): its common timestep, or None."""
+        t = None if self.state is None else self.state.timestep
+        self._clock = int(t[0]) if t is not None and t.numel() and bool((t == t[0]).all()) else None
+
+    def _tick(self) -> None:
+        if self._clock is not None:
+            self._clock = 0 if self._clock + 1 >= self.horizon else self._clock + 1
+
     def __init__(
         self,
         layout: str | Path | Layout,
@@ -136,6 +158,7 @@ class OvercookedEnv:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         self.state: State | None = None
+        self._clock: int | None = None
         self._compiled_step = None
         self._graph_starts: dict[int, tuple[State, torch.Tensor, torch.Tensor]] = {}
 
@@ -242,6 +265,7 @@ class OvercookedEnv:
             A :class:`Step` with zero rewards and events and ``truncated`` all False.
         """
         self.state = self._start_state(self.num_envs)
+        self._clock = 0
         B, n = self.num_envs, self.num_agents
         zeros = torch.zeros(B, n, device=self.device)
         return self._output(
@@ -321,6 +345,7 @@ class OvercookedEnv:
             if observe:
                 final = self._observe(state, seats)
             state.assign_where(truncated, self._start_state(B))
+        self._tick()
         return self._output(out, truncated, final, seats, observe)
 
     def _transition(
@@ -374,6 +399,7 @@ class OvercookedEnv:
         actions = actions.to(self.device)
         torch._assert_async(((actions >= 0) & (actions < self.num_actions)).all(), "actions must be in 0..5")
         out = self._compiled_step(self.state, actions)
+        self._tick()
         infos = {"seats": self.state.seats.clone(), "timestep": self.state.timestep.clone()}
         if self.view_radius:
             infos["full_obs"], infos["final_full_obs"] = out["full_obs"], out["final_full_obs"]
@@ -571,6 +597,7 @@ class OvercookedEnv:
         generator = torch.Generator(device=self.device)
         restore_generator(generator, state.get("generator"))
         self.generator, self.state = generator, game
+        self._read_clock()
 
     # ------------------------------------------------------------------ interop
     def export_state(self, i: int) -> dict:
@@ -591,6 +618,7 @@ class OvercookedEnv:
         """
         self._require_state(i)
         import_state(self.state, i, state_dict, self.layout, self.tables)
+        self._read_clock()
 
     def render(self, i: int = 0) -> str:
         """A readable text picture of game ``i`` (see ``render`` module for the legend)."""

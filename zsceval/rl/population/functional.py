@@ -9,7 +9,7 @@ slow per-member loop).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -145,6 +145,8 @@ class Layout:
     order: torch.Tensor
     present: list[int]
     largest: int
+    _padded: tuple[torch.Tensor, torch.Tensor] | None = field(default=None, repr=False, compare=False)
+    _present_index: torch.Tensor | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, member: torch.Tensor, num_members: int) -> Layout:
@@ -174,8 +176,20 @@ class Layout:
         """``(idx int64 [P * G], pos int64 [N])`` for P present members padded to G rows each.
 
         Slot ``p * G + r`` holds member ``present[p]``'s r-th row (``idx``), or repeats the group's
-        first row when the group has fewer rows; row ``i``'s output is slot ``pos[i]``.
+        first row when the group has fewer rows; row ``i``'s output is slot ``pos[i]``. Computed
+        once per layout (a layout kept across steps costs no host synchronization here).
         """
+        if self._padded is None:
+            self._padded = self._compute_padded()
+        return self._padded
+
+    def present_index(self) -> torch.Tensor:
+        """``int64 [P]`` the present members on the rows' device (built once per layout)."""
+        if self._present_index is None:
+            self._present_index = torch.tensor(self.present, device=self.order.device)
+        return self._present_index
+
+    def _compute_padded(self) -> tuple[torch.Tensor, torch.Tensor]:
         device = self.order.device
         P, G = len(self.present), self.largest
         counts_t = torch.tensor([self.counts[m] for m in self.present], device=device)

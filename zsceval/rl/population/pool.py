@@ -94,6 +94,7 @@ class PolicyPool(nn.Module):
         double the rows computed, or the encoder is a CNN on CPU, where the loop is faster:
         docs/performance.md "Policy pool acting")."""
         self._cast_cache: dict[str, tuple] = {}
+        self._layout_cache: tuple[torch.Tensor, int, int, Layout] | None = None
         self.sha256: str | None = None
         """SHA-256 of ``pool.safetensors`` after :meth:`save` / :meth:`load`; None once changed."""
         members = list(members)
@@ -237,7 +238,7 @@ class PolicyPool(nn.Module):
         strategy = self.strategy
         if strategy == "auto" and (capacity is not None or torch.compiler.is_compiling()):
             strategy = "static"
-        layout = None if strategy == "static" else Layout.of(member, len(self))
+        layout = None if strategy == "static" else self._layout(member)
         if strategy == "auto":
             strategy = layout.strategy(self.spec["model"]["kind"], obs.device)
         # Under bf16 the weights are cast here, as autocast would cast them per op (autocast does
@@ -263,7 +264,7 @@ class PolicyPool(nn.Module):
                 P = len(layout.present)
                 params = weights
                 if P < len(self):
-                    sel = torch.tensor(layout.present, device=obs.device)
+                    sel = layout.present_index()
                     params = {k: v.index_select(0, sel) for k, v in weights.items()}
                 return grouped(params, *layout.padded(), P, layout.largest)
             out = torch.empty(N, out_dim, device=obs.device)
@@ -278,6 +279,27 @@ class PolicyPool(nn.Module):
                 out.index_copy_(0, rows, y)
                 h_out.index_copy_(0, rows, h_new)
             return out, h_out
+
+    def group_rows(self, member: torch.Tensor) -> None:
+        """Group the rows of ``member int64 [N]`` now (host reads: once per seating), so acting
+        with this same, unchanged tensor reads nothing on the host (a runner calls this when it
+        re-seats games, issue 34).
+
+        Raises:
+            IndexError: a member index outside ``[0, len(pool))``.
+        """
+        self._layout(member).padded()
+
+    def _layout(self, member: torch.Tensor) -> Layout:
+        """The rows grouped by member, kept while the same unchanged ``member`` tensor comes back:
+        a runner passes one tensor per seating, so grouping reads the host once per re-seat (per
+        episode), not once per step (issue 34)."""
+        cached = self._layout_cache
+        if cached is not None and cached[0] is member and cached[1:3] == (member._version, len(self)):
+            return cached[3]
+        layout = Layout.of(member, len(self))
+        self._layout_cache = (member, member._version, len(self), layout)
+        return layout
 
     def _keys(self, prefix: str) -> list[str]:
         return [k for k in self._template_shapes if k.startswith(prefix)]
