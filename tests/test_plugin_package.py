@@ -147,6 +147,7 @@ def test_a_plugin_package_trains_and_evaluates_through_its_entry_points(plugin_s
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+@pytest.mark.slow
 def test_a_plugin_package_benches_its_own_suite_and_job_kind(plugin_site, tmp_path):
     out = tmp_path / "bench"
     res = zsceval(plugin_site, "bench", "--suite", "plug-tiny", "--out", out, "--no-progress", cwd=tmp_path)

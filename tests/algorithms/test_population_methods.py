@@ -209,7 +209,13 @@ def final_weights(run: Path) -> bytes:
 
 @pytest.mark.parametrize(
     "algo, kill_in",
-    [("fcp", "ego"), ("mep", "ego"), ("trajedi", "ego"), ("trajedi", "stage1"), ("hsp", "ego")],
+    [
+        ("fcp", "ego"),  # the default suite's chain; the others are slow (each algorithm's rules have unit tests)
+        pytest.param("mep", "ego", marks=pytest.mark.slow),
+        pytest.param("trajedi", "ego", marks=pytest.mark.slow),
+        pytest.param("trajedi", "stage1", marks=pytest.mark.slow),
+        pytest.param("hsp", "ego", marks=pytest.mark.slow),
+    ],
 )
 def test_chain_trains_through_the_cli_and_resumes_after_a_kill(tmp_path, algo, kill_in):
     from tests.test_reliability import run_killed

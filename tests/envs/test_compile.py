@@ -13,6 +13,7 @@ CASES = [
     ("counter_circuit", 0),  # classic dynamics, full view
     ("counter_circuit_mr", 2),  # multi-recipe dynamics, partial view (TBS's setting)
 ]
+SLOW_MR = [CASES[0], pytest.param(*CASES[1], marks=pytest.mark.slow)]  # the long equality runs
 
 
 def _pair(layout, view_radius, B=8, horizon=9):
@@ -47,7 +48,7 @@ def _check_equal(eager_env, compiled_env, fn, steps, B, seed=0):
     return resets
 
 
-@pytest.mark.parametrize("layout,view_radius", CASES)
+@pytest.mark.parametrize("layout,view_radius", SLOW_MR)
 def test_compiled_graph_step_equals_eager_step_bit_for_bit(layout, view_radius):
     dynamo.reset()
     eager, other = _pair(layout, view_radius)
@@ -98,7 +99,7 @@ def test_op_counts_see_the_engine_and_graph_step_refuses_random_starts():
             env.graph_step(env.state, torch.zeros(2, 2, dtype=torch.int64))
 
 
-@pytest.mark.parametrize("layout,view_radius", CASES)
+@pytest.mark.parametrize("layout,view_radius", SLOW_MR)
 def test_a_compiled_env_steps_like_the_eager_one(layout, view_radius):
     dynamo.reset()
     eager, compiled = _pair(layout, view_radius, B=6, horizon=5)

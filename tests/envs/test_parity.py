@@ -33,6 +33,13 @@ CLASSIC = [
     "asymmetric_coordination",
 ]
 MULTI = ["forced_coordination_mr", "coordination_ring_mr", "counter_circuit_mr", "asymmetric_advantages_mr"]
+# The default suite steps every layout from the standard start and three from random starts; the
+# full random-start sweep is slow (``-m slow``).
+DEFAULT_RANDOM = {"cramped_room", "forced_coordination", "counter_circuit", "counter_circuit_mr"}
+
+
+def _sweep(names):
+    return [n if n in DEFAULT_RANDOM else pytest.param(n, marks=pytest.mark.slow) for n in names]
 
 
 def lockstep(
@@ -96,14 +103,14 @@ def test_classic_parity_standard_start(name):
     assert stats["rule_differences"] == 0
 
 
-@pytest.mark.parametrize("name", CLASSIC)
+@pytest.mark.parametrize("name", _sweep(CLASSIC))
 def test_classic_parity_random_start(name):
     stats = lockstep(name, randomized=True, seed=2, steps=400)
     # The soup lifecycle is exercised: pottings, and soup pickups or deliveries.
     assert stats["pottings"] > 0 and stats["deliveries"] + stats["soup_pickups"] > 0
 
 
-@pytest.mark.parametrize("name", MULTI)
+@pytest.mark.parametrize("name", _sweep(MULTI))
 def test_multi_recipe_parity(name):
     standard = lockstep(name, randomized=False, seed=3)
     randomized = lockstep(name, randomized=True, seed=4)

@@ -108,6 +108,7 @@ def mini_suite(tmp_path: Path):
     return load_suite(path)
 
 
+@pytest.mark.slow
 def test_tiny_bench_on_ray_matches_the_local_executors_tables(tmp_path, monkeypatch):
     from zsceval.bench import run as bench_mod
     from zsceval.bench.report import read_tables

@@ -59,6 +59,7 @@ def test_partners_human_proxy_writes_a_loadable_set(proxy_and_agent):
         load_human_proxy(root / "nowhere", "cramped_room")
 
 
+@pytest.mark.slow
 def test_eval_against_the_human_proxy_with_interdependence(proxy_and_agent):
     root, _ = proxy_and_agent
     args = ["eval", "--agent", str(root / "sp"), "--layout", "cramped_room", "--episodes", "2",

@@ -248,7 +248,7 @@ def gfootball():
     pytest.importorskip("gfootball.env", reason="pip install --no-build-isolation gfootball==2.10.2")
 
 
-@pytest.mark.parametrize("algo", ["fcp", "trajedi"])
+@pytest.mark.parametrize("algo", ["fcp", pytest.param("trajedi", marks=pytest.mark.slow)])
 def test_stage2_chain_trains_on_three_players(gfootball, tmp_path, algo):
     out = tmp_path / algo
     res = invoke("train", "--algo", algo, "--out", out, "--steps", "200", *TINY)
@@ -261,6 +261,7 @@ def test_stage2_chain_trains_on_three_players(gfootball, tmp_path, algo):
     assert len(pool["names"]) == 3
 
 
+@pytest.mark.slow
 def test_mep_chain_trains_on_three_players_and_resumes_after_a_kill(gfootball, tmp_path):
     from tests.test_reliability import run_killed
 
@@ -276,6 +277,7 @@ def test_mep_chain_trains_on_three_players_and_resumes_after_a_kill(gfootball, t
     assert [int(r.split(",")[0]) for r in metrics[1:]] == [1, 2, 3]  # resumed after iteration 2
 
 
+@pytest.mark.slow
 def test_cole_trains_on_three_players_and_resumes_after_a_kill(gfootball, tmp_path):
     from tests.test_reliability import run_killed
 
@@ -299,6 +301,7 @@ def test_cole_trains_on_three_players_and_resumes_after_a_kill(gfootball, tmp_pa
     assert meta["partners"]["pool"]["members"] == 4
 
 
+@pytest.mark.slow
 def test_hsp_chain_trains_on_three_players(gfootball, tmp_path):
     out = tmp_path / "hsp"  # MEP stage 1 (2 members), 1 biased candidate, the ego with it and 1 member x 3
     res = invoke("train", "--algo", "hsp", "--out", out, "--steps", "200", *TINY,
