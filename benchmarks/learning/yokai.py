@@ -22,7 +22,11 @@ overrides them.
 One thread by default (``run.num_threads=1``): on a 2-core machine shared with other runs a second
 torch thread only waits.
 
-Runs go to ``OUT/sp_s<seed>`` and are resumed when they are there (from their last checkpoint, or
+``--algo op`` trains other-play agents the same way (``zsceval train --algo op``, OP+C+R by default),
+into ``OUT/op_s<seed>``; their checkpoints are evaluated in self-play and, with several seeds, in
+cross-play, as SP's.
+
+Runs go to ``OUT/<algo>_s<seed>`` and are resumed when they are there (from their last checkpoint, or
 from scratch when stopped before the first; ``--no-train`` evaluates what is there without training
 further).
 
@@ -30,6 +34,7 @@ Usage (from the repository root)::
 
     python benchmarks/learning/yokai.py --steps 2e6 --out /tmp/yokai_bench
     python benchmarks/learning/yokai.py --steps 3e5 --seeds 0 1 2 --out /tmp/yokai_xp   # + cross-play
+    python benchmarks/learning/yokai.py --algo op --steps 3e5 --seeds 0 1 2 --out /tmp/yokai_op  # OP+C+R
     python benchmarks/learning/yokai.py --out /work/runs/yokai --no-train --json curve.json
     python benchmarks/learning/yokai.py --set model.hidden_size=128 --set ppo.epochs=4
 """
@@ -73,20 +78,21 @@ BENCH = [
 """Overrides of the quick preset (module docstring); ``--set`` goes after them."""
 
 
-def train(seed: int, steps: int, eval_every: int, overrides: list[str], out: Path) -> Path:
-    """Train (or resume) SP for ``steps`` env steps into ``out/sp_s<seed>``; return the run dir."""
+def train(seed: int, steps: int, eval_every: int, overrides: list[str], out: Path, algo: str = "sp") -> Path:
+    """Train (or resume) ``algo`` (``sp`` or ``op``) for ``steps`` env steps into
+    ``out/<algo>_s<seed>``; return the run dir."""
     flags = {
         "env.name": "yokai",
         "run.seed": seed,
         "run.device": "cpu",
-        "run.algo": "sp",
+        "run.algo": algo,
         "run.total_steps": steps,
         "run.checkpoint_every": eval_every,
         "run.keep_checkpoints": 10_000,
         "shaping.horizon": 0.7 * steps,
     }
     cfg = resolve_config(preset="quick", overrides=[*BENCH, *overrides], **flags)
-    run_dir = out / f"sp_s{seed}"
+    run_dir = out / f"{algo}_s{seed}"
     resume = (run_dir / "config.yaml").is_file()  # a run stopped before its first checkpoint starts over
     trainer = Trainer(cfg, run_dir, resume=resume, progress=False)
     if trainer.env_steps >= steps:
@@ -183,6 +189,10 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--steps", type=float, default=2e6, help="env steps per seed (default 2e6)")
+    parser.add_argument(
+        "--algo", choices=["sp", "op"], default="sp",
+        help="sp, or other-play with the env's symmetries (op: OP+C+R unless --set algo.symmetries=C)",
+    )  # fmt: skip
     parser.add_argument("--seeds", nargs="+", type=int, default=[0], help="training seeds (default 0)")
     parser.add_argument(
         "--eval-every",
@@ -220,9 +230,9 @@ def main() -> None:
     print(f"torch {torch.__version__}; runs in {out}", flush=True)
     runs = []
     for seed in args.seeds:
-        run_dir = out / f"sp_s{seed}"
+        run_dir = out / f"{args.algo}_s{seed}"
         if not args.no_train:
-            run_dir = train(seed, steps, eval_every, args.overrides, out)
+            run_dir = train(seed, steps, eval_every, args.overrides, out, args.algo)
         if list_checkpoints(run_dir):
             runs.append((seed, run_dir))
     if not runs:
@@ -251,7 +261,7 @@ def main() -> None:
     }
     if len(runs) >= 2:
         matrix = cross_play_matrix(
-            [(f"sp_s{s}", d) for s, d in runs], episodes=args.episodes, seed=args.eval_seed
+            [(f"{args.algo}_s{s}", d) for s, d in runs], episodes=args.episodes, seed=args.eval_seed
         )
         print("\n" + format_yokai_report(matrix))
         from zsceval.evaluation.yokai_xp import yokai_report_json
