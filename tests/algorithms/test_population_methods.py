@@ -210,7 +210,7 @@ def final_weights(run: Path) -> bytes:
 @pytest.mark.parametrize(
     "algo, kill_in",
     [
-        ("fcp", "ego"),  # the default suite's chain; the others are slow (each algorithm's rules have unit tests)
+        ("fcp", "ego"),  # the default suite's chain; the others are slow (their rules have unit tests)
         pytest.param("mep", "ego", marks=pytest.mark.slow),
         pytest.param("trajedi", "ego", marks=pytest.mark.slow),
         pytest.param("trajedi", "stage1", marks=pytest.mark.slow),

@@ -10,10 +10,9 @@ import torch
 
 from zsceval import registry
 from zsceval.envs.overcooked import OvercookedEnv
-
 from zsceval.execution.dispatch import allow_host_sync, forbid_host_sync
-from zsceval.rl.config import resolve_config
 from zsceval.rl.algorithm import Algorithm
+from zsceval.rl.config import resolve_config
 from zsceval.rl.envs import make_env
 from zsceval.rl.population import PolicyPool
 from zsceval.rl.population.functional import Layout

@@ -234,7 +234,9 @@ class EpisodeRunner:
             self.rows.append(None if bool(mask.all()) else mask.nonzero().squeeze(-1))
         # one member tensor per actor and seating: a pool keeps its grouping while it is the same
         member = self.seat_member.reshape(-1)
-        self.actor_member = [self.select(member, k) if takes else None for k, takes in enumerate(self.takes_member)]
+        self.actor_member = [
+            self.select(member, k) if takes else None for k, takes in enumerate(self.takes_member)
+        ]
         for actor, m in zip(self.actors, self.actor_member):
             if m is not None and hasattr(actor, "group_rows"):
                 actor.group_rows(m)
