@@ -175,6 +175,10 @@ def test_every_variant_and_the_oracle_play_the_chains_partial_view(tmp_path, mon
     full = {k: v for k, v in params.items() if k != "view_radius"}
     tbs_jobs.evaluate_job(full, tmp_path / "full", {"h": tmp_path, "e": tmp_path})
     assert len(calls) == 7 and all(env.view_radius == 0 for env, _, _ in calls)
+    assert all(env.horizon == 400 for env, _, _ in calls)  # the layout's episode length
+    calls.clear()  # and a chain trained at another horizon is evaluated at it
+    tbs_jobs.evaluate_job({**full, "horizon": 60}, tmp_path / "full", {"h": tmp_path, "e": tmp_path})
+    assert len(calls) == 7 and all(env.horizon == 60 for env, _, _ in calls)
 
 
 def test_partial_chain_gives_the_evaluation_its_view_radius():

@@ -235,7 +235,7 @@ for _key in _TINY_SET:
 def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkeypatch):
     out = tmp_path / "tbs"
     args = ["train", "--algo", "tbs", "--layout", "cramped_room", "--out", str(out), *TINY]
-    real = job_mod.JOB_KINDS["tbs.ego"]
+    real = job_mod.job_function("tbs.ego")  # loads the kind's entry point when run alone
 
     def broken(params, out_dir, needs):
         raise RuntimeError("killed")
@@ -342,3 +342,18 @@ def test_partial_flag_gives_every_stage_the_view_radius():
                for j in full)  # fmt: skip
     stages = {j.id for j in jobs if not j.id.startswith("ego")}
     assert len(stages) == 4 and stages.isdisjoint({j.id for j in full})  # separate stage folders
+
+
+def test_the_chains_horizon_reaches_the_clustering_tom_and_evaluation_jobs():
+    from zsceval.rl.algorithm import JobContext
+
+    common = {"layout": "counter_circuit", "overrides": ["env.num_envs=16", "env.horizon=100"]}
+    jobs = registry.get("tbs").jobs(JobContext("tbs", "counter_circuit", 0, None, "ego", common))
+    for j in jobs:
+        if j.kind in ("train", "tbs.brs"):  # the training runs read env.horizon from their overrides
+            assert "env.horizon=100" in j.params["overrides"]
+        else:
+            assert j.params["horizon"] == 100, j.kind
+    default = {"layout": "counter_circuit", "overrides": ["env.horizon=400"]}  # the default: no param,
+    jobs = registry.get("tbs").jobs(JobContext("tbs", "counter_circuit", 0, None, "ego", default))
+    assert all("horizon" not in j.params for j in jobs)  # so older chains keep their fingerprints

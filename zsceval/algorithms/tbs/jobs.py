@@ -45,11 +45,21 @@ TOM_GLOBAL = ("mixed", "matched")
 cluster models' matched episodes pooled."""
 
 
-def _env(layout: str, games: int, device: Any, seed: int = 0, view_radius: int = 0):
-    """The evaluation env of a TBS job (the partial variant when ``view_radius`` > 0)."""
+def _env(
+    layout: str, games: int, device: Any, seed: int = 0, view_radius: int = 0, horizon: int | None = None
+):
+    """The evaluation env of a TBS job (the partial variant when ``view_radius`` > 0; ``horizon``
+    None: the layout's, 400 for every shipped one, which the chain's training jobs also play unless
+    ``env.horizon`` is set)."""
     from zsceval.envs.overcooked import OvercookedEnv
 
-    return OvercookedEnv(layout, num_envs=games, device=device, seed=seed, view_radius=view_radius)
+    return OvercookedEnv(layout, num_envs=games, device=device, seed=seed, view_radius=view_radius,
+                         horizon=horizon)  # fmt: skip
+
+
+def _horizon(params: dict) -> int | None:
+    """A job's ``horizon`` param (absent: None, the layout's)."""
+    return int(params["horizon"]) if params.get("horizon") is not None else None
 
 
 def _run(needs: dict, job_id: str) -> Path:
@@ -71,6 +81,7 @@ def cross_play_returns(
     seed: int,
     device: Any = "cpu",
     view_radius: int = 0,
+    horizon: int | None = None,
 ):
     """Mean sparse return ``J[a, b]`` of agent 1 of pair a (seat 0) with agent 2 of pair b (seat 1).
 
@@ -80,6 +91,7 @@ def cross_play_returns(
         episodes: episodes per pairing.
         seed: generator seed.
         view_radius: the partial variant's view radius (0: fully observable).
+        horizon: episode length in env steps (None: the layout's).
 
     Returns:
         ``float64 [N, N]``.
@@ -91,7 +103,7 @@ def cross_play_returns(
     b = torch.arange(N).repeat_interleave(episodes).repeat(N)
     assignment = torch.stack([a, N + b], 1)
     gen = torch.Generator(device=device).manual_seed(seed)
-    env = _env(layout, assignment.shape[0], device, seed, view_radius)
+    env = _env(layout, assignment.shape[0], device, seed, view_radius, horizon)
     res = play_games(env, [*firsts, *seconds], assignment, generator=gen, device=device, deterministic=True)
     return res.sparse.double().view(N, N, episodes).mean(-1).numpy()
 
@@ -135,9 +147,10 @@ def cluster_job(params: dict, out: Path, needs: dict) -> dict:
     """Cross-play matrix, similarity and clustering of the training pool.
 
     Params: ``layout, pool`` (train-job id), ``episodes, seed, device``, optionally ``view_radius``
-    (the partial variant), ``k_rule`` (:data:`zsceval.algorithms.tbs.stsc.K_RULES`, default
-    ``"paper"``: the arg-min of Eq. 6's cost), ``fixed_k`` (0: choose k; else vanilla spectral
-    clustering with that k) and ``fixed_k_assign`` (:data:`FIXED_K_ASSIGN`, default ``"rotation"``).
+    (the partial variant), ``horizon`` (the chain's ``env.horizon`` where set), ``k_rule``
+    (:data:`zsceval.algorithms.tbs.stsc.K_RULES`, default ``"paper"``: the arg-min of Eq. 6's cost),
+    ``fixed_k`` (0: choose k; else vanilla spectral clustering with that k) and ``fixed_k_assign``
+    (:data:`FIXED_K_ASSIGN`, default ``"rotation"``).
     A pool of fewer than 3 pairs is one cluster unless ``fixed_k`` is given.
 
     Writes ``xp.json`` (``J``, ``similarity``), ``clustering.json`` (``labels, k, costs`` and the
@@ -163,7 +176,8 @@ def cluster_job(params: dict, out: Path, needs: dict) -> dict:
         raise JobInputError(str(exc)) from None
     radius = int(params.get("view_radius", 0))
     J = cross_play_returns(
-        params["layout"], firsts, seconds, int(params["episodes"]), int(params["seed"]), device, radius
+        params["layout"], firsts, seconds, int(params["episodes"]), int(params["seed"]), device, radius,
+        _horizon(params),
     )
     S = cross_play_similarity(J)
     if len(firsts) < 3 and not fixed:
@@ -233,6 +247,7 @@ def _tom_episodes(
     concepts,
     view_radius=0,
     epsilon: float = 0.0,
+    horizon: int | None = None,
 ):
     """Episodes of ``br`` with the pairs ``members`` (the ego in seat g % 2 of game g); the best
     response explores with ``epsilon`` (greedy agents in a deterministic game repeat one episode),
@@ -243,7 +258,7 @@ def _tom_episodes(
 
     N = len(firsts)
     pool = GreedyPool(PolicyPool.from_policies([*firsts, *seconds]))
-    env = _env(layout, games, device, seed, view_radius)
+    env = _env(layout, games, device, seed, view_radius, horizon)
     # the ego sits in seat g % 2: its partner is agent 2 (member N + i) or agent 1 (member i)
     pick = [members[g // 2 % len(members)] for g in range(games)]
     partner_members = [N + i if g % 2 == 0 else i for g, i in enumerate(pick)]
@@ -288,7 +303,8 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     """ToM models and the composite agents.
 
     Params: ``layout, pool, cluster, brs`` (job ids), ``granularity, window, seed, device``, and
-    optionally ``tom_games`` (episodes per pool pair, 32: a cluster of m pairs gets 32 m),
+    optionally ``view_radius`` and ``horizon`` (the chain's env, :func:`_env`), ``tom_games``
+    (episodes per pool pair, 32: a cluster of m pairs gets 32 m),
     ``tom_epochs`` (60: the global model's passes over all the episodes; a cluster model of m of
     the N pairs makes about as many gradient steps, ``round(N / m)`` times the passes),
     ``tom_epsilon`` (the best response's exploration while collecting, 0.1), ``tom_hidden`` (64),
@@ -316,7 +332,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
         raise JobInputError(f"tom_global must be one of {', '.join(TOM_GLOBAL)}, got {mode!r}")
     device = params.get("device", "cpu")
     layout, seed = params["layout"], int(params["seed"])
-    radius = int(params.get("view_radius", 0))
+    radius, horizon = int(params.get("view_radius", 0)), _horizon(params)
     firsts, seconds = _pool(_run(needs, params["pool"]), device)
     clusters = read_clusters(needs[params["cluster"]])
     k = len(clusters)
@@ -335,14 +351,14 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     for j, members in enumerate(clusters):  # tom_games episodes per pair: a cluster needs each partner
         n_games = games * len(members)
         data.append(_tom_episodes(layout, brs[j], firsts, seconds, members, n_games, seed + j, device,
-                                  concepts, radius, eps))  # fmt: skip
+                                  concepts, radius, eps, horizon))  # fmt: skip
     if mode == "matched":
         global_data = data
     else:  # "mixed", Eq. 11: the partner's cluster and the best response's drawn independently;
         # seeds seed + 7919 + j, apart from the cluster models' seed + j, so the episodes differ
         global_data = [
             _tom_episodes(layout, brs[j], firsts, seconds, plan, 2 * len(plan), seed + 7919 + j, device,
-                          concepts, radius, eps)
+                          concepts, radius, eps, horizon)
             for j, plan in enumerate(global_tom_plan(clusters, games))
         ]  # fmt: skip
     curves = {}
@@ -385,7 +401,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
             brs, [[other[i] for i in c] for c in clusters], action_model="epsilon_greedy"
         )
     run = out / "run"
-    meta = {"algo": "tbs", "layout": layout, "ego": "tbs", "env_spec": _env_spec(layout, radius),
+    meta = {"algo": "tbs", "layout": layout, "ego": "tbs", "env_spec": _env_spec(layout, radius, horizon),
             "clusters": clusters, "tom": {n: _tom_summary(c) for n, c in curves.items()}}  # fmt: skip
     save_checkpoint(run / "checkpoints", 0, agents, meta)
     atomic_write_text(run / "tom_curves.json", json.dumps(curves))
@@ -420,19 +436,20 @@ def _tom_summary(curve: dict) -> dict:
     return out
 
 
-def _env_spec(layout: str, view_radius: int = 0) -> dict:
-    return json.loads(json.dumps(_env(layout, 1, "cpu", 0, view_radius).spec_dict()))
+def _env_spec(layout: str, view_radius: int = 0, horizon: int | None = None) -> dict:
+    return json.loads(json.dumps(_env(layout, 1, "cpu", 0, view_radius, horizon).spec_dict()))
 
 
 @job_kind("tbs.evaluate")
 def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
     """The TBS protocol against the held-out pool (params: ``layout, heldout, ego`` (job ids),
-    ``episodes, seed, device``, and ``view_radius`` for the partial variant).
+    ``episodes, seed, device``, ``view_radius`` for the partial variant and ``horizon`` where the
+    chain sets ``env.horizon``).
 
     Every variant (TBS, BR, Hypothesis, Random, CEM, CBPR) and the Oracle play the same env: the
-    chain's, with its view radius (:func:`_env`; 0 = fully observable). An ego checkpoint written
-    before the hypothesis agent existed has no ``hypothesis``: it is then built from the checkpoint's
-    TBS agent (its cluster ToM models and BRs) with the options in ``params``
+    chain's, with its view radius (:func:`_env`; 0 = fully observable) and episode length. An ego
+    checkpoint written before the hypothesis agent existed has no ``hypothesis``: it is then built
+    from the checkpoint's TBS agent (its cluster ToM models and BRs) with the options in ``params``
     (:func:`hypothesis_options`).
     """
     from zsceval.evaluation.matches import play_games
@@ -440,7 +457,7 @@ def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
 
     device = params.get("device", "cpu")
     layout, E = params["layout"], int(params["episodes"])
-    radius = int(params.get("view_radius", 0))
+    radius, horizon = int(params.get("view_radius", 0)), _horizon(params)
     h1, h2 = _pool(_run(needs, params["heldout"]), device)
     H = len(h1)
     run = _run(needs, params["ego"])
@@ -471,13 +488,13 @@ def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
     for name, (ego0, ego1) in variants.items():
         # policies: ego0, ego1, held-out agent 1s, held-out agent 2s
         pol = [ego0, ego1, *h1, *h2]
-        env = _env(layout, assignment.shape[0], device, int(params["seed"]), radius)
+        env = _env(layout, assignment.shape[0], device, int(params["seed"]), radius, horizon)
         res = play_games(env, pol, assignment, generator=gen, device=device, deterministic=True)
         frames.append(pd.DataFrame({"agent": name, "heldout": torch.cat([h, h]).numpy(),
                                     "seat": np.repeat([0, 1], H * E), "episode": torch.cat([ep, ep]).numpy(),
                                     "sparse_return": res.sparse.numpy().astype(float)}))  # fmt: skip
     oracle = torch.stack([h, H + h], 1)
-    env = _env(layout, oracle.shape[0], device, int(params["seed"]), radius)
+    env = _env(layout, oracle.shape[0], device, int(params["seed"]), radius, horizon)
     res = play_games(env, [*h1, *h2], oracle, generator=gen, device=device, deterministic=True)
     sp = res.sparse.numpy().astype(float)
     frames.append(pd.DataFrame({"agent": "Oracle", "heldout": np.concatenate([h.numpy()] * 2),

@@ -36,7 +36,7 @@ from zsceval.algorithms.tbs.shaping import event_matrix, sample_coefficients
 from zsceval.envs.base import Step
 from zsceval.registry import register
 from zsceval.rl.algorithm import Algorithm, JobContext
-from zsceval.rl.config import ConfigError, TrainConfig
+from zsceval.rl.config import ConfigError, TrainConfig, apply_overrides
 from zsceval.rl.pqn import pqn_preset
 from zsceval.rl.seating import Arm, Seating
 
@@ -401,6 +401,9 @@ class TBS(Algorithm):
         common = {"layout": ctx.layout, "device": ctx.common.get("device", "cpu"), "seed": ctx.seed}
         if radius:
             common["view_radius"] = radius
+        horizon = apply_overrides(TrainConfig(), ctx.common.get("overrides", [])).env.horizon
+        if horizon != TrainConfig().env.horizon:  # the clustering, ToM and evaluation envs play the
+            common["horizon"] = horizon  # training's episode length (absent: 400, old fingerprints)
         fixed_k = int(opts.get("fixed_k", 0) or 0)
         k_rule, assign = str(opts.get("k_rule", "paper")), str(opts.get("fixed_k_assign", "rotation"))
         try:
