@@ -11,6 +11,7 @@ import pytest
 import torch
 import yaml
 
+from tests.evaluation.tiny_bench import TINY, write_suite
 from zsceval.bench import run as bench_mod
 from zsceval.bench.report import read_tables, summarize
 from zsceval.bench.run import SuiteError, load_suite, run_bench
@@ -23,44 +24,7 @@ from zsceval.execution.jobs import JOB_KINDS
 from zsceval.rl.agent import ActOutput
 from zsceval.rl.config import resolve_config
 
-TINY = """
-name: tiny
-seed: 0
-layouts: [cramped_room]
-algorithms: [sp, pecan]
-ego_seeds: 2
-ego_steps: 3200
-preset: quick
-overrides: [env.num_envs=8, run.eval_episodes=2]
-partners:
-  candidates: 3
-  candidate_steps: 6400
-  checkpoints: 2
-  feature_episodes: 2
-  k: 2
-  mid_br_steps: 3200
-  dpp_samples: 50
-  min_return: -1
-evaluation:
-  episodes: 2
-"""
-
-
 pytestmark = pytest.mark.usefixtures("unimplemented_zsc_algorithm")
-
-
-def write_suite(tmp_path: Path, text: str = TINY, name: str = "tiny.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text)
-    return path
-
-
-@pytest.fixture(scope="module")
-def tiny_bench(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bench")
-    suite = load_suite(write_suite(root))
-    tables = run_bench(suite, root / "out", progress=False, log=lambda *_: None)
-    return suite, root / "out", tables
 
 
 def done_times(root: Path) -> dict[str, float]:

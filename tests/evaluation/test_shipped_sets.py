@@ -35,13 +35,22 @@ def tiny_suite():
 
 
 @pytest.fixture(scope="module")
-def collection(tmp_path_factory):
+def collection(tmp_path_factory, tiny_bench):
     """A collection holding zsceval:cramped_room@1 (test and validation), registered as the label
-    ``zsceval`` in place of the installed eval_partners; and an agent (a candidate's BR)."""
+    ``zsceval`` in place of the installed eval_partners; and an agent (a candidate's BR).
+
+    The tiny bench (``tests/evaluation/conftest.py``) trained the same candidates and the same
+    mid-checkpoint best response (the same jobs: budgets, overrides and seeds): their finished jobs
+    are copied in and kept, and only the selection (k = 1) and the set are made here."""
     root = tmp_path_factory.mktemp("shipped")
     work, coll = root / "work", root / "collection"
+    bench = tiny_bench[1] / "cramped_room"
+    for part in ("candidates", "partners/mid_br/c000"):
+        shutil.copytree(bench / part, work / "cramped_room" / part)
+    reused = {p: p.stat().st_mtime_ns for p in work.rglob("DONE.json")}
     write_settings(work, SETTINGS)
     select_partners(tiny_suite(), work)
+    assert len(reused) == 7 and all(p.stat().st_mtime_ns == t for p, t in reused.items())  # not redone
     args = ["partners", "export", "--from", str(work), "--layout", "cramped_room", "--into", str(coll),
             "--episodes", "2"]  # fmt: skip
     res = CliRunner().invoke(main, args)
