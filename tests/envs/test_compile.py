@@ -1,6 +1,6 @@
 """The Overcooked step as one compiled graph with no host synchronization (issue 34 items 1-2):
 ``graph_step`` traces with no graph break, gives the eager ``step``'s results bit for bit through
-``aot_eager`` (and ``inductor``, marked slow), and dispatches no data-dependent op."""
+``aot_eager`` (and ``inductor``: ``test_compile_inductor.py``), and dispatches no data-dependent op."""
 
 import pytest
 import torch
@@ -56,14 +56,6 @@ def test_compiled_graph_step_equals_eager_step_bit_for_bit(layout, view_radius):
     assert _check_equal(eager, other, fn, steps=20, B=8) == 2  # crosses two auto-resets
     for a, b in zip(vars(eager.state).values(), vars(other.state).values()):
         assert torch.equal(a, b)
-
-
-@pytest.mark.slow
-def test_inductor_graph_step_equals_eager_step_at_a_small_size():
-    dynamo.reset()
-    eager, other = _pair("cramped_room", 0, B=4, horizon=6)
-    fn = torch.compile(other.graph_step, fullgraph=True, dynamic=False)
-    assert _check_equal(eager, other, fn, steps=14, B=4) == 2
 
 
 def test_a_rollout_of_graph_steps_dispatches_no_data_dependent_op():
