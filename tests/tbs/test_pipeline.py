@@ -288,18 +288,27 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     assert report.exit_code == 0 and "TBS protocol" in report.output, report.output
     assert "  Hypothesis  " in report.output
     # the selection diagnostics read the chain's folder (benchmarks/learning/tbs_selection.py)
-    (diagnostics,) = _selection_script().main([str(out), "--horizon", "20"])
+    (diagnostics,) = _script("tbs_selection.py").main([str(out), "--horizon", "20"])
     assert diagnostics["k"] == clustering["k"] and diagnostics["tracker_agreement"] == 1.0
+    # the cluster ablation replays the chain's TBS episode for episode (it exits if not), at the
+    # chain's horizon (100, from the evaluation job's params)
+    replay = _script("tbs_drop_clusters.py").main([str(out), "--drop"])
+    assert replay["ablated"] == replay["TBS"]
+    assert replay["mean_return"]["ablated"] == replay["mean_return"]["TBS"]
+    if clustering["k"] > 1:
+        clusters = [[i for i, c in enumerate(clustering["labels"]) if c == j] for j in range(clustering["k"])]
+        dropped = _script("tbs_drop_clusters.py").main([str(out), "--drop", "0"])
+        assert dropped["kept_clusters"] == clusters[1:]
 
 
-def _selection_script():
-    """benchmarks/learning/tbs_selection.py as a module."""
+def _script(name: str):
+    """benchmarks/learning/``name`` as a module."""
     import importlib.util
     import sys
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "learning" / "tbs_selection.py"
-    spec = importlib.util.spec_from_file_location("tbs_selection_in_pipeline", path)
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "learning" / name
+    spec = importlib.util.spec_from_file_location(f"{name[:-3]}_in_pipeline", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
