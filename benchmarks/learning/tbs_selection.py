@@ -78,6 +78,9 @@ class Chain:
     tbs: Any
     pools: dict[str, tuple[list[Any], list[Any]]] = field(default_factory=dict)
     """``{"training": (agent 1s, agent 2s), "held-out": ...}``."""
+    horizon: int | None = None
+    """The episode length its ``tbs.evaluate`` job played (its ``horizon`` param, set where the chain
+    ran with ``env.horizon``); None: the layout's."""
 
     @property
     def k(self) -> int:
@@ -132,6 +135,10 @@ def load_chain(folder: str | Path) -> Chain:
                   brs, single, tbs.eval())  # fmt: skip
     chain.pools["training"] = load_pool_agents(_one(base, "pool_*") / "run")
     chain.pools["held-out"] = load_pool_agents(_one(base, "heldout_*") / "run")
+    done = folder / "ego" / "tbs_eval" / "DONE.json"
+    if done.is_file():
+        horizon = json.loads(done.read_text())["job"]["params"].get("horizon")
+        chain.horizon = None if horizon is None else int(horizon)
     return chain
 
 
@@ -165,7 +172,7 @@ def play(chain: Chain, ego, pool: str, *, seed: int = 0, horizon: int | None = N
     chain's env (its view radius), tracking ``D_i`` of Eq. 8 with the chain's TBS agent's models.
 
     Args:
-        horizon: episode length (None: the layout's, as the ``tbs.evaluate`` job plays).
+        horizon: episode length (None: the layout's; :func:`analyse` passes the chain's evaluation's).
     """
     firsts, seconds = chain.pools[pool]
     tbs, k, N = chain.tbs, chain.k, len(firsts)
@@ -278,7 +285,9 @@ def _matrix(title: str, m: np.ndarray, fmt: str) -> str:
 
 
 def analyse(chain: Chain, *, seed: int = 0, horizon: int | None = None) -> dict[str, Any]:
-    """Play the episodes of one chain, print its tables and return the numbers (JSON-able)."""
+    """Play the episodes of one chain (``horizon`` None: the chain's evaluation's), print its tables
+    and return the numbers (JSON-able)."""
+    horizon = chain.horizon if horizon is None else horizon
     k = chain.k
     print(f"\n=== {chain.folder}  ({chain.layout}, k = {k}: clusters {chain.clusters}, "
           f"{_rule(chain)}, view radius {chain.view_radius or 'full'})")  # fmt: skip
@@ -387,7 +396,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                         help="the chains' layout (read from chain.json; if given, must match)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="seed of TBS's first random pick (default 0)")
     parser.add_argument("--horizon", type=int, default=None,
-                        help="episode length (default: the layout's, as the tbs.evaluate job)")  # fmt: skip
+                        help="episode length (default: the chain's evaluation's)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers to this file")
     args = parser.parse_args(argv)

@@ -288,6 +288,7 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     assert report.exit_code == 0 and "TBS protocol" in report.output, report.output
     assert "  Hypothesis  " in report.output
     # the selection diagnostics read the chain's folder (benchmarks/learning/tbs_selection.py)
+    assert _script("tbs_selection.py").load_chain(out).horizon == 100  # the evaluation's, by default
     (diagnostics,) = _script("tbs_selection.py").main([str(out), "--horizon", "20"])
     assert diagnostics["k"] == clustering["k"] and diagnostics["tracker_agreement"] == 1.0
     # the cluster ablation replays the chain's TBS episode for episode (it exits if not), at the
