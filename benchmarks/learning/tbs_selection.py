@@ -157,6 +157,9 @@ class Episodes:
     mean over the episode's steps."""
     choice: np.ndarray | None = None
     """``int64 [T, 2, N]``: the acting BR of a composite ego (``extras["choice"]``), else None."""
+    validated: np.ndarray | None = None
+    """``bool [T, 2, N]``: a validated hypothesis acts (the hypothesis agent's ``extras["validated"]``),
+    else None."""
 
 
 def bernoulli_entropy(p: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -192,7 +195,7 @@ def play(chain: Chain, ego, pool: str, *, seed: int = 0, horizon: int | None = N
     starts = torch.ones(B, dtype=torch.bool)
     gen = torch.Generator().manual_seed(seed)
     returns = torch.zeros(B)
-    argmins, entropy, choices = [], torch.zeros(B, k), []
+    argmins, entropy, choices, validated = [], torch.zeros(B, k), [], []
     for t in range(env.horizon):
         obs = step.obs[rows, seat]
         probs = []
@@ -210,6 +213,8 @@ def play(chain: Chain, ego, pool: str, *, seed: int = 0, horizon: int | None = N
         ego_h, partner_h = mine.state, theirs.state
         if "choice" in mine.extras:
             choices.append(mine.extras["choice"].clone())
+        if "validated" in mine.extras:
+            validated.append(mine.extras["validated"].clone())
         actions = torch.zeros(B, 2, dtype=torch.int64)
         actions[rows, seat], actions[rows, 1 - seat] = mine.actions, theirs.actions
         step = env.step(actions)
@@ -217,8 +222,10 @@ def play(chain: Chain, ego, pool: str, *, seed: int = 0, horizon: int | None = N
         starts = torch.zeros(B, dtype=torch.bool)
     T = env.horizon
     picked = torch.stack(choices).view(T, 2, N).numpy() if choices else None
+    valid = torch.stack(validated).view(T, 2, N).numpy() if validated else None
     return Episodes(returns=returns.view(2, N).numpy(), argmin=torch.stack(argmins).view(T, 2, N).numpy(),
-                    entropy=(entropy / T).T.reshape(k, 2, N).numpy(), choice=picked)  # fmt: skip
+                    entropy=(entropy / T).T.reshape(k, 2, N).numpy(), choice=picked,
+                    validated=valid)  # fmt: skip
 
 
 # -- the statistics (pure functions of the recorded arrays) ------------------------------------------

@@ -296,6 +296,10 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     replay = _script("tbs_drop_clusters.py").main([str(out), "--drop"])
     assert replay["ablated"] == replay["TBS"]
     assert replay["mean_return"]["ablated"] == replay["mean_return"]["TBS"]
+    # the hypothesis agent's steps to validation on both pools (benchmarks/learning/hypothesis_validation.py)
+    (validation,) = _script("hypothesis_validation.py").main([str(out)])
+    assert validation["training"]["games"] == validation["held-out"]["games"] == 2 * 3  # seats x pairs
+    assert 0.0 <= validation["training"]["never_validated"] <= 1.0
     if clustering["k"] > 1:
         clusters = [[i for i, c in enumerate(clustering["labels"]) if c == j] for j in range(clustering["k"])]
         dropped = _script("tbs_drop_clusters.py").main([str(out), "--drop", "0"])

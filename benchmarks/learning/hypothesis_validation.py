@@ -1,0 +1,136 @@
+"""When the hypothesis agent validates a hypothesis, in finished TBS chains (issue 36; paper 003's
+Rescorla-Wagner loop over a chain's cluster ToM models and best responses).
+
+For each chain, the chain's ``hypothesis`` agent plays one greedy episode with every pair of the
+training and the held-out pool in both seats (the games of ``tbs_selection.py``, the chain's env
+and evaluation horizon) and the script records at each step whether a validated hypothesis acts
+(``V >= v_thr``). It prints per pool:
+
+- the distribution of the **steps to validation**: the first step t at which a validated hypothesis
+  acts (quartiles and mean over the games that validate one) and the share of games that never do;
+- the share of steps with a validated hypothesis;
+- on the training pool, where each pair's cluster is known, the share of validated steps whose
+  hypothesis is the partner's own cluster;
+- the mean team sparse return.
+
+    python benchmarks/learning/hypothesis_validation.py CHAIN [CHAIN ...] [--json F]
+
+A chain whose ego checkpoint predates the hypothesis agent has none; the script says so and skips it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from zsceval.rl.checkpoint import CheckpointError, load_agent
+
+
+def _selection_module():
+    """``tbs_selection.py`` beside this file (its chain loader and games)."""
+    path = Path(__file__).with_name("tbs_selection.py")
+    spec = importlib.util.spec_from_file_location("tbs_selection_for_hypothesis", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def steps_to_validation(validated: np.ndarray) -> np.ndarray:
+    """The first step at which each game has a validated hypothesis acting.
+
+    Args:
+        validated: ``bool [T, ...]``, step first.
+
+    Returns:
+        ``int64 [...]``: the step index, -1 where no step is validated.
+
+    Example: ``validated[:, 0] = [F, F, T, T]`` gives 2; all False gives -1.
+    """
+    validated = np.asarray(validated, dtype=bool)
+    first = validated.argmax(axis=0)
+    return np.where(validated.any(axis=0), first, -1).astype(np.int64)
+
+
+def summary(validated: np.ndarray, choice: np.ndarray, returns: np.ndarray,
+            labels: np.ndarray | None = None) -> dict[str, Any]:  # fmt: skip
+    """The numbers printed for one pool (module docstring).
+
+    Args:
+        validated: ``bool [T, 2, N]``; choice: ``int64 [T, 2, N]`` (the acting hypothesis);
+        returns: ``float [2, N]``; labels: ``int64 [N]``, each pair's cluster (training pool), or None.
+
+    Returns:
+        ``games, never_validated`` (share), ``steps_to_validation`` (``q25, median, q75, mean`` over
+        the games that validate, None if none does), ``validated_share`` (of all steps),
+        ``own_cluster_share`` (of validated steps; None without labels or validated steps) and
+        ``mean_return``.
+    """
+    first = steps_to_validation(validated).reshape(-1)
+    hit = first[first >= 0]
+    out: dict[str, Any] = {"games": int(first.size), "never_validated": float((first < 0).mean()),
+                           "steps_to_validation": None, "validated_share": float(validated.mean()),
+                           "own_cluster_share": None, "mean_return": float(np.mean(returns))}  # fmt: skip
+    if hit.size:
+        q25, med, q75 = np.percentile(hit, [25, 50, 75])
+        out["steps_to_validation"] = {"q25": float(q25), "median": float(med), "q75": float(q75),
+                                      "mean": float(hit.mean())}  # fmt: skip
+    if labels is not None and validated.any():
+        own = choice == np.asarray(labels)[None, None, :]
+        out["own_cluster_share"] = float(own[validated].mean())
+    return out
+
+
+def analyse(sel, folder: str) -> dict[str, Any] | None:
+    """One chain's numbers (printed); None if its ego has no hypothesis agent."""
+    chain = sel.load_chain(folder)
+    try:
+        hyp = load_agent(Path(folder) / "ego" / "run", "hypothesis", "cpu")[0].eval()
+    except CheckpointError as exc:
+        print(f"{folder}: skipped ({exc})")
+        return None
+    out = {"chain": str(folder), "layout": chain.layout, "k": chain.k, "clusters": chain.clusters,
+           "v_thr": float(hyp.v_thr), "alpha": float(hyp.alpha)}  # fmt: skip
+    print(f"\n=== {folder} ({chain.layout}, k = {chain.k}, alpha {hyp.alpha}, V_thr {hyp.v_thr}, "
+          f"horizon {chain.horizon or 'the layout'})")
+    for pool in ("training", "held-out"):
+        ep = sel.play(chain, hyp, pool, horizon=chain.horizon)
+        labels = chain.labels if pool == "training" else None
+        s = summary(ep.validated, ep.choice, ep.returns, labels)
+        out[pool] = s
+        q = s["steps_to_validation"]
+        steps = "none validates" if q is None else (
+            f"q25 {q['q25']:.0f}, median {q['median']:.0f}, q75 {q['q75']:.0f}, mean {q['mean']:.1f}"
+        )  # fmt: skip
+        share = s["own_cluster_share"]
+        own = "" if share is None else f"; partner's own cluster on {share:.0%}"
+        print(f"{pool:9s} ({s['games']} games): steps to validation {steps}; "
+              f"never {s['never_validated']:.0%}; validated on {s['validated_share']:.0%} of steps{own}; "
+              f"mean return {s['mean_return']:.1f}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("chains", nargs="+", help="--out folders of `zsceval train --algo tbs`")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the numbers to this file")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    sel = _selection_module()
+    results = [r for r in (analyse(sel, c) for c in args.chains) if r is not None]
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""benchmarks/learning/hypothesis_validation.py: steps to validation and the per-pool summary on
+hand-built records (issue 36's distribution of steps to validation)."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+
+def _script():
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "learning" / "hypothesis_validation.py"
+    spec = importlib.util.spec_from_file_location("hypothesis_validation_in_tests", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_steps_to_validation_is_the_first_validated_step_or_minus_one():
+    h = _script()
+    v = np.zeros((5, 3), dtype=bool)
+    v[2:, 0] = True  # validated from step 2 on
+    v[0, 1] = v[4, 1] = True  # at step 0, lost, again at 4: the first counts
+    assert h.steps_to_validation(v).tolist() == [2, 0, -1]
+
+
+def test_summary_counts_games_steps_and_the_partners_own_cluster():
+    h = _script()
+    T, N = 4, 2
+    validated = np.zeros((T, 2, N), dtype=bool)
+    choice = np.zeros((T, 2, N), dtype=np.int64)
+    validated[1:, 0, 0] = True  # game (seat 0, pair 0): validated at steps 1-3 with hypothesis 1
+    choice[:, 0, 0] = 1
+    validated[3, 1, 1] = True  # game (seat 1, pair 1): validated at step 3 with hypothesis 0
+    returns = np.array([[20.0, 0.0], [0.0, 40.0]])
+    s = h.summary(validated, choice, returns, labels=np.array([1, 1]))
+    assert s["games"] == 4 and s["never_validated"] == 0.5
+    assert s["steps_to_validation"] == {"q25": 1.5, "median": 2.0, "q75": 2.5, "mean": 2.0}
+    assert s["validated_share"] == pytest.approx(4 / 16)
+    assert s["own_cluster_share"] == pytest.approx(3 / 4)  # pair 1's cluster is 1, its hypothesis 0
+    assert s["mean_return"] == 15.0
+    none = h.summary(np.zeros((T, 2, N), dtype=bool), choice, returns, labels=None)
+    assert none["steps_to_validation"] is None and none["own_cluster_share"] is None
+    assert none["never_validated"] == 1.0
