@@ -21,7 +21,6 @@ A chain whose ego checkpoint predates the hypothesis agent has none; the script 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -32,15 +31,8 @@ import torch
 
 from zsceval.rl.checkpoint import CheckpointError, load_agent
 
-
-def _selection_module():
-    """``tbs_selection.py`` beside this file (its chain loader and games)."""
-    path = Path(__file__).with_name("tbs_selection.py")
-    spec = importlib.util.spec_from_file_location("tbs_selection_for_hypothesis", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the chain loader and games of tbs_selection.py
+import tbs_selection  # noqa: E402
 
 
 def steps_to_validation(validated: np.ndarray) -> np.ndarray:
@@ -125,7 +117,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers to this file")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    sel = _selection_module()
+    sel = tbs_selection
     results = [r for r in (analyse(sel, c) for c in args.chains) if r is not None]
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

@@ -20,7 +20,6 @@ numbers.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -36,15 +35,8 @@ from zsceval.algorithms.tbs.results import scaled_rewards
 from zsceval.evaluation.matches import play_games
 from zsceval.stats.metrics import bootstrap_ci
 
-
-def _selection_module():
-    """``tbs_selection.py`` beside this file (its chain loader)."""
-    path = Path(__file__).with_name("tbs_selection.py")
-    spec = importlib.util.spec_from_file_location("tbs_selection_for_drop", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the chain loader and games of tbs_selection.py
+import tbs_selection  # noqa: E402
 
 
 def ablated(tbs: TBSAgent, drop: list[int]) -> TBSAgent:
@@ -89,7 +81,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", help="also write the numbers to this file")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    chain = _selection_module().load_chain(args.chain)
+    chain = tbs_selection.load_chain(args.chain)
     evaluated = json.loads((Path(args.chain) / "ego" / "tbs_eval" / "DONE.json").read_text())["job"]["params"]
     episodes, seed = int(evaluated["episodes"]), int(evaluated["seed"])
     horizon = int(evaluated["horizon"]) if evaluated.get("horizon") is not None else None
