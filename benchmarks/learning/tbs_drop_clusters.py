@@ -29,7 +29,7 @@ import pandas as pd
 import torch
 
 from zsceval.algorithms.tbs.agents import TBSAgent
-from zsceval.algorithms.tbs.jobs import _env
+from zsceval.algorithms.tbs.jobs import _env, _horizon, heldout_assignment
 from zsceval.algorithms.tbs.report import _pooled_cube
 from zsceval.algorithms.tbs.results import scaled_rewards
 from zsceval.evaluation.matches import play_games
@@ -62,10 +62,7 @@ def held_out_returns(chain, ego, episodes: int, seed: int, horizon: int | None) 
     as the ``tbs.evaluate`` job plays its first variant."""
     h1, h2 = chain.pools["held-out"]
     H = len(h1)
-    h = torch.arange(H).repeat_interleave(episodes)
-    seat0 = torch.stack([torch.zeros_like(h), 2 + H + h], 1)
-    seat1 = torch.stack([2 + h, torch.ones_like(h)], 1)
-    assignment = torch.cat([seat0, seat1])
+    assignment = heldout_assignment(H, episodes)
     gen = torch.Generator().manual_seed(seed)
     env = _env(chain.layout, assignment.shape[0], "cpu", seed, chain.view_radius, horizon)
     res = play_games(env, [ego, ego, *h1, *h2], assignment, generator=gen, device="cpu", deterministic=True)
@@ -84,7 +81,7 @@ def main(argv: list[str] | None = None) -> dict:
     chain = tbs_selection.load_chain(args.chain)
     evaluated = json.loads((Path(args.chain) / "ego" / "tbs_eval" / "DONE.json").read_text())["job"]["params"]
     episodes, seed = int(evaluated["episodes"]), int(evaluated["seed"])
-    horizon = int(evaluated["horizon"]) if evaluated.get("horizon") is not None else None
+    horizon = _horizon(evaluated)
     recorded = pd.read_parquet(Path(args.chain) / "ego" / "tbs_eval" / "results.parquet")
     ego = ablated(chain.tbs, sorted(set(args.drop)))
     returns = held_out_returns(chain, ego, episodes, seed, horizon)

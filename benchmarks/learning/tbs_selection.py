@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from zsceval.algorithms.tbs.jobs import read_clusters
+from zsceval.algorithms.tbs.jobs import _horizon, read_clusters
 from zsceval.algorithms.tbs.pool import GreedyPool, load_pool_agents
 from zsceval.algorithms.tbs.selection import accumulate_distances, cluster_distances
 from zsceval.envs.overcooked import OvercookedEnv
@@ -137,8 +137,7 @@ def load_chain(folder: str | Path) -> Chain:
     chain.pools["held-out"] = load_pool_agents(_one(base, "heldout_*") / "run")
     done = folder / "ego" / "tbs_eval" / "DONE.json"
     if done.is_file():
-        horizon = json.loads(done.read_text())["job"]["params"].get("horizon")
-        chain.horizon = None if horizon is None else int(horizon)
+        chain.horizon = _horizon(json.loads(done.read_text())["job"]["params"])
     return chain
 
 

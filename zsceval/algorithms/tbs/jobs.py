@@ -35,6 +35,7 @@ __all__ = [
     "FIXED_K_ASSIGN",
     "TOM_GLOBAL",
     "check_cluster_options",
+    "heldout_assignment",
     "cross_play_returns",
     "global_tom_plan",
     "read_clusters",
@@ -440,6 +441,20 @@ def _env_spec(layout: str, view_radius: int = 0, horizon: int | None = None) -> 
     return json.loads(json.dumps(_env(layout, 1, "cpu", 0, view_radius, horizon).spec_dict()))
 
 
+def heldout_assignment(pairs: int, episodes: int) -> torch.Tensor:
+    """The games of the TBS protocol: ``int64 [2 x pairs x episodes, 2]`` policy indices per seat
+    over the policies ``[ego in seat 0, ego in seat 1, the pairs' agent 1s, the pairs' agent 2s]``.
+
+    Games ``[0, pairs x episodes)`` seat the ego in seat 0 with agent 2 of pair ``g // episodes``, the
+    rest the ego in seat 1 with agent 1 of that pair (``tbs.evaluate``; replayed by
+    ``benchmarks/learning/tbs_drop_clusters.py``).
+    """
+    h = torch.arange(pairs).repeat_interleave(episodes)
+    seat0 = torch.stack([torch.zeros_like(h), 2 + pairs + h], 1)
+    seat1 = torch.stack([2 + h, torch.ones_like(h)], 1)
+    return torch.cat([seat0, seat1])
+
+
 @job_kind("tbs.evaluate")
 def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
     """The TBS protocol against the held-out pool (params: ``layout, heldout, ego`` (job ids),
@@ -480,11 +495,8 @@ def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
     }  # fmt: skip
     frames = []
     gen = torch.Generator(device=device).manual_seed(int(params["seed"]))
-    h = torch.arange(H).repeat_interleave(E)
-    ep = torch.arange(E).repeat(H)
-    seat0 = torch.stack([torch.zeros_like(h), 2 + H + h], 1)  # ego in seat 0 with agent 2 of pair h
-    seat1 = torch.stack([2 + h, torch.ones_like(h)], 1)  # ego in seat 1 with agent 1 of pair h
-    assignment = torch.cat([seat0, seat1])
+    h, ep = torch.arange(H).repeat_interleave(E), torch.arange(E).repeat(H)
+    assignment = heldout_assignment(H, E)
     for name, (ego0, ego1) in variants.items():
         # policies: ego0, ego1, held-out agent 1s, held-out agent 2s
         pol = [ego0, ego1, *h1, *h2]
