@@ -4,7 +4,8 @@ Trains SP (``zsceval train --algo sp --env yokai``) for a budget of env steps pe
 checkpoint every ``--eval-every`` env steps, then plays every checkpoint with itself
 (``zsceval eval --agent CKPT --partner CKPT``: both seatings, ``--episodes`` each, a fixed seed) and
 prints the YLE paper's metrics against env steps: return R (Eq. 3), success rate SR (%), colours
-clustered NC and successful early ends SEE (%), with 95% bootstrap CIs
+clustered NC, successful early ends SEE (%) and the game score S (Eq. 1's score of won games, 0 for
+lost ones: what the paper's Table 1 reports as R), with 95% bootstrap CIs
 (``zsceval.stats.episode_metrics``). The same metrics of two players taking uniformly random
 *available* actions are the baseline (R about -4.0, SR about 1%, NC about 0.45), next to a scripted
 player that ENDs the game at its first chance (R about -2.4, SR about 4%: Eq. 3 charges an early end
@@ -132,7 +133,7 @@ class EndAtOnceAgent(UniformRandomAgent):
 
 
 def random_baseline(episodes: int, seed: int, scripted: type = UniformRandomAgent) -> dict:
-    """R, SR, NC, SEE of two scripted players (default: uniformly random over their available
+    """R, SR, NC, SEE, S of two scripted players (default: uniformly random over their available
     actions) over ``2 x episodes`` games, as a checkpoint's self-play, ``{name: {"mean", "ci95"}}``."""
     env = make_env(
         EnvConfig(name="yokai", num_envs=min(2 * episodes, 1024), horizon=32), seed=seed, evaluation=True
@@ -146,22 +147,23 @@ def random_baseline(episodes: int, seed: int, scripted: type = UniformRandomAgen
         infos["win"].numpy(),
         infos["ended_early"].numpy(),
         infos["clustered"].numpy(),
+        infos["score"].numpy(),
         rng=np.random.default_rng(seed),
     )
     return metrics_dict(m)
 
 
 def plot(curves: dict[int, pd.DataFrame], rand: dict, end: dict, path: Path) -> Path:
-    """R, SR and NC against env steps per seed (95% CI bands), random play dashed, END at once dotted."""
+    """R, SR, NC and S against env steps per seed (95% CI bands), random play dashed, END at once
+    dotted."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-    for ax, k, label in zip(
-        axes, ("R", "SR", "NC"), ("return R", "success rate SR (%)", "colours clustered NC"), strict=True
-    ):
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
+    labels = ("return R (Eq. 3)", "success rate SR (%)", "colours clustered NC", "game score S (paper's R)")
+    for ax, k, label in zip(axes, ("R", "SR", "NC", "S"), labels, strict=True):
         for seed, df in curves.items():
             ax.plot(df["env_steps"], df[k], marker="o", ms=3, label=f"SP seed {seed}")
             ax.fill_between(df["env_steps"], df[f"{k}_low"], df[f"{k}_high"], alpha=0.2)

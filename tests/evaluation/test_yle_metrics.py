@@ -1,5 +1,5 @@
-"""The YLE paper's metrics R, SR, NC, SEE (Sec. 5) with bootstrap CIs, their per-episode inputs
-recorded from ``Step.infos``, and ``zsceval eval`` printing them for Yōkai agents."""
+"""The YLE paper's metrics R, SR, NC, SEE (Sec. 5) and the game score S with bootstrap CIs, their
+per-episode inputs recorded from ``Step.infos``, and ``zsceval eval`` printing them for Yōkai agents."""
 
 from __future__ import annotations
 
@@ -25,12 +25,14 @@ def test_metrics_by_hand():
         np.array([True, False, True, False]),
         np.array([True, True, False, False]),
         np.array([3, 1, 3, 2]),
+        np.array([5.0, 7.0, 8.0, -1.0]),  # Eq. 1 at the end; S counts it for won games only
         rng=np.random.default_rng(0),
     )
     assert m["R"].estimate == pytest.approx(2.0)  # (5 - 3 + 8 - 2) / 4
     assert m["SR"].estimate == pytest.approx(50.0)  # 2 of 4 won
     assert m["NC"].estimate == pytest.approx(2.25)  # (3 + 1 + 3 + 2) / 4
     assert m["SEE"].estimate == pytest.approx(25.0)  # only episode 0 ended early and won
+    assert m["S"].estimate == pytest.approx(3.25)  # (5 + 0 + 8 + 0) / 4: lost games score 0
     for v in m.values():
         assert v.low <= v.estimate <= v.high and v.low < v.high
     assert m["SR"].low >= 0.0 and m["SR"].high <= 100.0
@@ -53,7 +55,8 @@ def test_bootstrap_interval_by_hand():
     with pytest.raises(ValueError, match="no episodes"):
         bootstrap_mean_ci(np.array([]), rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="differ in length"):
-        yle_metrics(np.zeros(3), np.zeros(2), np.zeros(3), np.zeros(3), rng=np.random.default_rng(0))
+        z = np.zeros(3)
+        yle_metrics(z, z, z, z, np.zeros(2), rng=np.random.default_rng(0))
 
 
 def test_recorded_infos_belong_to_the_played_episodes():
@@ -76,6 +79,12 @@ def test_recorded_infos_belong_to_the_played_episodes():
     lost = -early - (C - infos["clustered"].float()) - wrong  # Eq. 3, lost game
     expected = torch.where(infos["win"], score, lost)
     assert torch.equal(result.sparse, expected)
+    assert torch.equal(infos["score"].float(), score.float())  # Eq. 1 is recorded for lost games too
+    per_episode = [result.sparse, *(infos[k] for k in ("win", "ended_early", "clustered", "score"))]
+    m = yle_metrics(*(t.numpy() for t in per_episode), rng=np.random.default_rng(0))
+    won_score = torch.where(infos["win"], score.float(), 0.0).mean().item()
+    assert m["S"].estimate == pytest.approx(won_score)
+    assert m["S"].estimate != pytest.approx(score.float().mean().item())  # lost games' scores are left out
     assert torch.equal(infos["ended_early"], ev["end_early"] > 0)
     assert (~infos["win"]).any() and infos["ended_early"].any()  # both branches are exercised
 
@@ -93,8 +102,9 @@ def test_eval_prints_the_metrics_for_yokai_agents(tmp_path):
     data = json.loads(res.output)
     for block in [*data["seatings"], data["pooled"]]:
         m = block["yle_metrics"]
-        assert set(m) == {"R", "SR", "NC", "SEE"}
+        assert set(m) == {"R", "SR", "NC", "SEE", "S"}
         assert m["R"]["mean"] == pytest.approx(block["sparse_return_mean"])
+        assert m["S"]["ci95"][0] <= m["S"]["mean"] <= m["S"]["ci95"][1]
         assert 0.0 <= m["SEE"]["mean"] <= m["SR"]["mean"] <= 100.0 and 0.0 <= m["NC"]["mean"] <= 3.0
         assert m["R"]["ci95"][0] <= m["R"]["mean"] <= m["R"]["ci95"][1]
     res = runner.invoke(main, ev)

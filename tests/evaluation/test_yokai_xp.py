@@ -84,7 +84,7 @@ def test_report_prints_the_four_metrics_with_cis_and_the_cross_play_matrix(runs,
     res = CliRunner().invoke(main, ["report", str(runs), "--episodes", str(EPISODES), "--seed", str(SEED)])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    assert "R, SR (%), NC, SEE (%) with 95% bootstrap CIs" in lines[0]
+    assert "R, SR (%), NC, SEE (%) and the game score S with 95% bootstrap CIs" in lines[0]
     ci = r"(-?\d+\.\d+) \[(-?\d+\.\d+), (-?\d+\.\d+)\]"
     pairs = {
         ("sp_s0", "(self-play)"): (0, 0),
@@ -98,8 +98,8 @@ def test_report_prints_the_four_metrics_with_cis_and_the_cross_play_matrix(runs,
         if "[" in line and tuple(words[:2]) in pairs:
             i, j = pairs[tuple(words[:2])]
             found = re.findall(ci, line)
-            assert len(found) == 4, line  # R, SR, NC, SEE, each with its interval
-            for (mean, lo, hi), k in zip(found, ("R", "SR", "NC", "SEE"), strict=True):
+            assert len(found) == 5, line  # R, SR, NC, SEE, S, each with its interval
+            for (mean, lo, hi), k in zip(found, ("R", "SR", "NC", "SEE", "S"), strict=True):
                 cell = matrix.cells[i][j][k]
                 assert float(mean) == pytest.approx(cell["mean"], abs=0.051)
                 assert float(lo) == pytest.approx(cell["ci95"][0], abs=0.051)

@@ -244,9 +244,10 @@ def evaluate(
 
 
 def _yle_line(metrics: dict) -> str:
-    """``YLE metrics: R -4.0 (95% CI -4.2..-3.8), SR 0.0% (...), NC ..., SEE ...%`` (YLE Sec. 5)."""
+    """``YLE metrics: R -4.0 (95% CI -4.2..-3.8), SR 0.0% (...), NC ..., SEE ...%, S ...`` (YLE Sec. 5;
+    S is the game score, what the paper's Table 1 reports as R)."""
     parts = []
-    for name, unit, digits in (("R", "", 2), ("SR", "%", 1), ("NC", "", 2), ("SEE", "%", 1)):
+    for name, unit, digits in (("R", "", 2), ("SR", "%", 1), ("NC", "", 2), ("SEE", "%", 1), ("S", "", 2)):
         m = metrics[name]
         lo, hi = m["ci95"]
         parts.append(f"{name} {m['mean']:.{digits}f}{unit} (95% CI {lo:.{digits}f}..{hi:.{digits}f})")

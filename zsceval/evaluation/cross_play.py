@@ -93,10 +93,11 @@ def cross_play(
         ``seatings`` (one summary per seat k of the agent: ``agent_seat``, mean sparse return with
         its 95% CI, shaped returns and mean events per seat, :func:`zsceval.rl.play.summarize`) and
         ``pooled`` (``episodes``, ``sparse_return_mean``, ``sparse_return_ci95`` over all seatings).
-        For an env whose ``Step.infos`` give ``win``, ``ended_early`` and ``clustered`` (Yōkai),
-        every seating and ``pooled`` also hold ``yle_metrics``: the YLE paper's R, SR (%), NC and
-        SEE (%) as ``{name: {"mean", "ci95": [low, high]}}`` with 95% bootstrap intervals over
-        episodes (:func:`zsceval.stats.episode_metrics.yle_metrics`, seeded by ``seed``).
+        For an env whose ``Step.infos`` give ``win``, ``ended_early``, ``clustered`` and ``score``
+        (Yōkai), every seating and ``pooled`` also hold ``yle_metrics``: the YLE paper's R, SR (%),
+        NC, SEE (%) and the game score S as ``{name: {"mean", "ci95": [low, high]}}`` with 95%
+        bootstrap intervals over episodes (:func:`zsceval.stats.episode_metrics.yle_metrics`,
+        seeded by ``seed``).
 
     Raises:
         CheckpointError: missing/corrupt checkpoint, or trained on another layout/obs spec.
@@ -148,7 +149,8 @@ def _has_yle_infos(infos: dict[str, torch.Tensor] | None) -> bool:
 
 
 def _yle_metrics(returns: torch.Tensor, infos: dict[str, torch.Tensor], seed: int) -> dict:
-    """The YLE paper's R, SR, NC, SEE with 95% bootstrap CIs (JSON-able; numpy rng seeded ``seed``)."""
+    """The YLE paper's R, SR, NC, SEE and the game score S with 95% bootstrap CIs (JSON-able; numpy
+    rng seeded ``seed``)."""
     import numpy as np
 
     from zsceval.stats.episode_metrics import metrics_dict, yle_metrics
@@ -158,6 +160,7 @@ def _yle_metrics(returns: torch.Tensor, infos: dict[str, torch.Tensor], seed: in
         infos["win"].numpy(),
         infos["ended_early"].numpy(),
         infos["clustered"].numpy(),
+        infos["score"].numpy(),
         rng=np.random.default_rng(seed),
     )
     return metrics_dict(m)

@@ -1,7 +1,8 @@
 """Per-episode ``Step.infos`` of evaluation games, aligned with :func:`zsceval.rl.play.play`'s rows.
 
 :func:`~zsceval.rl.play.play` keeps returns and event counts per episode; env-specific outcomes
-such as the Yōkai env's ``win``, ``ended_early`` and ``clustered`` (YLE Sec. 5's SR, SEE and NC)
+such as the Yōkai env's ``win``, ``ended_early``, ``clustered`` and ``score`` (YLE Sec. 5's SR, SEE,
+NC and the game score)
 live in the ``Step.infos`` of the step that ends an episode. :class:`InfoRecorder` wraps the env
 and records them: per ``reset`` (one round of :meth:`~zsceval.rl.runner.EpisodeRunner.play`), the
 infos of the first episode each game finishes, in game order: the same episodes, in the same
@@ -14,7 +15,7 @@ import torch
 
 __all__ = ["EPISODE_INFO_KEYS", "InfoRecorder"]
 
-EPISODE_INFO_KEYS = ("win", "ended_early", "clustered")
+EPISODE_INFO_KEYS = ("win", "ended_early", "clustered", "score")
 """The end-of-episode infos recorded when the env gives them (the Yōkai env does)."""
 
 

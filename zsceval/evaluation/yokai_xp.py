@@ -7,7 +7,7 @@ separately trained partner); "XP SR drops by 88.5% on average".
 :func:`find_yokai_runs` finds the trained Yōkai runs in a folder; :func:`cross_play_matrix` plays
 every ordered pair ``(agent i, partner j)`` with :func:`zsceval.evaluation.cross_play.cross_play`
 (the play of ``zsceval eval --agent i --partner j``: every seating, the same env seed for every pair)
-and keeps each pair's pooled R, SR, NC and SEE with 95% bootstrap CIs
+and keeps each pair's pooled R, SR, NC, SEE and the game score S with 95% bootstrap CIs
 (:func:`zsceval.stats.episode_metrics.yle_metrics`). Cell ``[i, j]`` of a metric is the pooled mean
 of that pair; the diagonal is self-play. :func:`xp_drop` summarises the SP-XP gap;
 :func:`format_yokai_report` and :func:`plot_matrix` present it.
@@ -24,6 +24,7 @@ import yaml
 
 from zsceval.evaluation.cross_play import cross_play
 from zsceval.rl.checkpoint import find_checkpoint, list_checkpoints
+from zsceval.stats.episode_metrics import YLE_METRICS
 
 __all__ = [
     "METRICS",
@@ -36,8 +37,9 @@ __all__ = [
     "yokai_report_json",
 ]
 
-METRICS = ("R", "SR", "NC", "SEE")
-"""The YLE paper's metrics, in its Table 1's order (:mod:`zsceval.stats.episode_metrics`)."""
+METRICS = YLE_METRICS
+"""The YLE paper's metrics in its Table 1's order, then the game score S
+(:mod:`zsceval.stats.episode_metrics`)."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class XPMatrix:
         seed: the env and sampling seed of every pair.
         games: games per pair, pooled over its seatings (``episodes x num_agents``).
         cells: ``N x N`` nested lists of ``{metric: {"mean", "ci95": [low, high]}}`` (R, SR in %,
-            NC, SEE in %), the pooled ``yle_metrics`` of ``cross_play(paths[i], paths[j])``.
+            NC, SEE in %, S), the pooled ``yle_metrics`` of ``cross_play(paths[i], paths[j])``.
     """
 
     names: tuple[str, ...]
@@ -187,7 +189,7 @@ def xp_drop(matrix: XPMatrix, metric: str) -> dict[str, float]:
 
 def yokai_report_json(matrix: XPMatrix) -> dict[str, Any]:
     """JSON-able report: ``layout, episodes_per_seating, seed, games_per_pair, agents`` (name, path),
-    ``cells`` (one record per ordered pair: ``agent, partner`` and the four metrics as ``{"mean", "ci95"}``),
+    ``cells`` (one record per ordered pair: ``agent, partner`` and the metrics as ``{"mean", "ci95"}``),
     ``matrix`` (``{metric: N x N means}``) and ``xp_drop`` (``{metric: xp_drop(...)}``)."""
     n = len(matrix.names)
     return {
@@ -211,17 +213,17 @@ def _ci(m: dict[str, Any], digits: int) -> str:
     return f"{m['mean']:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-DIGITS = {"R": 2, "SR": 1, "NC": 2, "SEE": 1}
+DIGITS = {"R": 2, "SR": 1, "NC": 2, "SEE": 1, "S": 2}
 
 
 def format_yokai_report(matrix: XPMatrix) -> str:
-    """Text: the four metrics with their 95% CIs per pair (self-play first), the R and SR matrices
+    """Text: the metrics with their 95% CIs per pair (self-play first), the R and SR matrices
     and the SP-XP drop of each metric."""
     n = len(matrix.names)
     width = max(12, *(len(s) for s in matrix.names))
     lines = [
-        f"Yōkai {matrix.layout}: R, SR (%), NC, SEE (%) with 95% bootstrap CIs over "
-        f"{matrix.games} games per pair (seed {matrix.seed}; YLE Sec. 5)",
+        f"Yōkai {matrix.layout}: R, SR (%), NC, SEE (%) and the game score S with 95% bootstrap CIs "
+        f"over {matrix.games} games per pair (seed {matrix.seed}; YLE Sec. 5)",
         f"{'agent':<{width}} {'partner':<{width}} " + " ".join(f"{k:>22}" for k in METRICS),
     ]
     order = [(i, i) for i in range(n)] + [(i, j) for i in range(n) for j in range(n) if i != j]

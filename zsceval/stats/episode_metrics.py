@@ -9,7 +9,16 @@ and its sparse return (the reward of Eq. 3):
 * R = mean return per episode (Eq. 3: the score S of Eq. 1 if won, else ``-d_a - (|C| - c_a) - i_h``);
 * SR = 100 x the fraction of episodes won (every colour one cluster, Eq. 2), in %;
 * NC = mean number of colours forming one cluster at the end of the episode;
-* SEE = 100 x the fraction of *all* episodes that a player ended early (END) and that were won, in %.
+* SEE = 100 x the fraction of *all* episodes that a player ended early (END) and that were won, in %;
+* S = mean game score: Eq. 1's score if the episode was won, else 0 ("the score in Equation 1 is only
+  given when the game ends successfully", Sec. 3).
+
+**Which one the paper's Table 1 calls R.** Its R values fit S and not the mean of Eq. 3: CNN-GRU
+has SR 2.3%, NC 0.7 and R 0.3, but with 97.7% of games lost and at most 0.7 colours clustered in
+them, Eq. 3 averages at most ``0.977 x (-2.3) + 0.023 x 20 = -1.8``; ToMTrack (SR 48.3%, NC 2.2,
+SEE 0) would need a won game to score above 4, the most four hints give without ending early. As S,
+every row of Table 1 and 7 gives a score per won game of 3.1 to 3.5 (humans, who end early: 6.0).
+So compare S with the paper's "R"; R here is the training reward of Eq. 3 (docs/yokai.md).
 
 Intervals are percentile bootstrap intervals over episodes (episodes resampled with replacement,
 the statistic recomputed per replicate). numpy only (the statistics layer does not import torch).
@@ -25,8 +34,8 @@ from .metrics import ConfidenceInterval
 
 __all__ = ["YLE_METRICS", "bootstrap_mean_ci", "metrics_dict", "yle_metrics"]
 
-YLE_METRICS = ("R", "SR", "NC", "SEE")
-"""The metric names, in the paper's order (its Table 1)."""
+YLE_METRICS = ("R", "SR", "NC", "SEE", "S")
+"""The metric names: the paper's Table 1 order, then the game score S (its Table 1's "R")."""
 
 
 def bootstrap_mean_ci(
@@ -70,37 +79,41 @@ def yle_metrics(
     win: np.ndarray,
     ended_early: np.ndarray,
     clustered: np.ndarray,
+    score: np.ndarray,
     *,
     reps: int = 2000,
     level: float = 0.95,
     rng: np.random.Generator,
 ) -> dict[str, ConfidenceInterval]:
-    """R, SR, NC and SEE of M episodes with bootstrap intervals (YLE Sec. 5; module docstring).
+    """R, SR, NC, SEE and S of M episodes with bootstrap intervals (YLE Sec. 5; module docstring).
 
     Args:
         returns: ``float [M]`` sparse return per episode (Eq. 3).
         win: ``bool [M]`` the episode was won (Eq. 2).
         ended_early: ``bool [M]`` a player ended it with END.
         clustered: ``int [M]`` colours clustered at its end (0..|C|).
-        reps, level, rng: as :func:`bootstrap_mean_ci`; the four metrics draw their replicates one
-            after the other from ``rng`` in the order R, SR, NC, SEE.
+        score: ``float [M]`` Eq. 1's score at its end (the env's ``score`` info, given for lost
+            games too; S counts it only for won ones).
+        reps, level, rng: as :func:`bootstrap_mean_ci`; the metrics draw their replicates one
+            after the other from ``rng`` in the order R, SR, NC, SEE, S.
 
     Returns:
-        ``{"R", "SR", "NC", "SEE"}`` -> ``ConfidenceInterval``; SR and SEE in percent.
+        ``{"R", "SR", "NC", "SEE", "S"}`` -> ``ConfidenceInterval``; SR and SEE in percent.
 
     Raises:
         ValueError: arrays of different lengths or none (see :func:`bootstrap_mean_ci`).
     """
-    arrays = [np.asarray(a).reshape(-1) for a in (returns, win, ended_early, clustered)]
+    arrays = [np.asarray(a).reshape(-1) for a in (returns, win, ended_early, clustered, score)]
     if len({a.size for a in arrays}) != 1:
         raise ValueError(f"per-episode arrays differ in length: {[a.size for a in arrays]}")
-    r, w, early, nc = arrays
+    r, w, early, nc, sc = arrays
     w, early = w.astype(bool), early.astype(bool)
     per_episode = {
         "R": r.astype(np.float64),
         "SR": 100.0 * w,
         "NC": nc.astype(np.float64),
         "SEE": 100.0 * (w & early),
+        "S": np.where(w, sc.astype(np.float64), 0.0),
     }
     return {k: bootstrap_mean_ci(v, reps=reps, level=level, rng=rng) for k, v in per_episode.items()}
 
