@@ -5,7 +5,10 @@ checkpoint every ``--eval-every`` env steps, then plays every checkpoint with it
 (``zsceval eval --agent CKPT --partner CKPT``: both seatings, ``--episodes`` each, a fixed seed) and
 prints the YLE paper's metrics against env steps: return R (Eq. 3), success rate SR (%), colours
 clustered NC, successful early ends SEE (%) and the game score S (Eq. 1's score of won games, 0 for
-lost ones: what the paper's Table 1 reports as R), with 95% bootstrap CIs
+lost ones: what the paper's Table 1 reports as R), with 95% bootstrap CIs, and dNC, the colours
+clustered by play (NC at the end minus NC of the deal, from the clustering events: about 4% of deals
+are already won and NC of a deal is about 0.8, so NC and SR alone cannot tell an agent that clusters
+from one that only leaves the deal's clusters alone)
 (``zsceval.stats.episode_metrics``). The same metrics of two players taking uniformly random
 *available* actions are the baseline (R about -4.0, SR about 1%, NC about 0.45), next to a scripted
 player that ENDs the game at its first chance (R about -2.4, SR about 4%: Eq. 3 charges an early end
@@ -109,14 +112,24 @@ def train(seed: int, steps: int, eval_every: int, overrides: list[str], out: Pat
     return run_dir
 
 
+def nc_gain(events_by_seat: list[dict[str, float]]) -> float:
+    """Colours clustered by play per game: the ``colour_clustered`` minus ``colour_unclustered``
+    events of every seat (mean per episode). Only moves change the clusters and each move's events
+    count the colours it joins and splits, so this is NC at the end minus NC of the deal."""
+    return sum(e["colour_clustered"] - e["colour_unclustered"] for e in events_by_seat)
+
+
 def curve(run_dir: Path, episodes: int, seed: int) -> pd.DataFrame:
-    """Self-play metrics of every checkpoint of ``run_dir``: one row per checkpoint."""
+    """Self-play metrics of every checkpoint of ``run_dir``: one row per checkpoint (the YLE
+    metrics with their CIs and ``dNC``, :func:`nc_gain` averaged over the seatings)."""
     rows = []
     for ckpt in list_checkpoints(run_dir):
-        m = cross_play(str(ckpt), str(ckpt), LAYOUT, episodes, "cpu", seed)["pooled"]["yle_metrics"]
+        out = cross_play(str(ckpt), str(ckpt), LAYOUT, episodes, "cpu", seed)
+        m = out["pooled"]["yle_metrics"]
         row = {"env_steps": int(ckpt.name.split("_")[1])}
         for k in YLE_METRICS:
             row[k], (row[f"{k}_low"], row[f"{k}_high"]) = m[k]["mean"], m[k]["ci95"]
+        row["dNC"] = float(np.mean([nc_gain(s["events_mean_by_seat"]) for s in out["seatings"]]))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -134,7 +147,8 @@ class EndAtOnceAgent(UniformRandomAgent):
 
 def random_baseline(episodes: int, seed: int, scripted: type = UniformRandomAgent) -> dict:
     """R, SR, NC, SEE, S of two scripted players (default: uniformly random over their available
-    actions) over ``2 x episodes`` games, as a checkpoint's self-play, ``{name: {"mean", "ci95"}}``."""
+    actions) over ``2 x episodes`` games, as a checkpoint's self-play, ``{name: {"mean", "ci95"}}``,
+    and ``dNC`` (:func:`nc_gain`, a float)."""
     env = make_env(
         EnvConfig(name="yokai", num_envs=min(2 * episodes, 1024), horizon=32), seed=seed, evaluation=True
     )
@@ -142,6 +156,7 @@ def random_baseline(episodes: int, seed: int, scripted: type = UniformRandomAgen
     agent = scripted({"num_actions": env.num_actions})
     result = play(recorder, [agent, agent], 2 * episodes, torch.Generator().manual_seed(seed + 1))
     infos = recorder.episodes(2 * episodes)
+    ev = {name: result.events[:, :, i].sum(1).double() for i, name in enumerate(result.event_names)}
     m = yle_metrics(
         result.sparse.double().numpy(),
         infos["win"].numpy(),
@@ -150,7 +165,7 @@ def random_baseline(episodes: int, seed: int, scripted: type = UniformRandomAgen
         infos["score"].numpy(),
         rng=np.random.default_rng(seed),
     )
-    return metrics_dict(m)
+    return {**metrics_dict(m), "dNC": float((ev["colour_clustered"] - ev["colour_unclustered"]).mean())}
 
 
 def plot(curves: dict[int, pd.DataFrame], rand: dict, end: dict, path: Path) -> Path:
@@ -244,16 +259,18 @@ def main() -> None:
     for label, m in (("random legal actions", rand), ("END at once", end)):
         print(
             f"\n{label:<20} ({2 * args.episodes} games):  "
-            + "  ".join(f"{k} {_fmt(m, k)}" for k in YLE_METRICS),
+            + "  ".join(f"{k} {_fmt(m, k)}" for k in YLE_METRICS)
+            + f"  dNC {m['dNC']:+.2f}",
             flush=True,
         )
     curves = {}
     for seed, run_dir in runs:
         df = curves[seed] = curve(run_dir, args.episodes, args.eval_seed)
         print(f"\nseed {seed}: self-play per checkpoint ({2 * args.episodes} games each, 95% CIs)")
-        print(f"{'env steps':>10}  " + "  ".join(f"{k:^22}" for k in YLE_METRICS))
+        print(f"{'env steps':>10}  " + "  ".join(f"{k:^22}" for k in YLE_METRICS) + "    dNC")
         for _, r in df.iterrows():
-            print(f"{int(r['env_steps']):>10,}  " + "  ".join(_fmt(r, k) for k in YLE_METRICS), flush=True)
+            cells = "  ".join(_fmt(r, k) for k in YLE_METRICS)
+            print(f"{int(r['env_steps']):>10,}  {cells}  {r['dNC']:+.2f}", flush=True)
     figure = plot(curves, rand, end, args.figure or out / "yokai_learning.png")
     print(f"\ncurve: {figure}")
     payload = {

@@ -249,3 +249,29 @@ def test_runs_on_cuda_with_the_same_rules():
     for _ in range(40):
         step = env.step(random_legal(step.avail_actions, gen))
         assert step.obs.device.type == "cuda" and step.avail_actions.any(-1).all()
+
+
+def test_clustering_events_sum_to_the_colours_clustered_by_play():
+    """Per game, the ``colour_clustered`` minus ``colour_unclustered`` events of all seats equal NC at
+    the end minus NC of the deal (the learning benchmark's dNC rests on this)."""
+    from .helpers import random_legal
+
+    env = YokaiEnv(64, seed=11)
+    step = env.reset()
+    deal_nc = env.state.clusters.clone()
+    net = torch.zeros(64)
+    first_end = torch.full((64,), -1.0)
+    gen = torch.Generator().manual_seed(12)
+    for _ in range(32):
+        mask = step.avail_actions.clone()
+        mask[..., env.rules.actions.end] = False  # play whole games: more moves
+        mask[..., 0] |= ~mask.any(-1)
+        step = env.step(random_legal(mask, gen))
+        live = first_end < 0
+        ev = step.events[:, :, EV["colour_clustered"]] - step.events[:, :, EV["colour_unclustered"]]
+        net += torch.where(live, ev.sum(1).float(), 0.0)
+        ended = live & step.terminated
+        first_end[ended] = step.infos["clustered"][ended].float()
+    assert (first_end >= 0).all(), "every game ended within 8 |H| steps"
+    assert torch.equal(net, first_end - deal_nc.float())
+    assert (net != 0).any() and (deal_nc > 0).any()  # the check is not vacuous
