@@ -14,8 +14,8 @@ from one that only leaves the deal's clusters alone)
 player that ENDs the game at its first chance (R about -2.4, SR about 4%: Eq. 3 charges an early end
 only -1, and about 4% of deals are already won, which then score the full 20), the bar any learned
 policy must pass before it does more than gamble. The curve (R, SR,
-NC against env steps, the random level dashed) is written as a PNG. With two or more seeds it also
-prints the cross-play matrix of the final agents (cells: mean R / SR, diagonal: self-play) and the
+NC and S against env steps, the baselines dashed and dotted) is written as a PNG. With two or more seeds
+it also prints the cross-play matrix of the final agents (cells: mean R / SR, diagonal: self-play) and the
 SP-XP drop (``zsceval.evaluation.yokai_xp``, what ``zsceval report OUT`` prints).
 
 The default settings (``BENCH``) are the paper's Table 5 where the CPU allows (entropy 0.01, grad
