@@ -1,21 +1,14 @@
 """benchmarks/learning/hypothesis_validation.py: steps to validation and the per-pool summary on
 hand-built records (issue 36's distribution of steps to validation)."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from .scripts import load_script
+
 
 def _script():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "learning" / "hypothesis_validation.py"
-    spec = importlib.util.spec_from_file_location("hypothesis_validation_in_tests", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("hypothesis_validation.py")
 
 
 def test_steps_to_validation_is_the_first_validated_step_or_minus_one():

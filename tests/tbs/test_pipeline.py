@@ -308,16 +308,9 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
 
 def _script(name: str):
     """benchmarks/learning/``name`` as a module."""
-    import importlib.util
-    import sys
-    from pathlib import Path
+    from .scripts import load_script
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "learning" / name
-    spec = importlib.util.spec_from_file_location(f"{name[:-3]}_in_pipeline", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script(name, f"{name[:-3]}_in_pipeline")
 
 
 def test_unknown_tom_global_is_refused_before_any_job_runs():

@@ -1,7 +1,6 @@
 """benchmarks/learning/tbs_selection.py: the diagnostics of TBS's selection (hand-computed statistics,
 and the script on a small chain folder of untrained agents, partial view included)."""
 
-import importlib.util
 import json
 import math
 import sys
@@ -11,19 +10,16 @@ import numpy as np
 import pytest
 import torch
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "learning" / "tbs_selection.py"
+from .scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def diag():
-    spec = importlib.util.spec_from_file_location("tbs_selection_diagnostics", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
+    module = load_script("tbs_selection.py", "tbs_selection_diagnostics")
     try:
-        spec.loader.exec_module(module)
         yield module
     finally:
-        sys.modules.pop(spec.name, None)
+        sys.modules.pop(module.__name__, None)
 
 
 def test_confusion_of_forced_br_and_argmin(diag):
