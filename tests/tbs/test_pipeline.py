@@ -236,8 +236,10 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     out = tmp_path / "tbs"
     args = ["train", "--algo", "tbs", "--layout", "cramped_room", "--out", str(out), *TINY]
     real = job_mod.job_function("tbs.ego")  # loads the kind's entry point when run alone
+    seen = {}
 
     def broken(params, out_dir, needs):
+        seen.update(params=params, needs=needs)
         raise RuntimeError("killed")
 
     monkeypatch.setitem(job_mod.JOB_KINDS, "tbs.ego", broken)
@@ -304,6 +306,40 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
         clusters = [[i for i, c in enumerate(clustering["labels"]) if c == j] for j in range(clustering["k"])]
         dropped = _script("tbs_drop_clusters.py").main([str(out), "--drop", "0"])
         assert dropped["kept_clusters"] == clusters[1:]
+    _ego_job_resumes_at_the_next_tom_model(real, seen, tbs, tmp_path / "stopped", monkeypatch)
+
+
+def _ego_job_resumes_at_the_next_tom_model(real, seen, uninterrupted, folder, monkeypatch):
+    """The ego job stopped after its first ToM model resumes at the second, and ends with the
+    weights of the uninterrupted run of the chain, whatever the process's global RNG state."""
+    from zsceval.algorithms.tbs import tom as tom_mod
+
+    train_tom, calls = tom_mod.train_tom, []
+
+    def stopping(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2 and stop:
+            raise RuntimeError("stopped")
+        return train_tom(*args, **kwargs)
+
+    monkeypatch.setattr(tom_mod, "train_tom", stopping)
+    folder.mkdir()
+    stop = True
+    torch.manual_seed(11)  # not the chain's global RNG state
+    with pytest.raises(RuntimeError, match="stopped"):
+        real(seen["params"], folder, seen["needs"])
+    assert [p.name for p in (folder / "tom_models").iterdir()] != []
+    assert sorted(p.stem for p in (folder / "tom_models").glob("*.json")) == ["cluster_0"]
+    calls.clear()
+    stop = False
+    torch.manual_seed(12)
+    real(seen["params"], folder, seen["needs"])
+    k = len(uninterrupted.brs)
+    assert len(calls) == k  # k + 1 models: the first was loaded, not trained again
+    resumed, _ = load_agent(folder / "run")
+    want = uninterrupted.state_dict()
+    got = resumed.state_dict()
+    assert got.keys() == want.keys() and all(torch.equal(got[key], want[key]) for key in want)
 
 
 def _script(name: str):

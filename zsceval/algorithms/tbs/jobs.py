@@ -316,6 +316,11 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     partners with its own best response only) and the hypothesis agent's options
     (:func:`hypothesis_options`).
 
+    Resumable model by model: each ToM model is written to ``tom_models/`` as it finishes, and a
+    rerun of a stopped job loads those and trains the rest. Every model starts from weights that
+    depend on the job's seed and the model's index only (:data:`TOM_INIT_STRIDE`), so a resumed job
+    ends with the weights of an uninterrupted one.
+
     Raises:
         JobInputError: an unreadable clustering (:func:`read_clusters`) or an unknown ``tom_global``.
     """
@@ -364,21 +369,32 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
         ]  # fmt: skip
     curves = {}
 
-    def fit(name: str, parts: list, passes: int) -> ToMModel:
+    def fit(name: str, index: int, parts: list, passes: int) -> ToMModel:
         obs = torch.cat([d.obs for d in parts], 1)
-        starts = torch.cat([d.starts for d in parts], 1)
-        lab = torch.cat([d.labels for d in parts], 1)
-        mask = torch.cat([d.known & d.mask for d in parts], 1)
         spec = {"obs_shape": list(obs.shape[2:]), "num_concepts": concepts.num_concepts,
                 "hidden_size": hidden,
                 "granularity": concepts.granularity, "layout": layout}  # fmt: skip
-        model = ToMModel(spec).to(device)
+        resumed = _load_tom(out, name, spec, device)
+        if resumed is not None:  # finished by an earlier run of this job that was stopped
+            model, curves[name] = resumed
+            bar.update(1)
+            return model.eval()
+        starts = torch.cat([d.starts for d in parts], 1)
+        lab = torch.cat([d.labels for d in parts], 1)
+        mask = torch.cat([d.known & d.mask for d in parts], 1)
+        # the initial weights depend on the job's seed and the model only, not on what this process
+        # ran before (a resumed job and an uninterrupted one start every model from the same weights)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed * TOM_INIT_STRIDE + index)
+            model = ToMModel(spec)
+        model = model.to(device)
         gen = torch.Generator().manual_seed(seed)
         bar.set_postfix_str(f"{name}: {passes} epochs on {obs.shape[1]} episodes")
         curves[name] = train_tom(
             model, obs, starts, lab, passes, lr=lr, generator=gen, mask=mask, holdout=holdout
         )
         curves[name]["episodes"] = [int(obs.shape[1])]
+        _save_tom(out, name, model, spec, curves[name])
         bar.update(1)
         return model.eval()
 
@@ -388,8 +404,8 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     # below it).
     total = sum(d.obs.shape[1] for d in data)
     passes = [epochs * max(1, round(total / d.obs.shape[1])) for d in data]
-    toms = [fit(f"cluster_{j}", [data[j]], passes[j]) for j in range(k)]
-    global_tom = fit("global", global_data, epochs)
+    toms = [fit(f"cluster_{j}", j, [data[j]], passes[j]) for j in range(k)]
+    global_tom = fit("global", k, global_data, epochs)
     bar.close()
     window = int(params.get("window", 0)) or None
     agents = {"tbs": TBSAgent(brs, toms, global_tom, window=window), "br": single,
@@ -409,6 +425,46 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     summary = {"k": k, "clusters": clusters, "tom": meta["tom"]}
     atomic_write_text(run / "eval.json", json.dumps(summary, indent=2))
     return {"run": "run", **summary}
+
+
+TOM_INIT_STRIDE = 1009
+"""Model i of a ``tbs.ego`` job with seed s starts from ``torch.manual_seed(s x 1009 + i)`` weights
+(cluster models i < k, the global model k)."""
+TOM_PARTIAL = "tom_models"
+"""Sub-folder of a ``tbs.ego`` job's output with each ToM model as it finishes
+(``<name>.safetensors`` + ``<name>.json``), so that a stopped job resumes at the next model."""
+
+
+def _save_tom(out: Path, name: str, model, spec: dict, curve: dict) -> None:
+    """Write one finished ToM model of a ``tbs.ego`` job: weights first, then the JSON (spec and
+    learning curve) that marks it finished; both atomically."""
+    from safetensors.torch import save_file
+
+    from zsceval.io import atomic_path
+
+    folder = out / TOM_PARTIAL
+    weights = {key: t.detach().cpu().contiguous() for key, t in model.state_dict().items()}
+    with atomic_path(folder / f"{name}.safetensors") as tmp:
+        save_file(weights, str(tmp))
+    atomic_write_text(folder / f"{name}.json", json.dumps({"spec": spec, "curve": curve}))
+
+
+def _load_tom(out: Path, name: str, spec: dict, device):
+    """``(model, curve)`` of a ToM model that an earlier run of the job finished, or None when it
+    has none (or one of another spec, which is then trained again)."""
+    from safetensors.torch import load_file
+
+    from zsceval.algorithms.tbs.tom import ToMModel
+
+    marker = out / TOM_PARTIAL / f"{name}.json"
+    if not marker.is_file():
+        return None
+    saved = json.loads(marker.read_text())
+    if saved.get("spec") != spec:
+        return None
+    model = ToMModel(spec)
+    model.load_state_dict(load_file(str(out / TOM_PARTIAL / f"{name}.safetensors")))
+    return model.to(device), saved["curve"]
 
 
 HYPOTHESIS_OPTIONS = {"hypothesis_alpha": ("alpha", float), "hypothesis_c": ("c", float),
