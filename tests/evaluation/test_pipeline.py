@@ -387,7 +387,7 @@ def test_algo_ego_steps_give_an_algorithm_its_own_ego_budget(tmp_path):
 
 def test_shipped_suites_keep_zsceval_budget_ratios():
     """Stage-2 egos (population 12) and COLE (25) train 5x SP's env steps, E3T as many as SP."""
-    for name in ("overcooked", "overcooked-quick-cc"):
+    for name in ("overcooked", "overcooked-quick-cc", "overcooked-quick-sets"):
         suite = load_suite(SUITES / f"{name}.yaml")
         sp = suite.ego_budget("sp")
         assert suite.ego_budget("e3t") == sp, name

@@ -61,10 +61,53 @@ def collection(tmp_path_factory, tiny_bench):
         yield coll, f"{work / 'cramped_room/candidates/c000/train/run'}#br"
 
 
-def test_no_set_is_shipped_yet_and_the_index_is_installed():
-    assert shipped_sets.list_sets() == []  # the installed eval_partners/index.yaml: empty, not faked
-    res = CliRunner().invoke(main, ["partners", "list"])
-    assert res.exit_code == 0 and "no partner set is installed yet" in res.output
+INSTALLED_ROOTS = shipped_sets.registry_roots  # the module fixture `collection` patches it while active
+
+
+@pytest.fixture
+def installed(monkeypatch):
+    """The sets of zsceval's own installed collection (eval_partners/index.yaml), with the installed
+    collections registered (even while the fixture `collection` has replaced them)."""
+    monkeypatch.setattr(shipped_sets, "registry_roots", INSTALLED_ROOTS)
+    return [s for s in shipped_sets.list_sets() if s.label == "zsceval"]
+
+
+def test_every_installed_set_verifies_and_records_its_provenance(installed):
+    index = yaml.safe_load((shipped_sets.registry_roots()["zsceval"] / "index.yaml").read_text())
+    assert len(installed) == len(index["sets"]) >= 2  # each set: a test and a validation split
+    listing = CliRunner().invoke(main, ["partners", "list"])
+    assert listing.exit_code == 0, listing.output
+    by_version = {}
+    for entry in installed:
+        manifest = shipped_sets.verify_set(entry)  # index, manifest and weight checksums; the engine
+        assert entry.layout == manifest.layout and entry.partners == len(manifest.partners) > 0
+        assert entry.full_name in listing.output and entry.provenance.suite in listing.output
+        prov = entry.provenance
+        assert prov.suite and prov.commit and prov.date and prov.budgets["candidates"] >= entry.partners // 2
+        ids = {p.candidate_id for p in manifest.partners}
+        by_version.setdefault((entry.name, entry.version), {})[entry.split] = ids
+    for splits in by_version.values():
+        assert set(splits) == {"test", "validation"} and not splits["test"] & splits["validation"]
+
+
+def test_an_agent_scores_on_an_installed_set_against_its_stored_br_returns(installed):
+    """End to end on a shipped set: one of the validation split's best responses plays the test
+    split; each unit's BR-Prox is its return over the test split's stored BR return."""
+    entry = next(s for s in installed if s.split == "test")
+    validation = shipped_sets.verify_set(shipped_sets.resolve_set(f"zsceval:{entry.name}/validation"))
+    agent = validation.resolve(validation.partners[0].br.checkpoint)
+    out = evaluate_partner_set(str(agent), f"zsceval:{entry.name}", episodes=1, reps=50)
+    assert out["shipped_set"] == entry.full_name
+    stored = pd.read_parquet(entry.folder / "br_returns.parquet")
+    br = stored.groupby(["partner", "seat"])["br_return"].mean()
+    assert len(out["units"]) == 2 * entry.partners and len(br) == 2 * entry.partners
+    by_hand = []
+    for u in out["units"]:
+        b = br[(u["partner"], u["seat"])]
+        assert u["br_return"] == pytest.approx(b)
+        by_hand.append(1.0 if b <= 0 else min(1.0, u["sparse_return"] / b))
+        assert u["br_prox"] == pytest.approx(by_hand[-1])
+    assert out["br_prox_iqm"] == pytest.approx(scipy.stats.trim_mean(by_hand, 0.25))
 
 
 def test_list_shows_the_sets_with_their_provenance(collection):
