@@ -328,7 +328,6 @@ def _ego_job_resumes_at_the_next_tom_model(real, seen, uninterrupted, folder, mo
     torch.manual_seed(11)  # not the chain's global RNG state
     with pytest.raises(RuntimeError, match="stopped"):
         real(seen["params"], folder, seen["needs"])
-    assert [p.name for p in (folder / "tom_models").iterdir()] != []
     assert sorted(p.stem for p in (folder / "tom_models").glob("*.json")) == ["cluster_0"]
     calls.clear()
     stop = False
