@@ -91,15 +91,17 @@ def test_every_installed_set_verifies_and_records_its_provenance(installed):
 
 
 def test_an_agent_scores_on_an_installed_set_against_its_stored_br_returns(installed):
-    """End to end on a shipped set: one of the validation split's best responses plays the test
+    """End to end on every shipped set: one of the validation split's best responses plays the test
     split; each unit's BR-Prox is its return over the test split's stored BR return."""
-    entry = next(s for s in installed if s.split == "test")
-    validation = shipped_sets.verify_set(shipped_sets.resolve_set(f"zsceval:{entry.name}/validation"))
-    agent = validation.resolve(validation.partners[0].br.checkpoint)
-    out = evaluate_partner_set(str(agent), f"zsceval:{entry.name}", episodes=1, reps=50)
-    assert out["shipped_set"] == entry.full_name
-    assert len(out["units"]) == 2 * entry.partners
-    _check_br_prox_against_stored_returns(out, entry.folder)
+    tests = [s for s in installed if s.split == "test"]
+    assert tests
+    for entry in tests:
+        validation = shipped_sets.verify_set(shipped_sets.resolve_set(f"zsceval:{entry.name}/validation"))
+        agent = validation.resolve(validation.partners[0].br.checkpoint)
+        out = evaluate_partner_set(str(agent), f"zsceval:{entry.name}", episodes=1, reps=50)
+        assert out["shipped_set"] == entry.full_name and out["layout"] == entry.layout
+        assert len(out["units"]) == 2 * entry.partners
+        _check_br_prox_against_stored_returns(out, entry.folder)
 
 
 def _check_br_prox_against_stored_returns(out: dict, folder) -> None:
