@@ -108,7 +108,7 @@ class _Killed(Exception):
 
 def _metrics(run):
     rows = list(csv.DictReader((run / "metrics.csv").open()))
-    drop = {"wall_time_s", "env_steps_per_s", "collect_s", "update_s"}
+    drop = {"wall_time_s", "env_steps_per_s", "collect_s", "update_s", "cpu_s"}
     return [{k: v for k, v in r.items() if k not in drop} for r in rows]
 
 

@@ -93,6 +93,37 @@ def test_hours_left_from_the_folders_rate_or_the_assumed_one(suite_file):
     assert hours == pytest.approx(6_700_000 / bm.ASSUMED_RATES[("quick", "cpu")] / 3600) and "assumed" in how
 
 
+def test_hours_left_use_each_stages_own_rate_and_ignore_waiting(suite_file, tmp_path):
+    suite = bm.load_suite(suite_file)
+    # a run that waited for its core: 1e6 steps in 1000 s of wall time, but its iterations ran at
+    # 10k env steps/s when it had the core (the 90th percentile of the per-iteration rates)
+    run = tmp_path / "run"
+    run.mkdir()
+    rates = [500.0] * 2 + [10_000.0] * 18
+    steps, wall = [50_000 * (i + 1) for i in range(20)], [50.0 * (i + 1) for i in range(20)]
+    frame = pd.DataFrame({"env_steps": steps, "wall_time_s": wall, "env_steps_per_s": rates})
+    frame.to_csv(run / "metrics.csv")
+    done, secs, busy = bm._trained_steps(run)
+    assert (done, secs) == (1_000_000, 1000.0) and busy == pytest.approx(100.0)
+    # a log with each iteration's CPU seconds sums them (the rates are then not needed)
+    frame["cpu_s"] = [4.0] * 20
+    frame.to_csv(run / "metrics.csv")
+    assert bm._trained_steps(run) == (1_000_000, 1000.0, 80.0)
+    # a log without per-iteration rates falls back to its wall time
+    pd.DataFrame({"env_steps": [10], "wall_time_s": [2.0]}).to_csv(run / "metrics.csv")
+    assert bm._trained_steps(run) == (10, 2.0, 2.0)
+    # stage a trains at 20k/s, stage b (measured on 200k steps) at 5k/s, stage c has no runs yet
+    budget = pd.DataFrame({"stage": ["a", "b", "c"], "jobs": [1, 1, 1],
+                           "env_steps": [2_000_000, 1_200_000, 2_100_000],
+                           "done_steps": [1_000_000, 200_000, 0], "train_s": [900.0, 900.0, 0.0],
+                           "busy_s": [50.0, 40.0, 0.0]})  # fmt: skip
+    overall = 1_200_000 / 90.0
+    hours, how = bm.estimate_hours(suite, budget, workers=1)
+    expected = 1_000_000 / 20_000 + 1_000_000 / 5_000 + 2_100_000 / overall
+    assert hours == pytest.approx(expected / 3600) and "per stage" in how
+    assert bm.estimate_hours(suite, budget, workers=2)[0] == pytest.approx(expected / 2 / 3600)
+
+
 def test_shipped_s12_suite_has_the_reference_budgets():
     suite = bm.load_suite("overcooked-s12")
     budget = bm.env_step_budget(suite, bm.build_phases(suite)[0]).set_index("stage")

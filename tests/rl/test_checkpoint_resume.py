@@ -86,7 +86,7 @@ class _Interrupt(Exception):
 
 def _metrics(run):
     rows = list(csv.DictReader((run / "metrics.csv").open()))
-    drop = {"wall_time_s", "env_steps_per_s", "collect_s", "update_s"}
+    drop = {"wall_time_s", "env_steps_per_s", "collect_s", "update_s", "cpu_s"}
     return [{k: v for k, v in r.items() if k not in drop} for r in rows]
 
 
@@ -139,6 +139,9 @@ def test_resume_after_interruption_reproduces_uninterrupted_run(
         for pid, st in sa[which]["state"].items():
             assert torch.equal(st["exp_avg"], sb[which]["state"][pid]["exp_avg"])
     assert _metrics(tmp_path / "full") == _metrics(tmp_path / "cut")
+    # every iteration logs its process's CPU seconds (what zsceval bench's time estimate sums)
+    rows = list(csv.DictReader((tmp_path / "cut" / "metrics.csv").open()))
+    assert len(rows) == resumed.iteration and all(float(r["cpu_s"]) > 0 for r in rows)
 
 
 def test_resume_refuses_directory_without_run(tmp_path):

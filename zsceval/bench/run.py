@@ -839,18 +839,33 @@ def _stage_of(job_id: str) -> str:
     return parts[1] if len(parts) > 1 else job_id
 
 
-def _trained_steps(run: Path) -> tuple[int, float]:
-    """``(env steps, training seconds)`` a (possibly unfinished) run has logged in ``metrics.csv``."""
+def _trained_steps(run: Path) -> tuple[int, float, float]:
+    """``(env steps, training seconds, busy seconds)`` a (possibly unfinished) run has logged in
+    ``metrics.csv``.
+
+    Busy seconds are the CPU seconds the run's process spent (the ``cpu_s`` column summed): the
+    time it needs on a core of its own. Training seconds also count the time the process waited
+    for a core (other jobs, a niced or paused process), so a rate from them says how busy the
+    machine was, not how fast a job trains. A log from before ``cpu_s`` existed gives its env steps
+    over its 90th-percentile iteration rate (``env_steps_per_s``, the iterations that had a core),
+    and a log without either its training seconds.
+    """
     metrics = run / "metrics.csv"
     if not metrics.is_file():
-        return 0, 0.0
+        return 0, 0.0, 0.0
+    wanted = {"env_steps", "wall_time_s", "env_steps_per_s", "cpu_s"}
     try:
-        last = pd.read_csv(metrics, usecols=["env_steps", "wall_time_s"]).tail(1)
+        frame = pd.read_csv(metrics, usecols=lambda c: c in wanted)
     except (ValueError, OSError, pd.errors.ParserError, pd.errors.EmptyDataError):
-        return 0, 0.0
-    if last.empty:
-        return 0, 0.0
-    return int(last["env_steps"].iloc[0]), float(last["wall_time_s"].iloc[0])
+        return 0, 0.0, 0.0
+    if frame.empty or "env_steps" not in frame or "wall_time_s" not in frame:
+        return 0, 0.0, 0.0
+    done, secs = int(frame["env_steps"].iloc[-1]), float(frame["wall_time_s"].iloc[-1])
+    if "cpu_s" in frame and frame["cpu_s"].notna().all():
+        return done, secs, float(frame["cpu_s"].sum())
+    rates = frame["env_steps_per_s"].dropna() if "env_steps_per_s" in frame else pd.Series(dtype=float)
+    rate = float(rates.quantile(0.9)) if len(rates) else 0.0
+    return done, secs, (done / rate if rate > 0 else secs)
 
 
 def env_step_budget(suite: Suite, static: list[list[Job]], root: str | Path | None = None) -> pd.DataFrame:
@@ -862,21 +877,23 @@ def env_step_budget(suite: Suite, static: list[list[Job]], root: str | Path | No
     selection. Evaluation episodes are not counted.
 
     Returns:
-        one row per stage: ``stage, jobs, env_steps, done_steps, train_s`` (``done_steps``: what the
-        runs under ``root`` have logged, finished or not; ``train_s``: their training seconds).
+        one row per stage: ``stage, jobs, env_steps, done_steps, train_s, busy_s`` (``done_steps``:
+        what the runs under ``root`` have logged, finished or not; ``train_s``: their training
+        seconds; ``busy_s``: the seconds they need on a core each, see :func:`_trained_steps`).
     """
     rows: dict[str, dict] = {}
     root = Path(root) if root is not None else None
 
     def add(stage: str, steps: int, out: str | None) -> None:
-        empty = {"stage": stage, "jobs": 0, "env_steps": 0, "done_steps": 0, "train_s": 0.0}
+        empty = {"stage": stage, "jobs": 0, "env_steps": 0, "done_steps": 0, "train_s": 0.0, "busy_s": 0.0}
         row = rows.setdefault(stage, empty)
         row["jobs"] += 1
         row["env_steps"] += int(steps)
         if root is not None and out is not None:
-            done, secs = _trained_steps(root / out / "run")
+            done, secs, busy = _trained_steps(root / out / "run")
             row["done_steps"] += min(done, int(steps))
             row["train_s"] += secs
+            row["busy_s"] += busy
 
     seen = set()
     for job in (j for phase in static for j in phase):
@@ -896,30 +913,48 @@ def env_step_budget(suite: Suite, static: list[list[Job]], root: str | Path | No
         if brs is not None and brs.is_dir():  # their ids depend on the selection: count what is there
             row = rows["mid-checkpoint BRs"]
             for run in brs.glob("*/*/run"):
-                done, secs = _trained_steps(run)
+                done, secs, busy = _trained_steps(run)
                 row["done_steps"] += min(done, pb.mid_br_steps)
                 row["train_s"] += secs
-    return pd.DataFrame(list(rows.values()), columns=["stage", "jobs", "env_steps", "done_steps", "train_s"])
+                row["busy_s"] += busy
+    columns = ["stage", "jobs", "env_steps", "done_steps", "train_s", "busy_s"]
+    return pd.DataFrame(list(rows.values()), columns=columns)
+
+
+STAGE_RATE_MIN_STEPS = 100_000
+"""Env steps a stage's runs must have logged before its own rate is used for its remaining steps."""
 
 
 def estimate_hours(suite: Suite, budget: pd.DataFrame, workers: int = 1) -> tuple[float | None, str]:
     """Hours left for the suite's training, and how the rate was found.
 
-    The rate is the folder's own (env steps / training seconds of the runs it holds, once they add
-    up to 1e6 env steps), else :data:`ASSUMED_RATES` for the suite's preset and device (None where
-    there is no figure, e.g. CUDA before any job ran); ``workers`` concurrent jobs divide the time.
+    Once the folder's runs add up to 1e6 env steps, each stage's remaining steps are divided by that
+    stage's own rate (its env steps over its busy seconds, once it has logged
+    :data:`STAGE_RATE_MIN_STEPS`), else by the folder's rate over all stages: stages differ (a
+    stage-2 ego trains slower than a candidate). Busy seconds count a job on a core of its own, so
+    the estimate is for ``workers`` concurrent jobs that each get a core, not for a machine shared
+    with other work. Before that, :data:`ASSUMED_RATES` for the suite's preset and device (None
+    where there is no figure, e.g. CUDA before any job ran). ``workers`` divide the time.
     """
-    done, secs = int(budget["done_steps"].sum()), float(budget["train_s"].sum())
-    left = int(budget["env_steps"].sum()) - done
+    busy = budget["busy_s"] if "busy_s" in budget else budget["train_s"]
+    done, secs = int(budget["done_steps"].sum()), float(busy.sum())
+    left = (budget["env_steps"] - budget["done_steps"]).clip(lower=0)
     if done >= 1_000_000 and secs > 0:
-        rate, how = done / secs, "measured on this folder's runs"
+        rate = done / secs
+        own = (budget["done_steps"] >= STAGE_RATE_MIN_STEPS) & (busy > 0)
+        stage_rate = (budget["done_steps"] / busy.where(own)).where(own, rate)
+        seconds = float((left / stage_rate).sum())
+        how = (
+            f"{rate:,.0f} env steps/s per job on a core of its own; per stage, measured on this folder's runs"
+        )
     else:
         device = "cuda" if str(suite.device).startswith("cuda") else str(suite.device)
         rate = ASSUMED_RATES.get((suite.preset, device))
         if rate is None:
             return None, f"no figure for preset {suite.preset!r} on {device} until a job has run"
-        how = f"assumed for preset {suite.preset!r} on {device}"
-    return left / (rate * max(1, workers)) / 3600, f"{rate:,.0f} env steps/s per job, {how}"
+        seconds = float(left.sum()) / rate
+        how = f"{rate:,.0f} env steps/s per job, assumed for preset {suite.preset!r} on {device}"
+    return seconds / max(1, workers) / 3600, how
 
 
 def format_budget(budget: pd.DataFrame) -> str:

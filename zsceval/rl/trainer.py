@@ -67,6 +67,7 @@ from zsceval.rl.schedules import shaping_factor
 
 __all__ = ["RunExistsError", "Trainer", "load_run_config"]
 
+
 def resolve_device(name: str) -> torch.device:
     """``torch.device(name)``, refusing CUDA when it is not available (``envs.resolve_device``).
 
@@ -443,7 +444,7 @@ class Trainer:
     # -- the loop -----------------------------------------------------------------------------------
     def _iteration(self) -> dict[str, Any]:
         cfg = self.cfg
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         episodes, row, t_collect = self.core.iteration(
             self.runner, self.env_steps, self.update_gen, self.algorithm.on_rollout
         )
@@ -459,6 +460,7 @@ class Trainer:
             "env_steps_per_s": steps / dt,
             "collect_s": t_collect,
             "update_s": dt - t_collect,
+            "cpu_s": time.process_time() - c0,  # this process's CPU seconds, all threads
             "shaping_factor": shaping_factor(self.env_steps, cfg.shaping.initial_factor, cfg.shaping.horizon),
         }
         head["episodes"] = len(episodes)
