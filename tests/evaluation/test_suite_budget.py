@@ -82,6 +82,16 @@ def test_env_step_budget_counts_every_training_stage(suite_file, tmp_path):
     assert done["train_s"].sum() == 8.0
 
 
+def test_budget_table_shows_share_done_and_hours():
+    budget = pd.DataFrame({"stage": ["ego: sp", "ego: fcp"], "jobs": [2, 2],
+                           "env_steps": [4_000_000, 10_000], "done_steps": [1_000_000, 0],
+                           "train_s": [7200.0, 0.0], "busy_s": [3600.0, 0.0]})  # fmt: skip
+    lines = bm.format_budget(budget).splitlines()
+    assert lines[0].split() == ["stage", "jobs", "env", "steps", "done", "train", "h", "core", "h"]
+    assert lines[1].split() == ["ego:", "sp", "2", "4,000,000", "25%", "2.00", "1.00"]
+    assert lines[-1].split() == ["total", "4", "4,010,000", "25%", "2.00", "1.00"]
+
+
 def test_hours_left_from_the_folders_rate_or_the_assumed_one(suite_file):
     suite = bm.load_suite(suite_file)
     budget = pd.DataFrame({"stage": ["a", "b"], "jobs": [1, 1], "env_steps": [2_000_000, 5_200_000],

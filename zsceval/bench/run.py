@@ -958,13 +958,23 @@ def estimate_hours(suite: Suite, budget: pd.DataFrame, workers: int = 1) -> tupl
 
 
 def format_budget(budget: pd.DataFrame) -> str:
-    """The budget table as text (stage, jobs, env steps, done)."""
-    lines = [f"{'stage':<36} {'jobs':>5} {'env steps':>15} {'done':>7}"]
-    for row in budget.itertuples():
+    """The budget table as text: stage, jobs, env steps, the share done, and the hours its runs
+    have logged (``train h``: their training wall-clock summed over jobs, waits for a core
+    included; ``core h``: their busy seconds, :func:`_trained_steps`). Jobs of one stage run side by
+    side, so ``train h`` is compute spent, not the stage's elapsed time."""
+    lines = [f"{'stage':<36} {'jobs':>5} {'env steps':>15} {'done':>7} {'train h':>8} {'core h':>7}"]
+    busy = budget["busy_s"] if "busy_s" in budget else budget["train_s"]
+    for row, core in zip(budget.itertuples(), busy, strict=True):
         frac = row.done_steps / row.env_steps if row.env_steps else 0.0
-        lines.append(f"{row.stage:<36} {row.jobs:>5} {row.env_steps:>15,} {frac:>6.0%}")
+        lines.append(
+            f"{row.stage:<36} {row.jobs:>5} {row.env_steps:>15,} {frac:>6.0%} "
+            f"{row.train_s / 3600:>8.2f} {core / 3600:>7.2f}"
+        )
     total, done = int(budget["env_steps"].sum()), int(budget["done_steps"].sum())
-    lines.append(f"{'total':<36} {int(budget['jobs'].sum()):>5} {total:>15,} {done / max(total, 1):>6.0%}")
+    lines.append(
+        f"{'total':<36} {int(budget['jobs'].sum()):>5} {total:>15,} {done / max(total, 1):>6.0%} "
+        f"{budget['train_s'].sum() / 3600:>8.2f} {busy.sum() / 3600:>7.2f}"
+    )
     return "\n".join(lines)
 
 
