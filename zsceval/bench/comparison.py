@@ -15,7 +15,11 @@ format)::
 
 Shipped: ``zsceval-paper``, the ZSC-Eval numbers recomputed with the correct partner/BR mapping
 (docs/zsceval-facts.md "Reference numbers"; the shipped script's own numbers as ``shipped_script``)
-and GRF's paper Table 3 with its 95% CIs.
+and GRF's paper Table 3 with its 95% CIs; on Overcooked also ``br_prox_pop12`` and ``br_prox_pop24``
+(populations 12 and 24, COLE 25 and 50; ``benchmarks/reference/recompute_zsceval.py``).
+
+A reference is named ``NAME[:COLUMN]`` (:func:`split_reference`): ``zsceval-paper`` compares with
+``br_prox`` (population 36), ``zsceval-paper:pop12`` with ``br_prox_pop12``.
 
 Agreement per layout is Spearman's rank correlation between our IQM BR-Prox (``all`` partners) and
 the reference over the algorithms both have (ZSC-Eval Sec. 5.1 uses it for human-rank agreement).
@@ -88,6 +92,24 @@ def load_reference_table(name_or_path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def split_reference(value: str) -> tuple[str, str, str]:
+    """``NAME[:COLUMN]`` -> ``(table, column, label)``.
+
+    ``table`` is a shipped name or a YAML path (a value naming an existing file, or without ``:``,
+    is all table); ``column`` the compared column: ``br_prox`` by default, ``pop12`` is short for
+    ``br_prox_pop12``; ``label`` names the comparison in text and file names
+    (``zsceval-paper-pop12``; a YAML path's stem).
+    """
+    table, column = value, "br_prox"
+    if value not in REFERENCE_TABLES and not Path(value).is_file() and ":" in value:
+        table, column = value.rsplit(":", 1)
+        column = column if column.startswith("br_prox") or column == "shipped_script" else f"br_prox_{column}"
+    label = Path(table).stem if table.endswith((".yaml", ".yml")) else table
+    if column != "br_prox":
+        label += "-" + column.removeprefix("br_prox_")
+    return table, column, label
+
+
 def _canonical(name: str) -> str:
     try:
         return resolve_layout_name(name)
@@ -96,7 +118,7 @@ def _canonical(name: str) -> str:
 
 
 def compare_with_reference(
-    summary: pd.DataFrame, reference: pd.DataFrame
+    summary: pd.DataFrame, reference: pd.DataFrame, column: str = "br_prox"
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Join our IQM BR-Prox (``all`` partners) with a reference table; Spearman rho per layout.
 
@@ -105,13 +127,22 @@ def compare_with_reference(
     Args:
         summary: :func:`~zsceval.stats.metrics.br_prox_summary` output.
         reference: :func:`load_reference_table` output.
+        column: the reference column to compare with (e.g. ``br_prox_pop12``).
 
     Returns:
         ``(rows, layouts)``. ``rows``: one per (layout, algorithm) we evaluated, columns ``layout,
         algorithm, iqm, ci_low, ci_high, reference`` (NaN where the reference lacks the algorithm or
         the layout). ``layouts``: one per layout of ``summary``: ``layout, num_common`` (algorithms in
         both), ``spearman`` (NaN with fewer than 2 common algorithms or a constant column).
+
+    Raises:
+        ReferenceTableError: the reference has no ``column`` (the ones it has are named).
     """
+    numeric = [c for c in reference.columns if c not in ("layout", "reference_name", "algorithm")]
+    if column not in numeric:
+        raise ReferenceTableError(
+            f"the reference table has no column {column!r}; it has: {', '.join(numeric)}"
+        )
     ours = summary[summary["partner_level"] == ALL_LEVELS][
         ["layout", "algorithm", "iqm", "ci_low", "ci_high"]
     ]
@@ -119,7 +150,7 @@ def compare_with_reference(
     ref = reference.assign(key=[_canonical(str(x)) for x in reference["layout"]])
     by_name = dict(zip(reference["reference_name"], ref["key"]))
     ours["key"] = [by_name.get(k, k) for k in ours["key"]]
-    ref = ref[["key", "algorithm", "br_prox"]].rename(columns={"br_prox": "reference"})
+    ref = ref[["key", "algorithm", column]].rename(columns={column: "reference"})
     rows = ours.merge(ref, on=["key", "algorithm"], how="left").drop(columns="key")
     layouts = []
     for layout, frame in rows.groupby("layout", sort=True):

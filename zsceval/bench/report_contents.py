@@ -107,7 +107,9 @@ def gather_report(
         nonpositive_br: BR-Prox of a unit whose BR return is <= 0: ``"one"`` (ZSC-Eval) or ``"nan"``.
         levels: moderate/expert split: ``"checkpoint"`` (mid/final) or ``"median"`` (paper text).
         stats: also compare algorithms (probability of improvement, profiles, ranks).
-        compare: a reference table: a shipped name (``"zsceval-paper"``) or a YAML path.
+        compare: a reference table: a shipped name (``"zsceval-paper"``) or a YAML path, with an
+            optional ``:COLUMN`` (``"zsceval-paper:pop12"``;
+            :func:`~zsceval.bench.comparison.split_reference`).
         manifests: partner-set manifests whose selected partners are marked in ``features``.
         episodes: a folder of Yōkai runs: episodes per seating of each pair of agents.
         device: a folder of Yōkai runs: torch device of their games.
@@ -121,7 +123,7 @@ def gather_report(
         ManifestError: an unreadable manifest.
     """
     from zsceval.algorithms.tbs.report import find_tbs_results, tbs_pooled, tbs_summary
-    from zsceval.bench.comparison import compare_with_reference, load_reference_table
+    from zsceval.bench.comparison import compare_with_reference, load_reference_table, split_reference
     from zsceval.evaluation.human_proxy import HUMAN_PROXY_TABLE, human_proxy_summary
     from zsceval.evaluation.interdependence import interdependence_summary
     from zsceval.evaluation.manifest import load_manifest
@@ -146,8 +148,9 @@ def gather_report(
     comparisons = rep.compare_algorithms(results, br_returns, **options) if stats else None
     reference = None
     if compare:
-        rows, layouts = compare_with_reference(summary, load_reference_table(compare))
-        reference = (Path(compare).stem if compare.endswith(".yaml") else compare, rows, layouts)
+        table, column, label = split_reference(compare)
+        rows, layouts = compare_with_reference(summary, load_reference_table(table), column=column)
+        reference = (label, rows, layouts)
     marked = rep.mark_selected(features, [load_manifest(path, verify=False) for path in manifests])
     human = inter = None
     if (directory / HUMAN_PROXY_TABLE).is_file():

@@ -61,7 +61,8 @@ import click
     "compare",
     default=None,
     metavar="REFERENCE",
-    help="Compare with a reference table: 'zsceval-paper' (ZSC-Eval's numbers) or a YAML file.",
+    help="Compare with a reference table: 'zsceval-paper' (ZSC-Eval's numbers, population 36), "
+    "'zsceval-paper:pop12' or ':pop24' (populations 12, 24), or a YAML file[:COLUMN].",
 )
 @click.option(
     "--figures/--no-figures", default=True, show_default=True, help="Write PNG figures into DIR/figures."
@@ -124,6 +125,7 @@ def report(
     Examples:
       zsceval report runs/bench
       zsceval report runs/bench --compare zsceval-paper --levels median
+      zsceval report runs/s12 --compare zsceval-paper:pop12
       zsceval report runs/bench --json --no-figures
       zsceval report runs/yokai_sp --episodes 500
     """
