@@ -40,6 +40,35 @@ def test_algo_overrides_reach_only_that_algorithms_jobs(suite_file):
     assert bm.load_suite(suite_file, algorithms=["sp"]).algo_overrides == ()  # left out with cole
 
 
+def test_algo_option_overrides_reach_only_the_jobs_that_take_them(suite_file):
+    """HSP's ``algo.min_return`` goes to its ego, not to the MEP stage-1 population it shares with
+    MEP (which has no such option: it would refuse it, and would no longer be MEP's job); TrajeDi's
+    ``algo.jsd_weight`` goes to its stage-1 population, not to its ego. Before, both failed."""
+    text = suite_file.read_text().replace("algorithms: [sp, fcp, cole]", "algorithms: [mep, hsp, trajedi]")
+    text = text.replace("algo_ego_steps: {fcp: 5000, cole: 7000}", "algo_ego_steps: {hsp: 5000}")
+    text = text.replace(
+        "  cole: [population.size=9]",
+        "  hsp: [algo.min_return=-1]\n  trajedi: [algo.jsd_weight=0.3]",
+    )
+    suite_file.write_text(text)
+    static, layouts = bm.build_phases(bm.load_suite(suite_file))
+    jobs = {j.id: j for phase in static for j in phase}
+    jobs |= {j.id: j for j in layouts["cramped_room"]["egos"]}
+    assert jobs["cramped_room/egos/hsp/s0"].params["overrides"][-1] == "algo.min_return=-1"
+    mep1 = jobs["cramped_room/stage1/mep-stage1"].params["overrides"]
+    assert not any(o.startswith("algo.") for o in mep1)  # MEP's own job, shared with HSP
+    assert jobs["cramped_room/stage1/trajedi-stage1"].params["overrides"][-1] == "algo.jsd_weight=0.3"
+    assert "algo.jsd_weight=0.3" not in jobs["cramped_room/egos/trajedi/s1"].params["overrides"]
+    # an option no job of the algorithm has is refused, naming the options there are
+    suite_file.write_text(text.replace("algo.jsd_weight=0.3", "algo.jsd_wieght=0.3"))
+    with pytest.raises(bm.SuiteError, match=r"algo_overrides.trajedi: algo.jsd_wieght=0.3.*jsd_weight"):
+        bm.build_phases(bm.load_suite(suite_file))
+    # a non-option override of HSP reaches the shared MEP stage 1 too: a conflict, explained
+    suite_file.write_text(text.replace("algo.min_return=-1", "algo.min_return=-1, ppo.lr=0.002"))
+    with pytest.raises(bm.SuiteError, match="mep-stage1.*suite's `overrides`"):
+        bm.build_phases(bm.load_suite(suite_file))
+
+
 def test_algo_overrides_errors_name_the_file_and_key(suite_file):
     text = suite_file.read_text()
     suite_file.write_text(text.replace("cole: [population.size=9]", "e3t: [population.size=9]"))

@@ -11,8 +11,9 @@ algorithms, seeds and budgets::
     ego_steps: 2000000            # each ego's env steps (SP, E3T: ZSC-Eval 1e7) ...
     algo_ego_steps:               # ... unless its algorithm has its own (ZSC-Eval: stage 2 and COLE 5x SP's)
       fcp: 10000000
-    algo_overrides:               # training-config overrides of one algorithm's runs (after `overrides`)
-      cole: [population.size=25]
+    algo_overrides:               # training-config overrides of one algorithm's runs (after `overrides`);
+      cole: [population.size=25]  # an algo.KEY one reaches only its jobs that have option KEY
+      hsp: [algo.min_return=0]    # (HSP's ego, not the MEP stage 1 it shares)
     preset: quick                 # training preset of every run
     overrides: []                 # training config overrides of every run, e.g. [env.num_envs=64]
     device: cpu
@@ -138,9 +139,11 @@ class Suite:
     """Training-config overrides (``key=value``) applied to every run."""
     algo_overrides: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Per-algorithm training-config overrides (algorithm, ``key=value`` strings), applied after
-    ``overrides`` to every job that algorithm declares (its stage-1 runs too); from the suite's
-    ``algo_overrides`` mapping, e.g. ``{cole: [population.size=25]}`` (COLE's 25 slots next to the
-    co-play methods' population of 12)."""
+    ``overrides`` to every training job that algorithm declares (its stage-1 runs too), except that
+    an ``algo.KEY`` override reaches only the jobs whose algorithm has the option ``KEY``
+    (:func:`scope_algo_options`: ``{hsp: [algo.min_return=0]}`` reaches HSP's ego, not the MEP
+    stage-1 population it shares); from the suite's ``algo_overrides`` mapping, e.g.
+    ``{cole: [population.size=25]}`` (COLE's 25 slots next to the co-play methods' population of 12)."""
     partners: PartnerBudget = field(default_factory=PartnerBudget)
     """Partner generation and selection budget."""
     evaluation_episodes: int = 10
@@ -640,7 +643,8 @@ def ego_jobs(
             seed, steps = suite.seed + 1000 + s, suite.ego_budget(algo)
             common_a = suite.algo_common(algo, common)
             ctx = JobContext(algo, layout, seed, steps, f"{layout}/egos/{algo}/s{s}", common_a, partners)
-            jobs = cls.jobs(ctx)
+            extra = dict(suite.algo_overrides).get(algo, ())
+            jobs = scope_algo_options(algo, cls.jobs(ctx), list(common.get("overrides", [])), extra)
             ego = [j for j in jobs if j.id == ctx.ego_id]
             if len(ego) != 1:
                 raise SuiteError(f"algorithm '{algo}' must declare exactly one job with id {ctx.ego_id!r}")
@@ -649,9 +653,66 @@ def ego_jobs(
                 if j.id == ctx.ego_id:
                     continue
                 if j.id in stages and stages[j.id] != j:
-                    raise SuiteError(f"two different jobs share the id {j.id!r} (algorithm '{algo}')")
+                    raise SuiteError(
+                        f"two different jobs share the id {j.id!r} (algorithm '{algo}'): a stage job that "
+                        "several algorithms declare (e.g. MEP's stage 1, which HSP trains with) takes the "
+                        "suite's `overrides`, not one algorithm's `algo_overrides`"
+                    )
                 stages[j.id] = j
     return egos, list(stages.values())
+
+
+def _option_names(algo: str) -> set[str] | None:
+    """The ``algo.*`` option names of a registered algorithm (None: not registered here)."""
+    try:
+        options = registry.get(algo).Options
+    except (KeyError, ValueError):
+        return None
+    return {f.name for f in dataclasses.fields(options)} if options is not None else set()
+
+
+def scope_algo_options(
+    algo: str, jobs: list[Job], base: list[str], extra: tuple[str, ...] | list[str]
+) -> list[Job]:
+    """Keep each of ``algo``'s ``algo.KEY=...`` overrides (from the suite's ``algo_overrides``) only
+    in the training jobs whose algorithm has the option ``KEY``.
+
+    A plug-in declares its jobs with the suite's overrides followed by ``extra`` (``base + extra``);
+    the ``algo:`` section of a run is its own algorithm's options, so HSP's ``algo.min_return``
+    belongs to its ego and not to the MEP stage-1 population it shares with MEP (which would refuse
+    the key, and would differ from MEP's job of the same id). Other overrides (``population.size``,
+    ``ppo.lr``) stay in every job. A job whose overrides a plug-in set itself is left alone.
+
+    Raises:
+        SuiteError: an ``algo.KEY`` override that no training job of ``algo`` takes (the options of
+            each job's algorithm named).
+    """
+    scoped = [o for o in extra if o.strip().startswith("algo.")]
+    if not scoped:
+        return jobs
+    declared = list(base) + list(extra)
+    taken: dict[str, bool] = {o: False for o in scoped}
+    seen: dict[str, set[str] | None] = {}
+    out = []
+    for job in jobs:
+        if job.kind != "train" or list(job.params.get("overrides", [])) != declared:
+            out.append(job)
+            continue
+        names = seen.setdefault(job.params["algo"], _option_names(job.params["algo"]))
+        keep = []
+        for item in extra:
+            key = item.split("=", 1)[0].strip()[len("algo.") :] if item in taken else None
+            if key is None or names is None or key in names:
+                keep.append(item)
+                if key is not None:
+                    taken[item] = True
+        out.append(dataclasses.replace(job, params={**job.params, "overrides": [*base, *keep]}))
+    unused = [o for o, used in taken.items() if not used]
+    if unused:
+        options = {a: sorted(n) if n is not None else "?" for a, n in seen.items()}
+        raise SuiteError(f"algo_overrides.{algo}: {', '.join(unused)}: no training job of {algo} has this "
+                         f"option (the options of its jobs' algorithms: {options})")  # fmt: skip
+    return out
 
 
 def _with_checkpoint_trail(job: Job) -> Job:
