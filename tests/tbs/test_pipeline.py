@@ -176,6 +176,26 @@ def _run_frame(layout, pairs):
     return scaled_rewards(pd.DataFrame(rows))
 
 
+def test_a_single_runs_table_has_its_paired_difference_with_the_br(tmp_path):
+    """TBS scaled 0.5 and 1.0, the single BR 0.75 and 0.0 on two held-out pairs: TBS - BR is
+    (-0.25 + 1.0) / 2 in scaled reward and (-25 + 80) / 2 in return; no Hypothesis, no row for it."""
+    from zsceval.algorithms.tbs.report import format_tbs, paired_with_br, tbs_summary
+
+    frame = _run_frame("counter_circuit", [(100, 50, 75), (80, 80, 0)])
+    paired = paired_with_br(frame, reps=200).set_index("agent")
+    assert list(paired.index) == ["TBS - BR"]
+    assert paired.loc["TBS - BR", "scaled"] == pytest.approx(0.375)
+    assert paired.loc["TBS - BR", "sparse_return"] == pytest.approx(27.5)
+    path = tmp_path / "run" / "ego" / "tbs_eval" / "results.parquet"
+    path.parent.mkdir(parents=True)
+    frame.to_parquet(path)
+    summary = tbs_summary([path], reps=200).set_index("agent")
+    assert (
+        summary.loc["TBS - BR", "scaled"] == pytest.approx(0.375) and "Hypothesis - BR" not in summary.index
+    )
+    assert "TBS - BR" in format_tbs(tbs_summary([path], reps=50))
+
+
 def test_runs_of_a_layout_pool_their_heldout_pairs_and_the_paired_difference(tmp_path):
     """Two seeds of counter_circuit (2 and 1 held-out pairs with a scale; one that never scores) and a
     single coordination_ring run (not pooled). Pooled TBS = mean of 0.5, 1.0, 0.25 over the three

@@ -21,14 +21,46 @@ def find_tbs_results(directory: str | Path) -> list[Path]:
     return sorted(Path(directory).rglob(TBS_RESULTS))
 
 
+PAIRED = ("TBS", "Hypothesis")
+"""Agents whose paired difference with the single BR each run's table adds (``"TBS - BR"``)."""
+
+
+def paired_with_br(frame: pd.DataFrame, *, reps: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """One run's paired differences ``A - BR`` for A in :data:`PAIRED` (where both played): the mean
+    over cells (episode, held-out pair, seat) of A's scaled reward and return minus the single BR's
+    in the same cell, with the two-level bootstrap CI of :func:`~.results.summarize` (held-out pairs
+    without a scale are left out of ``scaled``). Columns as :func:`~.results.summarize`'s."""
+    from zsceval.stats.metrics import bootstrap_ci
+
+    rows = []
+    agents = set(frame["agent"])
+    for agent in [a for a in PAIRED if a in agents and "BR" in agents]:
+        row: dict = {"agent": f"{agent} - BR"}
+        for col in ("scaled", "sparse_return"):
+            x = result_cube(frame[frame["agent"] == agent], col)
+            x = x - result_cube(frame[frame["agent"] == "BR"], col)
+            keep = ~np.isnan(x).all(axis=(0, 2))
+            if not keep.any():
+                row.update({col: np.nan, f"{col}_low": np.nan, f"{col}_high": np.nan})
+                continue
+            ci = bootstrap_ci(x[:, keep], np.nanmean, reps=reps, rng=np.random.default_rng(seed))
+            row.update({col: ci.estimate, f"{col}_low": ci.low, f"{col}_high": ci.high})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def tbs_summary(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.DataFrame:
     """One row per (layout, run, agent): scaled reward and return with bootstrap CIs
-    (:func:`~.results.summarize`); ``run`` is the ego job's folder relative to the common root."""
+    (:func:`~.results.summarize`), then the run's paired differences with the single BR
+    (:func:`paired_with_br`: rows ``TBS - BR``, ``Hypothesis - BR``); ``run`` is the ego job's folder
+    relative to the common root."""
     rows = []
     root = Path(*Path(paths[0]).parts[:-3]) if len(paths) == 1 else Path(_common(paths))
     for path in paths:
         frame = pd.read_parquet(path)
         table = summarize(frame, reps=reps, seed=seed)
+        paired = paired_with_br(frame, reps=reps, seed=seed)
+        table = pd.concat([table, paired], ignore_index=True) if len(paired) else table
         table.insert(
             0, "run", str(path.parent.parent.relative_to(root)) if path.parent.parent != root else "."
         )
@@ -135,15 +167,15 @@ def format_tbs(summary: pd.DataFrame, level: float = 0.95, pooled: pd.DataFrame 
     lines = [f"TBS protocol: held-out pool, both seats; scaled reward and sparse return [{level:.0%} CI]"]
     for (lay, run), g in summary.groupby(["layout", "run"], sort=True):
         lines.append(f"\n{lay}  ({run}, {int(g['heldout_pairs'].iloc[0])} held-out pairs)")
-        lines.append(f"  {'agent':<10}  {'scaled reward':>24}  {'sparse return':>26}")
+        lines.append(f"  {'agent':<15}  {'scaled reward':>24}  {'sparse return':>26}")
         for r in g.itertuples():
             scaled = f"{r.scaled:6.3f} [{r.scaled_low:6.3f}, {r.scaled_high:6.3f}]"
             ret = f"{r.sparse_return:7.1f} [{r.sparse_return_low:6.1f}, {r.sparse_return_high:6.1f}]"
-            lines.append(f"  {r.agent:<10}  {scaled:>24}  {ret:>26}")
+            lines.append(f"  {r.agent:<15}  {scaled:>24}  {ret:>26}")
     for lay, g in pooled.groupby("layout", sort=True) if pooled is not None and len(pooled) else ():
         runs, pairs = int(g["runs"].iloc[0]), int(g["heldout_pairs"].iloc[0])
         lines.append(f"\n{lay}  (pooled over {runs} runs: {pairs} held-out pairs with a scale)")
-        lines.append(f"  {'agent':<10}  {'scaled reward':>24}")
+        lines.append(f"  {'agent':<15}  {'scaled reward':>24}")
         for r in g.itertuples():
-            lines.append(f"  {r.agent:<10}  {r.scaled:6.3f} [{r.scaled_low:6.3f}, {r.scaled_high:6.3f}]")
+            lines.append(f"  {r.agent:<15}  {r.scaled:6.3f} [{r.scaled_low:6.3f}, {r.scaled_high:6.3f}]")
     return "\n".join(lines)
