@@ -359,6 +359,20 @@ def _ego_job_resumes_at_the_next_tom_model(real, seen, uninterrupted, folder, mo
     want = uninterrupted.state_dict()
     got = resumed.state_dict()
     assert got.keys() == want.keys() and all(torch.equal(got[key], want[key]) for key in want)
+    # algo.tom_seed: the chain's seed gives the chain's models; another seed other ToM models over
+    # the same best responses (the episodes they learn from do not depend on it)
+    seed = int(seen["params"]["seed"])
+    for tom_seed, same in ((seed, True), (seed + 1, False)):
+        out = folder.parent / f"tom_seed{tom_seed}"
+        out.mkdir()
+        real({**seen["params"], "tom_seed": tom_seed}, out, seen["needs"])
+        other, _ = load_agent(out / "run")
+        got = other.state_dict()
+        tom_keys = [key for key in want if key.startswith(("toms.", "global_tom."))]
+        br_keys = [key for key in want if key.startswith("brs.")]
+        assert tom_keys and br_keys
+        assert all(torch.equal(got[key], want[key]) for key in br_keys)
+        assert all(torch.equal(got[key], want[key]) for key in tom_keys) == same, tom_seed
 
 
 def _script(name: str):
@@ -366,6 +380,20 @@ def _script(name: str):
     from .scripts import load_script
 
     return load_script(name, f"{name[:-3]}_in_pipeline")
+
+
+def test_tom_seed_reaches_only_the_ego_job_and_only_when_set():
+    from zsceval.rl.algorithm import JobContext
+
+    def jobs(**options):
+        common = {"layout": "counter_circuit", "overrides": []}
+        ctx = JobContext("tbs", "counter_circuit", 0, None, "ego", common, ego_options=options)
+        return {j.id: j for j in registry.get("tbs").jobs(ctx)}
+
+    plain, seeded = jobs(), jobs(tom_seed=3)
+    assert "tom_seed" not in plain["ego"].params  # a chain without it keeps its fingerprints
+    assert seeded["ego"].params == {**plain["ego"].params, "tom_seed": 3}
+    assert all(seeded[j] == plain[j] for j in plain if j != "ego")  # pools, clusters, BRs, evaluation
 
 
 def test_unknown_tom_global_is_refused_before_any_job_runs():

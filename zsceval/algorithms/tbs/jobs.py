@@ -177,7 +177,13 @@ def cluster_job(params: dict, out: Path, needs: dict) -> dict:
         raise JobInputError(str(exc)) from None
     radius = int(params.get("view_radius", 0))
     J = cross_play_returns(
-        params["layout"], firsts, seconds, int(params["episodes"]), int(params["seed"]), device, radius,
+        params["layout"],
+        firsts,
+        seconds,
+        int(params["episodes"]),
+        int(params["seed"]),
+        device,
+        radius,
         _horizon(params),
     )
     S = cross_play_similarity(J)
@@ -313,8 +319,9 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     training for early stopping, 0.25; 0: none) and ``tom_global`` (the global model's episodes:
     ``mixed``, Eq. 11, every cluster's partners with every cluster's best response,
     :func:`global_tom_plan`; ``matched``, the cluster models' episodes pooled, each cluster's
-    partners with its own best response only) and the hypothesis agent's options
-    (:func:`hypothesis_options`).
+    partners with its own best response only), ``tom_seed`` (the ToM models' initial weights and
+    minibatch order; default ``seed``; the episodes they learn from are the same whatever it is) and
+    the hypothesis agent's options (:func:`hypothesis_options`).
 
     Resumable model by model: each ToM model is written to ``tom_models/`` as it finishes, and a
     rerun of a stopped job loads those and trains the rest. Every model starts from weights that
@@ -338,6 +345,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
         raise JobInputError(f"tom_global must be one of {', '.join(TOM_GLOBAL)}, got {mode!r}")
     device = params.get("device", "cpu")
     layout, seed = params["layout"], int(params["seed"])
+    tom_seed = int(params.get("tom_seed", seed))
     radius, horizon = int(params.get("view_radius", 0)), _horizon(params)
     firsts, seconds = _pool(_run(needs, params["pool"]), device)
     clusters = read_clusters(needs[params["cluster"]])
@@ -385,10 +393,10 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
         # the initial weights depend on the job's seed and the model only, not on what this process
         # ran before (a resumed job and an uninterrupted one start every model from the same weights)
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed * TOM_INIT_STRIDE + index)
+            torch.manual_seed(tom_seed * TOM_INIT_STRIDE + index)
             model = ToMModel(spec)
         model = model.to(device)
-        gen = torch.Generator().manual_seed(seed)
+        gen = torch.Generator().manual_seed(tom_seed)
         bar.set_postfix_str(f"{name}: {passes} epochs on {obs.shape[1]} episodes")
         curves[name] = train_tom(
             model, obs, starts, lab, passes, lr=lr, generator=gen, mask=mask, holdout=holdout
@@ -428,7 +436,8 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
 
 
 TOM_INIT_STRIDE = 1009
-"""Model i of a ``tbs.ego`` job with seed s starts from ``torch.manual_seed(s x 1009 + i)`` weights
+"""Model i of a ``tbs.ego`` job with ToM seed s (``tom_seed``, default the job's seed) starts from
+``torch.manual_seed(s x 1009 + i)`` weights
 (cluster models i < k, the global model k)."""
 TOM_PARTIAL = "tom_models"
 """Sub-folder of a ``tbs.ego`` job's output with each ToM model as it finishes

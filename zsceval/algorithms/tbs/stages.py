@@ -306,6 +306,10 @@ class TBSOptions:
     response's drawn independently, so every cluster's partners meet every cluster's BR) or
     ``matched`` (each cluster's partners with its own BR only, the cluster models' episodes
     pooled; an ablation)."""
+    tom_seed: int = -1
+    """Seed of the ToM models' initial weights and minibatch order (-1: the chain's seed). The
+    episodes they learn from, the pools, clusters and best responses stay the chain's: a chain
+    that copies another's finished stages and sets only this retrains the ToM models alone."""
     tom_epsilon: float = 0.1
     """Exploration of the best response while the ToM episodes are collected (greedy agents in a
     deterministic game would repeat one episode; the partners, whose intentions are the labels,
@@ -441,6 +445,8 @@ class TBS(Algorithm):
         }  # fmt: skip
         hyp = _hypothesis_params(opts)  # only the options that differ from the defaults: old fingerprints
         ego_params.update(hyp)
+        if int(opts.get("tom_seed", -1)) >= 0:  # likewise: absent unless set
+            ego_params["tom_seed"] = int(opts["tom_seed"])
         ego = Job(ctx.ego_id, "tbs.ego", ego_params, needs=(pool.id, cluster.id, brs.id), out=ctx.ego_id)
         eid = f"{ctx.ego_id}/tbs_eval"
         eparams = {**common, "heldout": heldout.id, "ego": ego.id, "episodes": episodes, **hyp}
