@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from zsceval.algorithms.tbs.results import AGENTS, result_cube, summarize
+from zsceval.algorithms.tbs.results import AGENTS, cube_ci, result_cube, summarize
 
 __all__ = ["TBS_RESULTS", "find_tbs_results", "format_tbs", "plot_pooled", "tbs_pooled", "tbs_summary"]
 
@@ -30,21 +30,15 @@ def paired_with_br(frame: pd.DataFrame, *, reps: int = 2000, seed: int = 0) -> p
     over cells (episode, held-out pair, seat) of A's scaled reward and return minus the single BR's
     in the same cell, with the two-level bootstrap CI of :func:`~.results.summarize` (held-out pairs
     without a scale are left out of ``scaled``). Columns as :func:`~.results.summarize`'s."""
-    from zsceval.stats.metrics import bootstrap_ci
-
     rows = []
     agents = set(frame["agent"])
     for agent in [a for a in PAIRED if a in agents and "BR" in agents]:
         row: dict = {"agent": f"{agent} - BR"}
         for col in ("scaled", "sparse_return"):
             x = result_cube(frame[frame["agent"] == agent], col)
-            x = x - result_cube(frame[frame["agent"] == "BR"], col)
-            keep = ~np.isnan(x).all(axis=(0, 2))
-            if not keep.any():
-                row.update({col: np.nan, f"{col}_low": np.nan, f"{col}_high": np.nan})
-                continue
-            ci = bootstrap_ci(x[:, keep], np.nanmean, reps=reps, rng=np.random.default_rng(seed))
-            row.update({col: ci.estimate, f"{col}_low": ci.low, f"{col}_high": ci.high})
+            row.update(
+                cube_ci(x - result_cube(frame[frame["agent"] == "BR"], col), col, reps=reps, seed=seed)
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 

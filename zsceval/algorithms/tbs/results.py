@@ -51,22 +51,29 @@ def summarize(frame: pd.DataFrame, reps: int = 2000, seed: int = 0) -> pd.DataFr
     """Per agent: mean return and mean scaled reward with bootstrap 95% CIs (episodes as seeds,
     held-out pairs as partners, seats travel with their pair;
     :func:`zsceval.stats.metrics.bootstrap_ci`)."""
-    from zsceval.stats.metrics import bootstrap_ci
 
     rows = []
     for agent in [a for a in AGENTS if a in set(frame["agent"])]:
         sub = frame[frame["agent"] == agent]
         row: dict[str, Any] = {"agent": agent}
         for col in ("scaled", "sparse_return"):
-            x = result_cube(sub, col)
-            keep = ~np.isnan(x).all(axis=(0, 2))  # held-out pairs with a scale
-            if not keep.any():
-                row.update({col: np.nan, f"{col}_low": np.nan, f"{col}_high": np.nan})
-                continue
-            ci = bootstrap_ci(x[:, keep], np.nanmean, reps=reps, rng=np.random.default_rng(seed))
-            row.update({col: ci.estimate, f"{col}_low": ci.low, f"{col}_high": ci.high})
+            row.update(cube_ci(result_cube(sub, col), col, reps=reps, seed=seed))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def cube_ci(x: np.ndarray, col: str, *, reps: int = 2000, seed: int = 0) -> dict[str, float]:
+    """``{col, col_low, col_high}``: the mean of a :func:`result_cube` (``[episodes, held-out pairs,
+    2]``) with its two-level bootstrap CI (episodes as seeds, held-out pairs as partners, seats
+    travel with their pair; :func:`zsceval.stats.metrics.bootstrap_ci`); held-out pairs with no
+    value (no scale) are left out, NaN where none has one."""
+    from zsceval.stats.metrics import bootstrap_ci
+
+    keep = ~np.isnan(x).all(axis=(0, 2))  # held-out pairs with a scale
+    if not keep.any():
+        return {col: np.nan, f"{col}_low": np.nan, f"{col}_high": np.nan}
+    ci = bootstrap_ci(x[:, keep], np.nanmean, reps=reps, rng=np.random.default_rng(seed))
+    return {col: ci.estimate, f"{col}_low": ci.low, f"{col}_high": ci.high}
 
 
 def plot_tbs(table: pd.DataFrame, path: str | Path, title: str = "") -> Path:
