@@ -6,7 +6,7 @@ keep theirs under ``egos/<algo>/s<seed>/run/pools/``; COLE's pools grow during t
 one is used), plays every ordered pair of the pool's members and the ego's scored checkpoint (the
 checkpoint the bench's evaluation scored, :func:`~zsceval.evaluation.ego_checkpoint.scored_ego_checkpoint`)
 for ``--episodes`` stochastic episodes each, in one batched call
-(:func:`~zsceval.evaluation.pool_xp.cross_play_matrix`), and prints per ego:
+(:func:`~zsceval.evaluation.pool_xp.pairwise_returns`), and prints per ego:
 
 1. per pool member: its level (``init``, ``mid``, ``final`` for stage-1 members; ``""`` for HSP's
    biased candidates), its self-play return, its mean cross-play return with the other members
@@ -46,7 +46,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from zsceval.evaluation.ego_checkpoint import scored_ego_checkpoint  # noqa: E402
-from zsceval.evaluation.pool_xp import cross_play_matrix, group_cross_play, pool_summary  # noqa: E402
+from zsceval.evaluation.pool_xp import group_cross_play, pairwise_returns, pool_summary  # noqa: E402
 from zsceval.io import atomic_path  # noqa: E402
 from zsceval.rl.checkpoint import load_policy  # noqa: E402
 from zsceval.rl.population.pool import PolicyPool  # noqa: E402
@@ -78,7 +78,7 @@ def diagnose(
     names = [short(n) for n in pool.names]
     ckpt, _ = scored_ego_checkpoint(job, algo)
     ego, _ = load_policy(str(ckpt))
-    matrix = cross_play_matrix([*members, ego], [*names, EGO], layout, episodes=episodes, seed=seed)
+    matrix = pairwise_returns([*members, ego], [*names, EGO], layout, episodes=episodes, seed=seed)
     return matrix, pool_summary(matrix, names, ego=EGO)
 
 

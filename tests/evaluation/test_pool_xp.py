@@ -10,7 +10,7 @@ import torch
 
 import zsceval
 from zsceval.evaluation.matches import GameResults, play_games
-from zsceval.evaluation.pool_xp import cross_play_matrix, group_cross_play, pool_summary
+from zsceval.evaluation.pool_xp import group_cross_play, pairwise_returns, pool_summary
 from zsceval.evaluation.strata import StayAgent
 from zsceval.rl.checkpoint import load_policy
 
@@ -31,7 +31,7 @@ def test_each_cell_is_that_pair_alone_with_the_row_in_seat_0():
     played on its own in the real env, seat 0 the row agent (a shifted matrix fails; seat order
     is checked in the next test, these games come out symmetric)."""
     agents, names = _agents()
-    matrix = cross_play_matrix(agents, names, "cramped_room", episodes=2, deterministic=True)
+    matrix = pairwise_returns(agents, names, "cramped_room", episodes=2, deterministic=True)
     assert list(matrix.index) == names and list(matrix.columns) == names
     for i in range(len(agents)):
         for j in range(len(agents)):
@@ -52,7 +52,7 @@ def test_row_agent_sits_in_seat_0(monkeypatch):
 
     monkeypatch.setattr(pool_xp, "play_games", fake_play)
     monkeypatch.setattr(pool_xp, "MAX_GAMES_PER_CALL", 7)
-    matrix = pool_xp.cross_play_matrix([None] * 4, list("abcd"), "cramped_room", episodes=3)
+    matrix = pool_xp.pairwise_returns([None] * 4, list("abcd"), "cramped_room", episodes=3)
     assert np.array_equal(matrix.values, 10 * np.arange(4)[:, None] + np.arange(4)[None, :])
 
 
@@ -60,20 +60,20 @@ def test_games_split_across_calls_give_the_same_matrix(monkeypatch):
     import zsceval.evaluation.pool_xp as pool_xp
 
     agents, names = _agents()
-    whole = cross_play_matrix(agents, names, "cramped_room", episodes=3, deterministic=True)
+    whole = pairwise_returns(agents, names, "cramped_room", episodes=3, deterministic=True)
     monkeypatch.setattr(pool_xp, "MAX_GAMES_PER_CALL", 5)  # 27 games in 6 calls, pairs cut across calls
-    split = pool_xp.cross_play_matrix(agents, names, "cramped_room", episodes=3, deterministic=True)
+    split = pool_xp.pairwise_returns(agents, names, "cramped_room", episodes=3, deterministic=True)
     pd.testing.assert_frame_equal(whole, split)
 
 
 def test_bad_input_is_refused():
     agents, names = _agents()
     with pytest.raises(ValueError, match="unique names"):
-        cross_play_matrix(agents, ["a", "a", "b"], "cramped_room")
+        pairwise_returns(agents, ["a", "a", "b"], "cramped_room")
     with pytest.raises(ValueError, match="episodes"):
-        cross_play_matrix(agents, names, "cramped_room", episodes=0)
+        pairwise_returns(agents, names, "cramped_room", episodes=0)
     with pytest.raises(ValueError, match="no agents"):
-        cross_play_matrix([], [], "cramped_room")
+        pairwise_returns([], [], "cramped_room")
 
 
 def test_pool_summary_by_hand():

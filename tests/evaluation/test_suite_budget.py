@@ -124,7 +124,8 @@ def test_budget_table_shows_share_done_and_hours():
 def test_hours_left_from_the_folders_rate_or_the_assumed_one(suite_file):
     suite = bm.load_suite(suite_file)
     budget = pd.DataFrame({"stage": ["a", "b"], "jobs": [1, 1], "env_steps": [2_000_000, 5_200_000],
-                           "done_steps": [2_000_000, 0], "train_s": [100.0, 0.0]})  # fmt: skip
+                           "done_steps": [2_000_000, 0], "train_s": [900.0, 0.0],
+                           "busy_s": [100.0, 0.0]})  # fmt: skip
     hours, how = bm.estimate_hours(suite, budget, workers=2)
     assert hours == pytest.approx(5_200_000 / (20_000 * 2) / 3600) and "measured" in how
     budget["done_steps"] = [500_000, 0]  # too little to measure: the preset's assumed rate

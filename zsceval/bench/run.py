@@ -687,27 +687,20 @@ def scope_algo_options(
         SuiteError: an ``algo.KEY`` override that no training job of ``algo`` takes (the options of
             each job's algorithm named).
     """
-    scoped = [o for o in extra if o.strip().startswith("algo.")]
+    scoped = {o: o.split("=", 1)[0].strip()[len("algo.") :] for o in extra if o.strip().startswith("algo.")}
     if not scoped:
         return jobs
-    declared = list(base) + list(extra)
-    taken: dict[str, bool] = {o: False for o in scoped}
-    seen: dict[str, set[str] | None] = {}
+    declared, used, seen = [*base, *extra], set(), {}
     out = []
     for job in jobs:
         if job.kind != "train" or list(job.params.get("overrides", [])) != declared:
             out.append(job)
             continue
         names = seen.setdefault(job.params["algo"], _option_names(job.params["algo"]))
-        keep = []
-        for item in extra:
-            key = item.split("=", 1)[0].strip()[len("algo.") :] if item in taken else None
-            if key is None or names is None or key in names:
-                keep.append(item)
-                if key is not None:
-                    taken[item] = True
+        keep = [o for o in extra if o not in scoped or names is None or scoped[o] in names]
+        used.update(o for o in keep if o in scoped)
         out.append(dataclasses.replace(job, params={**job.params, "overrides": [*base, *keep]}))
-    unused = [o for o, used in taken.items() if not used]
+    unused = [o for o in scoped if o not in used]
     if unused:
         options = {a: sorted(n) if n is not None else "?" for a, n in seen.items()}
         raise SuiteError(f"algo_overrides.{algo}: {', '.join(unused)}: no training job of {algo} has this "
@@ -997,7 +990,7 @@ def estimate_hours(suite: Suite, budget: pd.DataFrame, workers: int = 1) -> tupl
     with other work. Before that, :data:`ASSUMED_RATES` for the suite's preset and device (None
     where there is no figure, e.g. CUDA before any job ran). ``workers`` divide the time.
     """
-    busy = budget["busy_s"] if "busy_s" in budget else budget["train_s"]
+    busy = budget["busy_s"]
     done, secs = int(budget["done_steps"].sum()), float(busy.sum())
     left = (budget["env_steps"] - budget["done_steps"]).clip(lower=0)
     if done >= 1_000_000 and secs > 0:
@@ -1024,17 +1017,16 @@ def format_budget(budget: pd.DataFrame) -> str:
     included; ``core h``: their busy seconds, :func:`_trained_steps`). Jobs of one stage run side by
     side, so ``train h`` is compute spent, not the stage's elapsed time."""
     lines = [f"{'stage':<36} {'jobs':>5} {'env steps':>15} {'done':>7} {'train h':>8} {'core h':>7}"]
-    busy = budget["busy_s"] if "busy_s" in budget else budget["train_s"]
-    for row, core in zip(budget.itertuples(), busy, strict=True):
+    for row in budget.itertuples():
         frac = row.done_steps / row.env_steps if row.env_steps else 0.0
         lines.append(
             f"{row.stage:<36} {row.jobs:>5} {row.env_steps:>15,} {frac:>6.0%} "
-            f"{row.train_s / 3600:>8.2f} {core / 3600:>7.2f}"
+            f"{row.train_s / 3600:>8.2f} {row.busy_s / 3600:>7.2f}"
         )
     total, done = int(budget["env_steps"].sum()), int(budget["done_steps"].sum())
     lines.append(
         f"{'total':<36} {int(budget['jobs'].sum()):>5} {total:>15,} {done / max(total, 1):>6.0%} "
-        f"{budget['train_s'].sum() / 3600:>8.2f} {busy.sum() / 3600:>7.2f}"
+        f"{budget['train_s'].sum() / 3600:>8.2f} {budget['busy_s'].sum() / 3600:>7.2f}"
     )
     return "\n".join(lines)
 

@@ -2,9 +2,11 @@
 
 Issue 31 asks, where a population method misses its target, for the cause shown with measurements:
 how its stage-1 pool plays with itself (self-play returns and the cross-play matrix of its
-members) and how its ego plays with the pool it trained with. :func:`cross_play_matrix` measures
+members) and how its ego plays with the pool it trained with. :func:`pairwise_returns` measures
 the matrix for any agents (pool members, an ego, scripted partners) and :func:`pool_summary` reduces
 it to one row per pool member. ``benchmarks/learning/population_xp.py`` runs both on a bench folder.
+(:func:`zsceval.evaluation.yokai_xp.cross_play_matrix` is the Yōkai one: saved runs played pair by
+pair through ``zsceval eval``'s cross-play, for the YLE metrics.)
 """
 
 from __future__ import annotations
@@ -17,14 +19,14 @@ import torch
 
 from zsceval.evaluation.matches import play_games
 
-__all__ = ["MAX_GAMES_PER_CALL", "cross_play_matrix", "group_cross_play", "pool_summary"]
+__all__ = ["MAX_GAMES_PER_CALL", "group_cross_play", "pairwise_returns", "pool_summary"]
 
 MAX_GAMES_PER_CALL = 4096
 """Most games one :func:`~zsceval.evaluation.matches.play_games` call runs (pairs are split
 across calls beyond it)."""
 
 
-def cross_play_matrix(
+def pairwise_returns(
     agents: Sequence,
     names: Sequence[str],
     layout: str,
@@ -78,21 +80,30 @@ def cross_play_matrix(
     return pd.DataFrame(means.numpy(), index=list(names), columns=list(names))
 
 
-def pool_summary(matrix: pd.DataFrame, members: Sequence[str], ego: str | None = None) -> pd.DataFrame:
-    """One row per pool member of a :func:`cross_play_matrix`.
-
-    Columns: ``member``; ``level`` (the text after ``@`` in its name, e.g. ``init``, ``mid``,
-    ``final``, else ``""``); ``self_play`` (``M[i, i]``); ``cross_play`` (the mean over the other
-    members ``j`` of ``(M[i, j] + M[j, i]) / 2``: both seats; NaN for a pool of one); and, with
-    ``ego``, ``with_ego`` (``(M[ego, i] + M[i, ego]) / 2``).
+def _both_seats(matrix: pd.DataFrame, members: Sequence[str], ego: str | None) -> pd.DataFrame:
+    """``(M + M^T) / 2``: each pair's return averaged over its two seatings.
 
     Raises:
-        KeyError: a member or the ego is not in the matrix.
+        KeyError: a member or the ego is not in the matrix (the names it has listed).
     """
     missing = [m for m in [*members, *([ego] if ego else [])] if m not in matrix.index]
     if missing:
         raise KeyError(f"not in the matrix: {missing} (it has {list(matrix.index)})")
-    sym = (matrix + matrix.T) / 2
+    return (matrix + matrix.T) / 2
+
+
+def pool_summary(matrix: pd.DataFrame, members: Sequence[str], ego: str | None = None) -> pd.DataFrame:
+    """One row per pool member of a :func:`pairwise_returns` matrix ``M``.
+
+    Columns: ``member``; ``level`` (the text after ``@`` in its name, e.g. ``init``, ``mid``,
+    ``final``, else ``""``); ``self_play`` (``M[i, i]``); ``cross_play`` (the mean over the other
+    members ``j`` of ``(M[i, j] + M[j, i]) / 2``: both seats; NaN for a pool of one); and, with
+    ``ego``, ``with_ego`` (``(M[ego, i] + M[i, ego]) / 2``). Returns are sparse returns per episode.
+
+    Raises:
+        KeyError: a member or the ego is not in the matrix.
+    """
+    sym = _both_seats(matrix, members, ego)
     rows = []
     for m in members:
         others = [o for o in members if o != m]
@@ -114,6 +125,11 @@ def group_cross_play(
     """How compatible a group of members is (e.g. a pool's ``final`` checkpoints): do they share
     one convention (cross-play near self-play) or hold several (cross-play far below)?
 
+    Args:
+        matrix: a :func:`pairwise_returns` matrix ``M`` (sparse return per episode).
+        members: the group's names.
+        ego: the ego's name, or None.
+
     Returns:
         ``members`` (count); ``self_play`` (mean of ``M[i, i]``); ``cross_play`` and
         ``cross_play_min`` (mean and minimum over the pairs ``i != j`` of ``(M[i, j] + M[j, i]) / 2``;
@@ -126,20 +142,16 @@ def group_cross_play(
     """
     if not members:
         raise ValueError("no members")
-    missing = [m for m in [*members, *([ego] if ego else [])] if m not in matrix.index]
-    if missing:
-        raise KeyError(f"not in the matrix: {missing} (it has {list(matrix.index)})")
-    sym = ((matrix + matrix.T) / 2).loc[list(members), list(members)].to_numpy()
-    off = sym[~np.eye(len(members), dtype=bool)]
+    members = list(members)
+    sym = _both_seats(matrix, members, ego)
+    off = sym.loc[members, members].to_numpy()[~np.eye(len(members), dtype=bool)]
     out = {
         "members": len(members),
-        "self_play": float(np.diag(matrix.loc[list(members), list(members)].to_numpy()).mean()),
+        "self_play": float(np.diag(matrix.loc[members, members].to_numpy()).mean()),
         "cross_play": float(off.mean()) if off.size else float("nan"),
         "cross_play_min": float(off.min()) if off.size else float("nan"),
     }
     if ego is not None:
-        out["with_ego"] = float(
-            ((matrix.loc[ego, list(members)] + matrix.loc[list(members), ego]) / 2).mean()
-        )
+        out["with_ego"] = float(sym.loc[ego, members].mean())
         out["ego_self_play"] = float(matrix.loc[ego, ego])
     return out
