@@ -330,3 +330,23 @@ def test_report_strata_without_unhelpful_games_show_skilled_and_semi_skilled_onl
     assert {r["stratum"] for r in payload["strata"]} == {"skilled", "semi-skilled"}
     text = CliRunner().invoke(report, args).stdout
     assert "no unhelpful-partner games in this folder" in text
+
+
+@pytest.mark.parametrize("rule", ["one", "nan"])
+def test_report_notes_name_the_units_whose_br_never_scores(tmp_path, rule):
+    returns, br = synthetic()  # layout 0, p3 seat 1: BR return 0
+    br[0, 1, 0] = -20.0  # and a negative one
+    write_tables(tmp_path, returns, br)
+    args = [str(tmp_path), "--json", "--reps", "50", "--no-figures", "--no-stats", "--nonpositive-br", rule]
+    result = CliRunner().invoke(report, args)
+    assert result.exit_code == 0, result.output
+    notes = [n for n in json.loads(result.stdout)["notes"] if "BR return is <= 0" in n]
+    total = len(PARTNERS) * SEATS
+    assert notes == [
+        f"on {LAYOUTS[0]}, the BR return is <= 0 for 2 of {total} (partner, seat) units (p1, p3): those "
+        + (
+            "units score BR-Prox 1 for every ego (ZSC-Eval's rule; --nonpositive-br nan leaves them out)"
+            if rule == "one"
+            else "units are left out of every aggregate (--nonpositive-br nan)"
+        )
+    ]

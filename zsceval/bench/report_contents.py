@@ -170,7 +170,7 @@ def gather_report(
         comparisons=comparisons,
         reference=reference,
         features=marked,
-        notes=tuple(rep.bench_notes(directory, marked)),
+        notes=tuple(rep.bench_notes(directory, marked, br_returns, nonpositive_br=nonpositive_br)),
         human=human,
         unhelpful=unhelpful,
         strata=rep.strata_rows(summary, unhelpful),

@@ -144,7 +144,7 @@ def bench(
         from zsceval.evaluation.strata import unhelpful_summary
 
         results, br, features = rep.read_tables(out)
-        click.echo("\n".join(rep.bench_notes(out, features)))
+        click.echo("\n".join(rep.bench_notes(out, features, br)))
         summary = rep.summarize(results, br, levels=levels)
         click.echo(rep.format_table(summary))
         unhelpful = unhelpful_summary(pd.read_parquet(tables["unhelpful"])) if "unhelpful" in tables else None
