@@ -39,7 +39,8 @@ REDONE = "redone"
 
 
 def _context(params: dict[str, Any]) -> Any:
-    """The chain's job context; ``algo.*`` overrides go to the ego's job only."""
+    """The chain's job context; the ``algo.*`` overrides are its ``ego_options`` (which the plug-in
+    reads, and :func:`chain_jobs` sends on to the training jobs that take them)."""
     overrides = list(params["overrides"])
     algo = [o for o in overrides if o.strip().startswith("algo.")]
     common = {k: params[k] for k in ("layout", "preset", "device")}
@@ -52,6 +53,30 @@ def _context(params: dict[str, Any]) -> Any:
 
     return JobContext(params["algo"], params["layout"], params["seed"], params["steps"], EGO, common,
                       ego_options=ego_options)  # fmt: skip
+
+
+def chain_jobs(params: dict[str, Any]) -> list:
+    """The plug-in's jobs for the chain, each user ``algo.*`` option in the training jobs that take it
+    (:func:`zsceval.bench.algo_options.route_chain_options`: TrajeDi's ``jsd_weight`` reaches its
+    stage-1 population, not the ego).
+
+    Raises:
+        ConfigError: an ``algo.*`` option that no training job of the chain takes (the options of
+            each job's algorithm named), before any job runs.
+    """
+    from zsceval import registry
+    from zsceval.bench.algo_options import describe_options, route_chain_options
+
+    ctx = _context(params)
+    jobs = registry.get(params["algo"]).jobs(ctx)
+    if len(jobs) == 1:  # a one-stage algorithm: its run validates its options itself
+        return jobs
+    jobs, unused = route_chain_options(jobs, ctx.ego_options, ctx.ego_id)
+    if unused:
+        keys = ", ".join(f"algo.{k}" for k in unused)
+        raise ConfigError(f"{keys}: no training job of {params['algo']} has this option (the options of its "
+                          f"jobs' algorithms: {describe_options(jobs)})")  # fmt: skip
+    return jobs
 
 
 def chain_threads(params: dict[str, Any]) -> int:
@@ -76,7 +101,7 @@ def missing_inputs(algo_cls: type, cfg: TrainConfig, params: dict[str, Any]) -> 
     Returns:
         option names; empty for a one-stage algorithm or when the user gave every input.
     """
-    jobs = algo_cls.jobs(_context(params))
+    jobs = chain_jobs(params)
     ego = next(j for j in jobs if j.id == EGO)
     return [k for k in ego.params.get("algo_inputs", {}) if not cfg.algo.get(k)]
 
@@ -107,9 +132,7 @@ def saved_chain(out: str | Path) -> dict[str, Any] | None:
 def chain_job_ids(params: dict[str, Any]) -> list[str]:
     """The ids of the chain's jobs, in the plug-in's order (e.g. ``cramped_room/stage1/fcp-stage1``,
     ``ego``)."""
-    from zsceval import registry
-
-    return [j.id for j in registry.get(params["algo"]).jobs(_context(params))]
+    return [j.id for j in chain_jobs(params)]
 
 
 def redo_jobs(jobs: list, out: Path, patterns: list[str]) -> list[str]:
@@ -179,7 +202,6 @@ def run_chain(
     """
     import torch
 
-    from zsceval import registry
     from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
     from zsceval.execution.executors import run_jobs
 
@@ -190,7 +212,7 @@ def run_chain(
             f"{out} holds a {saved['algo']} chain with other settings; resume it with "
             f"`zsceval train --resume --out {out}` or choose another --out"
         )
-    jobs = registry.get(params["algo"]).jobs(_context(params))
+    jobs = chain_jobs(params)
     out.mkdir(parents=True, exist_ok=True)
     if redo:
         for job_id in redo_jobs(jobs, out, redo):

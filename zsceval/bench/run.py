@@ -72,6 +72,7 @@ import pandas as pd
 import yaml
 
 from zsceval import registry
+from zsceval.bench.algo_options import describe_options, takes_option
 from zsceval.envs.scenarios import env_flags, num_players, resolve_scenario
 from zsceval.evaluation import pipeline  # noqa: F401  (registers the job kinds)
 from zsceval.evaluation.candidates import (
@@ -662,15 +663,6 @@ def ego_jobs(
     return egos, list(stages.values())
 
 
-def _option_names(algo: str) -> set[str] | None:
-    """The ``algo.*`` option names of a registered algorithm (None: not registered here)."""
-    try:
-        options = registry.get(algo).Options
-    except (KeyError, ValueError):
-        return None
-    return {f.name for f in dataclasses.fields(options)} if options is not None else set()
-
-
 def scope_algo_options(
     algo: str, jobs: list[Job], base: list[str], extra: tuple[str, ...] | list[str]
 ) -> list[Job]:
@@ -690,21 +682,21 @@ def scope_algo_options(
     scoped = {o: o.split("=", 1)[0].strip()[len("algo.") :] for o in extra if o.strip().startswith("algo.")}
     if not scoped:
         return jobs
-    declared, used, seen = [*base, *extra], set(), {}
+    declared, used, names = [*base, *extra], set(), {}
     out = []
     for job in jobs:
         if job.kind != "train" or list(job.params.get("overrides", [])) != declared:
             out.append(job)
             continue
-        names = seen.setdefault(job.params["algo"], _option_names(job.params["algo"]))
-        keep = [o for o in extra if o not in scoped or names is None or scoped[o] in names]
+        keep = [o for o in extra if o not in scoped or takes_option(job, scoped[o], names)]
         used.update(o for o in keep if o in scoped)
         out.append(dataclasses.replace(job, params={**job.params, "overrides": [*base, *keep]}))
     unused = [o for o in scoped if o not in used]
     if unused:
-        options = {a: sorted(n) if n is not None else "?" for a, n in seen.items()}
-        raise SuiteError(f"algo_overrides.{algo}: {', '.join(unused)}: no training job of {algo} has this "
-                         f"option (the options of its jobs' algorithms: {options})")  # fmt: skip
+        raise SuiteError(
+            f"algo_overrides.{algo}: {', '.join(unused)}: no training job of {algo} has this option "
+            f"(the options of its jobs' algorithms: {describe_options(jobs)})"
+        )
     return out
 
 

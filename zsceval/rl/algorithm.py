@@ -88,8 +88,9 @@ class JobContext:
     common: dict[str, Any]
     partners: dict[str, Any] | None = None
     ego_options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """``algo.*`` values the user gave for the ego (``zsceval train --set algo.x=...`` of a
-    multi-stage algorithm): they go to the ego's job only, never to its stage jobs."""
+    """``algo.*`` values the user gave (``zsceval train --set algo.x=...`` of a multi-stage
+    algorithm): :meth:`train_job` puts them into the ego's job, and the chain then moves each to the
+    training jobs whose algorithm declares it (:func:`zsceval.bench.algo_options.route_chain_options`)."""
 
     def train_job(
         self,
