@@ -69,6 +69,17 @@ def test_algo_option_overrides_reach_only_the_jobs_that_take_them(suite_file):
         bm.build_phases(bm.load_suite(suite_file))
 
 
+def test_an_algo_override_the_plugin_replaces_is_refused(suite_file):
+    """FCP sets each ego's sliding ``window`` itself, which wins over the suite's: refused, not dropped."""
+    suite_file.write_text(
+        suite_file.read_text().replace("cole: [population.size=9]", "fcp: ['algo.window=[0, 1]']")
+    )
+    with pytest.raises(
+        bm.SuiteError, match=r"fcp sets these options itself: window \(cramped_room/egos/fcp/s0: "
+    ):
+        bm.build_phases(bm.load_suite(suite_file))
+
+
 def test_algo_overrides_errors_name_the_file_and_key(suite_file):
     text = suite_file.read_text()
     suite_file.write_text(text.replace("cole: [population.size=9]", "e3t: [population.size=9]"))

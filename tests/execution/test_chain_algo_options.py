@@ -81,3 +81,13 @@ def test_the_cli_refuses_the_option_before_creating_the_run(tmp_path):
     assert result.exit_code != 0
     assert "algo.jsd_weight: no training job of fcp has this option" in result.output
     assert not out.exists()
+
+
+def test_an_option_the_plugin_sets_itself_is_refused_not_dropped():
+    """FCP's ego takes ``window`` but the plug-in sets the sliding window itself, which would win."""
+    with pytest.raises(
+        ConfigError, match=r"fcp sets these options itself, so --set cannot: window \(ego: \[0, 1, 2, 3\]\)"
+    ):
+        chain_jobs(params("fcp", "algo.window=[0, 1]"))
+    ego = next(j for j in chain_jobs(params("fcp", "algo.window=[0, 1, 2, 3]")) if j.id == "ego")
+    assert ego.params["algo_options"]["window"] == [0, 1, 2, 3]  # the same value: nothing is lost

@@ -5,8 +5,8 @@ One rule for both ways of giving an algorithm options: a suite's ``algo_override
 of a multi-stage algorithm (:func:`route_chain_options`). TrajeDi's ``jsd_weight`` reaches its
 stage-1 population (``trajedi-stage1`` declares it; the ego does not); HSP's ``min_return`` reaches
 its ego and not the MEP stage 1 it shares; an option that no job takes is refused before any job
-runs, with the options of each job's algorithm. A job for which the plug-in set the option itself
-keeps the plug-in's value.
+runs, with the options of each job's algorithm, and so is a value the plug-in replaces with its own
+for a job (:func:`plugin_conflicts`: FCP's sliding ``window``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from zsceval import registry
 
-__all__ = ["describe_options", "option_names", "route_chain_options", "takes_option"]
+__all__ = ["describe_options", "option_names", "plugin_conflicts", "route_chain_options", "takes_option"]
 
 
 def option_names(algo: str) -> set[str] | None:
@@ -39,6 +39,14 @@ def takes_option(job: Any, key: str, names: dict[str, set[str] | None]) -> bool:
     if algo not in names:
         names[algo] = option_names(algo)
     return names[algo] is None or key in names[algo]
+
+
+def plugin_conflicts(job: Any, options: dict[str, Any]) -> list[str]:
+    """``"KEY (JOB_ID: VALUE)"`` for each user option whose value the plug-in replaced with its own for
+    ``job`` (``job.params["algo_options"]``, which win over the user's: FCP's sliding ``window``),
+    for the error that keeps such a value from being dropped without a word."""
+    own = job.params.get("algo_options", {}) if job.kind == "train" else {}
+    return [f"{k} ({job.id}: {own[k]!r})" for k, v in options.items() if k in own and own[k] != v]
 
 
 def route_chain_options(jobs: list, options: dict[str, Any], ego_id: str) -> tuple[list, list[str]]:

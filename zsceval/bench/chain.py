@@ -62,15 +62,19 @@ def chain_jobs(params: dict[str, Any]) -> list:
 
     Raises:
         ConfigError: an ``algo.*`` option that no training job of the chain takes (the options of
-            each job's algorithm named), before any job runs.
+            each job's algorithm named), or whose value the plug-in replaces with its own for the
+            ego (:func:`~zsceval.bench.algo_options.plugin_conflicts`), before any job runs.
     """
     from zsceval import registry
-    from zsceval.bench.algo_options import describe_options, route_chain_options
+    from zsceval.bench.algo_options import describe_options, plugin_conflicts, route_chain_options
 
     ctx = _context(params)
     jobs = registry.get(params["algo"]).jobs(ctx)
     if len(jobs) == 1:  # a one-stage algorithm: its run validates its options itself
         return jobs
+    taken = [c for j in jobs if j.id == ctx.ego_id for c in plugin_conflicts(j, ctx.ego_options)]
+    if taken:
+        raise ConfigError(f"{params['algo']} sets these options itself, so --set cannot: {'; '.join(taken)}")
     jobs, unused = route_chain_options(jobs, ctx.ego_options, ctx.ego_id)
     if unused:
         keys = ", ".join(f"algo.{k}" for k in unused)

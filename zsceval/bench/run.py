@@ -72,7 +72,7 @@ import pandas as pd
 import yaml
 
 from zsceval import registry
-from zsceval.bench.algo_options import describe_options, takes_option
+from zsceval.bench.algo_options import describe_options, plugin_conflicts, takes_option
 from zsceval.envs.scenarios import env_flags, num_players, resolve_scenario
 from zsceval.evaluation import pipeline  # noqa: F401  (registers the job kinds)
 from zsceval.evaluation.candidates import (
@@ -677,7 +677,8 @@ def scope_algo_options(
 
     Raises:
         SuiteError: an ``algo.KEY`` override that no training job of ``algo`` takes (the options of
-            each job's algorithm named).
+            each job's algorithm named), or whose value the plug-in replaces with its own
+            (:func:`~zsceval.bench.algo_options.plugin_conflicts`).
     """
     scoped = {o: o.split("=", 1)[0].strip()[len("algo.") :] for o in extra if o.strip().startswith("algo.")}
     if not scoped:
@@ -689,6 +690,10 @@ def scope_algo_options(
             out.append(job)
             continue
         keep = [o for o in extra if o not in scoped or takes_option(job, scoped[o], names)]
+        given = {scoped[o]: yaml.safe_load(o.split("=", 1)[1]) for o in keep if o in scoped}
+        taken = plugin_conflicts(job, given)
+        if taken:
+            raise SuiteError(f"algo_overrides.{algo}: {algo} sets these options itself: {'; '.join(taken)}")
         used.update(o for o in keep if o in scoped)
         out.append(dataclasses.replace(job, params={**job.params, "overrides": [*base, *keep]}))
     unused = [o for o in scoped if o not in used]
