@@ -350,3 +350,24 @@ def test_report_notes_name_the_units_whose_br_never_scores(tmp_path, rule):
             else "units are left out of every aggregate (--nonpositive-br nan)"
         )
     ]
+
+
+def test_report_text_marks_differences_from_the_reference(tmp_path):
+    returns, br = synthetic()
+    write_tables(tmp_path, returns, br)
+    args = [str(tmp_path), "--reps", "100", "--no-figures", "--no-stats", "--compare", "zsceval-paper"]
+    result = CliRunner().invoke(report, args)
+    assert result.exit_code == 0, result.output
+    payload = json.loads(CliRunner().invoke(report, [*args, "--json"]).stdout)["comparison"]["rows"]
+    block = result.stdout[result.stdout.index("Comparison with") :]
+    for row in payload:
+        line = next(
+            ln
+            for ln in block[block.index(f"layout: {row['layout']} (") :].splitlines()
+            if ln.startswith(row["algorithm"] + " ")
+        )
+        mark = f"{row['iqm'] - row['reference']:+.2f}"
+        mark += " *" if abs(row["iqm"] - row["reference"]) > 0.15 else ""
+        mark += " !" if not row["ci_low"] <= row["reference"] <= row["ci_high"] else ""
+        assert line.rstrip().endswith(mark), (line, mark)
+    assert any(r["flagged"] for r in payload) and not all(r["flagged"] for r in payload)

@@ -150,6 +150,21 @@ def test_compare_with_reference_matches_layouts_by_alias_and_counts_common_algor
     )
     assert layouts.loc["large_room", "num_common"] == 0
     assert np.isnan(rows.set_index(["layout", "algorithm"]).loc[("cramped_room", "mep"), "reference"])
+    by = rows.set_index(["layout", "algorithm"])
+    # ours - reference: sp 0.2 - 0.1, mep 0.5 - 0.6, fcp 0.7 - 0.5 (> 0.15: flagged); cramped sp 0.4 - 0.9
+    assert by["difference"].loc[[("random3", a) for a in ("sp", "mep", "fcp")]].tolist() == pytest.approx(
+        [0.1, -0.1, 0.2]
+    )
+    assert by["flagged"].loc[[("random3", a) for a in ("sp", "mep", "fcp")]].tolist() == [False, False, True]
+    assert by.loc[("cramped_room", "sp"), "flagged"] and not by.loc[("cramped_room", "sp"), "outside_ci"]
+    assert not by.loc[("cramped_room", "mep"), "flagged"]  # no reference: nothing to flag
+    narrow = summary.assign(ci_low=summary["iqm"] - 0.05, ci_high=summary["iqm"] + 0.05)
+    narrow_rows = compare_with_reference(narrow, reference)[0].set_index(["layout", "algorithm"])
+    assert narrow_rows["outside_ci"].loc[[("random3", a) for a in ("sp", "mep", "fcp")]].tolist() == [
+        True,
+        True,
+        True,
+    ]
     with pytest.raises(ReferenceTableError, match="zsceval-paper"):
         load_reference_table("no-such-table")
     path.write_text("format_version: 1\nlayouts:\n  ring: {shipped: {sp: 1}}\n")

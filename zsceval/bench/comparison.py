@@ -43,6 +43,9 @@ REFERENCE_TABLES: dict[str, str] = {"zsceval-paper": "zsceval_paper.yaml"}
 """Shipped reference tables: name -> file in :data:`REFERENCE_DIR`."""
 
 REFERENCE_FORMAT_VERSION = 1
+DIFFERENCE_FLAG = 0.15
+"""|ours - reference| above which the comparison marks a row: the gap issue 31 asks
+``docs/results.md`` to explain (e.g. Counter Circuit at population 12)."""
 
 
 class ReferenceTableError(ValueError):
@@ -132,8 +135,10 @@ def compare_with_reference(
     Returns:
         ``(rows, layouts)``. ``rows``: one per (layout, algorithm) we evaluated, columns ``layout,
         algorithm, iqm, ci_low, ci_high, reference`` (NaN where the reference lacks the algorithm or
-        the layout). ``layouts``: one per layout of ``summary``: ``layout, num_common`` (algorithms in
-        both), ``spearman`` (NaN with fewer than 2 common algorithms or a constant column).
+        the layout), ``difference`` (``iqm - reference``), ``flagged`` (``|difference| >``
+        :data:`DIFFERENCE_FLAG`) and ``outside_ci`` (the reference outside our interval).
+        ``layouts``: one per layout of ``summary``: ``layout, num_common`` (algorithms in both),
+        ``spearman`` (NaN with fewer than 2 common algorithms or a constant column).
 
     Raises:
         ReferenceTableError: the reference has no ``column`` (the ones it has are named).
@@ -152,6 +157,9 @@ def compare_with_reference(
     ours["key"] = [by_name.get(k, k) for k in ours["key"]]
     ref = ref[["key", "algorithm", column]].rename(columns={column: "reference"})
     rows = ours.merge(ref, on=["key", "algorithm"], how="left").drop(columns="key")
+    rows["difference"] = rows["iqm"] - rows["reference"]
+    rows["flagged"] = rows["difference"].abs() > DIFFERENCE_FLAG
+    rows["outside_ci"] = (rows["reference"] < rows["ci_low"]) | (rows["reference"] > rows["ci_high"])
     layouts = []
     for layout, frame in rows.groupby("layout", sort=True):
         common = frame.dropna(subset=["reference"])

@@ -173,8 +173,16 @@ def format_profiles(
 
 
 def format_comparison(rows: pd.DataFrame, layouts: pd.DataFrame, name: str) -> str:
-    """Our IQM BR-Prox next to the reference's, and Spearman rho per layout."""
-    lines = [f"Comparison with {name}: IQM BR-Prox (all partners) vs the reference; Spearman rho per layout"]
+    """Our IQM BR-Prox next to the reference's, their difference (``*``: more than
+    :data:`~zsceval.bench.comparison.DIFFERENCE_FLAG`; ``!``: the reference outside our CI), and
+    Spearman rho per layout."""
+    from zsceval.bench.comparison import DIFFERENCE_FLAG
+
+    lines = [
+        f"Comparison with {name}: IQM BR-Prox (all partners) vs the reference; Spearman rho per layout",
+        f"  ours - ref: * where it exceeds {DIFFERENCE_FLAG:.2f} in size; ! where the reference lies "
+        "outside our 95% CI",
+    ]
     for layout, frame in rows.groupby("layout", sort=True):
         info = layouts.set_index("layout").loc[layout]
         if info["num_common"] == 0:
@@ -190,11 +198,14 @@ def format_comparison(rows: pd.DataFrame, layouts: pd.DataFrame, name: str) -> s
                 r.algorithm,
                 format_cell(r.iqm, r.ci_low, r.ci_high),
                 "-" if np.isnan(r.reference) else f"{r.reference:.2f}",
+                "-"
+                if np.isnan(r.reference)
+                else f"{r.difference:+.2f}" + (" *" if r.flagged else "") + (" !" if r.outside_ci else ""),
             ]
             for r in frame.sort_values("algorithm").itertuples()
         ]
         lines += ["", f"layout: {layout} (Spearman rho {rho}, {int(info['num_common'])} algorithms)"]
-        lines += _table(["algorithm", "ours", name], table_rows)
+        lines += _table(["algorithm", "ours", name, "ours - ref"], table_rows)
     return "\n".join(lines)
 
 
