@@ -11,6 +11,8 @@ and evaluation horizon) and the script records at each step whether a validated 
 - the share of steps with a validated hypothesis;
 - on the training pool, where each pair's cluster is known, the share of validated steps whose
   hypothesis is the partner's own cluster;
+- the share of steps on which each hypothesis's BR acts, over all steps and over the steps with
+  none validated (the fallback's choices);
 - the mean team sparse return.
 
     python benchmarks/learning/hypothesis_validation.py CHAIN [CHAIN ...] [--json F]
@@ -51,25 +53,45 @@ def steps_to_validation(validated: np.ndarray) -> np.ndarray:
     return np.where(validated.any(axis=0), first, -1).astype(np.int64)
 
 
+def choice_shares(choice: np.ndarray, k: int, mask: np.ndarray | None = None) -> list[float] | None:
+    """Share of the (masked) steps on which each of the k hypotheses acts; None with no step.
+
+    Example: ``choice = [0, 0, 1, 2]``, k = 3 gives ``[0.5, 0.25, 0.25]``; with ``mask = [T, T, F, F]``
+    it gives ``[1.0, 0.0, 0.0]``.
+    """
+    picked = np.asarray(choice).reshape(-1)
+    if mask is not None:
+        picked = picked[np.asarray(mask, dtype=bool).reshape(-1)]
+    if picked.size == 0:
+        return None
+    return (np.bincount(picked, minlength=k)[:k] / picked.size).tolist()
+
+
 def summary(validated: np.ndarray, choice: np.ndarray, returns: np.ndarray,
-            labels: np.ndarray | None = None) -> dict[str, Any]:  # fmt: skip
+            labels: np.ndarray | None = None, k: int | None = None) -> dict[str, Any]:  # fmt: skip
     """The numbers printed for one pool (module docstring).
 
     Args:
         validated: ``bool [T, 2, N]``; choice: ``int64 [T, 2, N]`` (the acting hypothesis);
-        returns: ``float [2, N]``; labels: ``int64 [N]``, each pair's cluster (training pool), or None.
+        returns: ``float [2, N]``; labels: ``int64 [N]``, each pair's cluster (training pool), or None;
+        k: the number of hypotheses (default: the largest choice + 1).
 
     Returns:
         ``games, never_validated`` (share), ``steps_to_validation`` (``q25, median, q75, mean`` over
         the games that validate, None if none does), ``validated_share`` (of all steps),
-        ``own_cluster_share`` (of validated steps; None without labels or validated steps) and
-        ``mean_return``.
+        ``own_cluster_share`` (of validated steps; None without labels or validated steps),
+        ``choice_share`` and ``fallback_choice_share`` (:func:`choice_shares` over all steps and over
+        the steps with none validated) and ``mean_return``.
     """
+    k = int(np.max(choice)) + 1 if k is None else k
+    validated = np.asarray(validated, dtype=bool)
     first = steps_to_validation(validated).reshape(-1)
     hit = first[first >= 0]
     out: dict[str, Any] = {"games": int(first.size), "never_validated": float((first < 0).mean()),
                            "steps_to_validation": None, "validated_share": float(validated.mean()),
-                           "own_cluster_share": None, "mean_return": float(np.mean(returns))}  # fmt: skip
+                           "own_cluster_share": None, "mean_return": float(np.mean(returns)),
+                           "choice_share": choice_shares(choice, k),
+                           "fallback_choice_share": choice_shares(choice, k, ~validated)}  # fmt: skip
     if hit.size:
         q25, med, q75 = np.percentile(hit, [25, 50, 75])
         out["steps_to_validation"] = {"q25": float(q25), "median": float(med), "q75": float(q75),
@@ -90,12 +112,14 @@ def analyse(sel, folder: str) -> dict[str, Any] | None:
         return None
     out = {"chain": str(folder), "layout": chain.layout, "k": chain.k, "clusters": chain.clusters,
            "v_thr": float(hyp.v_thr), "alpha": float(hyp.alpha)}  # fmt: skip
-    print(f"\n=== {folder} ({chain.layout}, k = {chain.k}, alpha {hyp.alpha}, V_thr {hyp.v_thr}, "
-          f"horizon {chain.horizon or 'the layout'})")
+    print(
+        f"\n=== {folder} ({chain.layout}, k = {chain.k}, alpha {hyp.alpha}, V_thr {hyp.v_thr}, "
+        f"horizon {chain.horizon or 'the layout'})"
+    )
     for pool in ("training", "held-out"):
         ep = sel.play(chain, hyp, pool, horizon=chain.horizon)
         labels = chain.labels if pool == "training" else None
-        s = summary(ep.validated, ep.choice, ep.returns, labels)
+        s = summary(ep.validated, ep.choice, ep.returns, labels, k=chain.k)
         out[pool] = s
         q = s["steps_to_validation"]
         steps = "none validates" if q is None else (
@@ -103,9 +127,16 @@ def analyse(sel, folder: str) -> dict[str, Any] | None:
         )  # fmt: skip
         share = s["own_cluster_share"]
         own = "" if share is None else f"; partner's own cluster on {share:.0%}"
-        print(f"{pool:9s} ({s['games']} games): steps to validation {steps}; "
-              f"never {s['never_validated']:.0%}; validated on {s['validated_share']:.0%} of steps{own}; "
-              f"mean return {s['mean_return']:.1f}")
+        print(
+            f"{pool:9s} ({s['games']} games): steps to validation {steps}; "
+            f"never {s['never_validated']:.0%}; validated on {s['validated_share']:.0%} of steps{own}; "
+            f"mean return {s['mean_return']:.1f}"
+        )
+        shares = lambda v: "none" if v is None else " ".join(f"{x:.2f}" for x in v)  # noqa: E731
+        print(
+            f"{'':9s} BR share per hypothesis: all steps [{shares(s['choice_share'])}], "
+            f"steps with none validated [{shares(s['fallback_choice_share'])}]"
+        )
     return out
 
 

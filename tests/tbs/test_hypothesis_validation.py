@@ -34,6 +34,11 @@ def test_summary_counts_games_steps_and_the_partners_own_cluster():
     assert s["validated_share"] == pytest.approx(4 / 16)
     assert s["own_cluster_share"] == pytest.approx(3 / 4)  # pair 1's cluster is 1, its hypothesis 0
     assert s["mean_return"] == 15.0
+    # hypothesis 1 acts on 4 of the 16 steps (game (0, 0)), hypothesis 0 on the other 12; of the 12
+    # steps with none validated, game (0, 0)'s step 0 is hypothesis 1's
+    assert s["choice_share"] == pytest.approx([12 / 16, 4 / 16])
+    assert s["fallback_choice_share"] == pytest.approx([11 / 12, 1 / 12])
+    assert h.summary(validated, choice, returns, k=3)["choice_share"] == pytest.approx([12 / 16, 4 / 16, 0])
     none = h.summary(np.zeros((T, 2, N), dtype=bool), choice, returns, labels=None)
     assert none["steps_to_validation"] is None and none["own_cluster_share"] is None
     assert none["never_validated"] == 1.0
