@@ -47,6 +47,12 @@ def test_tiny_bench_produces_tables_manifest_and_br_prox(tiny_bench):
     summary = summarize(results, br, reps=200)
     row = summary[(summary.algorithm == "sp") & (summary.partner_level == "all")].iloc[0]
     assert 0.0 <= row.ci_low <= row.iqm <= row.ci_high <= 1.0
+    # the training cost per stage is kept beside the tables: every stage finished, hours logged
+    stages = pd.read_parquet(tables["stages"]).set_index("stage")
+    expected = bench_mod.env_step_budget(suite, bench_mod.build_phases(suite)[0], out).set_index("stage")
+    pd.testing.assert_frame_equal(stages, expected)
+    assert (stages["done_steps"] == stages["env_steps"]).all() and (stages["busy_s"] > 0).all()
+    assert {"candidates (biased agent + its BR)", "ego: sp", "mid-checkpoint BRs"} <= set(stages.index)
 
 
 def test_rerun_redoes_nothing_and_a_killed_bench_resumes(tiny_bench, tmp_path, monkeypatch):
@@ -349,7 +355,8 @@ def test_report_on_a_bench_output(tiny_bench):
     shutil.copytree(out, copy, dirs_exist_ok=True)
     result = CliRunner().invoke(report, [str(copy), "--reps", "100", "--compare", "zsceval-paper"])
     assert result.exit_code == 0, result.output
-    for text in ("BR-Prox: IQM", "Probability of improvement", "Performance profiles", "Ranks by IQM"):
+    for text in ("BR-Prox: IQM", "Probability of improvement", "Performance profiles", "Ranks by IQM",
+                 "Training cost per stage", "ego: sp"):  # fmt: skip
         assert text in result.stdout
     assert "layout: cramped_room: no reference numbers" in result.stdout
     for name in ("br_prox.png", "br_prox_levels.png", "performance_profiles.png", "ranks.png"):

@@ -5,6 +5,7 @@ import pytest
 from click.testing import CliRunner
 
 from zsceval.bench import run as bm
+from zsceval.bench.stages import format_budget
 from zsceval.cli import main
 
 SUITE = """
@@ -126,7 +127,7 @@ def test_budget_table_shows_share_done_and_hours():
     budget = pd.DataFrame({"stage": ["ego: sp", "ego: fcp"], "jobs": [2, 2],
                            "env_steps": [4_000_000, 10_000], "done_steps": [1_000_000, 0],
                            "train_s": [7200.0, 0.0], "busy_s": [3600.0, 0.0]})  # fmt: skip
-    lines = bm.format_budget(budget).splitlines()
+    lines = format_budget(budget).splitlines()
     assert lines[0].split() == ["stage", "jobs", "env", "steps", "done", "train", "h", "core", "h"]
     assert lines[1].split() == ["ego:", "sp", "2", "4,000,000", "25%", "2.00", "1.00"]
     assert lines[-1].split() == ["total", "4", "4,010,000", "25%", "2.00", "1.00"]

@@ -55,6 +55,8 @@ class ReportContents:
         tbs_pooled: TBS pooled over seeds (:func:`zsceval.algorithms.tbs.report.tbs_pooled`).
         yokai: the cross-play matrix of a folder of Yōkai runs
             (:func:`zsceval.evaluation.yokai_xp.cross_play_matrix`); then every other table is None.
+        stages: env steps and hours of every training stage (``stages.parquet``, written by
+            ``zsceval bench`` at the end of a run; :mod:`zsceval.bench.stages`).
     """
 
     directory: Path
@@ -72,6 +74,7 @@ class ReportContents:
     tbs: pd.DataFrame | None = None
     tbs_pooled: pd.DataFrame | None = None
     yokai: XPMatrix | None = None
+    stages: pd.DataFrame | None = None
 
     @property
     def tbs_only(self) -> bool:
@@ -124,6 +127,7 @@ def gather_report(
     """
     from zsceval.algorithms.tbs.report import find_tbs_results, tbs_pooled, tbs_summary
     from zsceval.bench.comparison import compare_with_reference, load_reference_table, split_reference
+    from zsceval.bench.stages import STAGES_TABLE
     from zsceval.evaluation.human_proxy import HUMAN_PROXY_TABLE, human_proxy_summary
     from zsceval.evaluation.interdependence import interdependence_summary
     from zsceval.evaluation.manifest import load_manifest
@@ -158,6 +162,9 @@ def gather_report(
         if "constructive" in human_frame.columns:
             inter = interdependence_summary(human_frame)
         human = human_proxy_summary(human_frame, seed=seed, reps=reps, level=level)
+    stages = None
+    if (directory / STAGES_TABLE).is_file():
+        stages = pd.read_parquet(directory / STAGES_TABLE)
     unhelpful = None
     if (directory / UNHELPFUL_TABLE).is_file():
         unhelpful_frame = pd.read_parquet(directory / UNHELPFUL_TABLE)
@@ -177,6 +184,7 @@ def gather_report(
         interdependence=inter,
         tbs=tbs,
         tbs_pooled=pooled,
+        stages=stages,
     )
 
 
@@ -188,7 +196,7 @@ def report_json(contents: ReportContents) -> dict[str, Any]:
     nonpositive_br, levels, rows`` (the BR-Prox summary), ``notes``, and the blocks the folder and
     options give: ``strata`` (rows of :func:`zsceval.bench.report.strata_rows`),
     ``probability_of_improvement, performance_profiles, ranks, human_proxy, interdependence, tbs,
-    tbs_pooled, comparison`` (``{reference, rows, layouts}``).
+    tbs_pooled, stages, comparison`` (``{reference, rows, layouts}``).
     """
     c = contents
     if c.yokai is not None:
@@ -220,6 +228,8 @@ def report_json(contents: ReportContents) -> dict[str, Any]:
     if c.tbs is not None:
         payload["tbs"] = rep.records(c.tbs)
         payload["tbs_pooled"] = rep.records(c.tbs_pooled)
+    if c.stages is not None:
+        payload["stages"] = rep.records(c.stages)
     if c.reference is not None:
         payload["comparison"] = {
             "reference": c.reference[0],
@@ -231,8 +241,8 @@ def report_json(contents: ReportContents) -> dict[str, Any]:
 
 def report_text(contents: ReportContents) -> str:
     """The report as text: the notes, the BR-Prox table, the partner strata, then the comparison,
-    reference, human-proxy, interdependence and TBS blocks the folder and options give, separated by
-    blank lines."""
+    reference, human-proxy, interdependence, TBS and training-cost blocks the folder and options
+    give, separated by blank lines."""
     from zsceval.algorithms.tbs.report import format_tbs
     from zsceval.evaluation.human_proxy import format_human_proxy
     from zsceval.evaluation.interdependence import format_interdependence
@@ -262,6 +272,11 @@ def report_text(contents: ReportContents) -> str:
         blocks.append(format_interdependence(c.interdependence))
     if c.tbs is not None:
         blocks.append(format_tbs(c.tbs, level, c.tbs_pooled))
+    if c.stages is not None:
+        from zsceval.bench.stages import format_budget
+
+        title = "Training cost per stage (stages.parquet, kept by zsceval bench at the end of its run)"
+        blocks.append(title + "\n" + format_budget(c.stages))
     if c.notes:
         blocks.insert(0, "\n".join(c.notes))
     return "\n\n".join(blocks)

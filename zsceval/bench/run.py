@@ -73,6 +73,7 @@ import yaml
 
 from zsceval import registry
 from zsceval.bench.algo_options import describe_options, plugin_conflicts, takes_option
+from zsceval.bench.stages import STAGES_TABLE
 from zsceval.envs.scenarios import env_flags, num_players, resolve_scenario
 from zsceval.evaluation import pipeline  # noqa: F401  (registers the job kinds)
 from zsceval.evaluation.candidates import (
@@ -1008,33 +1009,13 @@ def estimate_hours(suite: Suite, budget: pd.DataFrame, workers: int = 1) -> tupl
     return seconds / max(1, workers) / 3600, how
 
 
-def format_budget(budget: pd.DataFrame) -> str:
-    """The budget table as text: stage, jobs, env steps, the share done, and the hours its runs
-    have logged (``train h``: their training wall-clock summed over jobs, waits for a core
-    included; ``core h``: their busy seconds, :func:`_trained_steps`). Jobs of one stage run side by
-    side, so ``train h`` is compute spent, not the stage's elapsed time."""
-    lines = [f"{'stage':<36} {'jobs':>5} {'env steps':>15} {'done':>7} {'train h':>8} {'core h':>7}"]
-    for row in budget.itertuples():
-        frac = row.done_steps / row.env_steps if row.env_steps else 0.0
-        lines.append(
-            f"{row.stage:<36} {row.jobs:>5} {row.env_steps:>15,} {frac:>6.0%} "
-            f"{row.train_s / 3600:>8.2f} {row.busy_s / 3600:>7.2f}"
-        )
-    total, done = int(budget["env_steps"].sum()), int(budget["done_steps"].sum())
-    lines.append(
-        f"{'total':<36} {int(budget['jobs'].sum()):>5} {total:>15,} {done / max(total, 1):>6.0%} "
-        f"{budget['train_s'].sum() / 3600:>8.2f} {budget['busy_s'].sum() / 3600:>7.2f}"
-    )
-    return "\n".join(lines)
-
-
 def _write_table(frame: pd.DataFrame, path: Path) -> None:
     with atomic_path(path) as tmp:
         frame.to_parquet(tmp)
 
 
 SUITE_RECORD = "suite.yaml"
-TABLES = ("results", "br_returns", "features", "human_proxy", "unhelpful")
+TABLES = ("results", "br_returns", "features", "human_proxy", "unhelpful", "stages")
 # a subset of a folder's layouts or algorithms runs the same jobs: not a conflicting change
 _SUBSET_KEYS = ("layouts", "algorithms", "evaluation.human_proxy", "evaluation.strata")  # these only add jobs
 """``evaluation`` keys a ``suite.yaml`` written before they existed lacks, with the value that
@@ -1183,7 +1164,10 @@ def _run_locked(suite, root, diffs, executor, workers, retries, progress, log) -
     late = late_phases(suite, root, infos)
     for name, jobs in zip(["mid-checkpoint best responses", "partner-set manifests", "ego evaluation"], late):
         run_phase(name, jobs)
-    return collect_tables(root, late[-1], infos, skipped)
+    tables = collect_tables(root, late[-1], infos, skipped)
+    _write_table(env_step_budget(suite, static, root), root / STAGES_TABLE)
+    tables["stages"] = str(root / STAGES_TABLE)
+    return tables
 
 
 _JOB_MODULES = ("zsceval.evaluation.pipeline", "zsceval.evaluation.strata")

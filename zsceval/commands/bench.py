@@ -80,10 +80,10 @@ def bench(
         check_suite_record,
         env_step_budget,
         estimate_hours,
-        format_budget,
         load_suite,
         run_bench,
     )
+    from zsceval.bench.stages import format_budget
     from zsceval.commands._common import check_writable, job_failure, write_error
     from zsceval.execution import JobError
     from zsceval.plugins import PluginLoadError
