@@ -228,6 +228,49 @@ def test_runs_of_a_layout_pool_their_heldout_pairs_and_the_paired_difference(tmp
     assert written[0].read_bytes()[:4] == b"\x89PNG"
 
 
+def test_pooling_keeps_chain_settings_apart_and_never_pools_one_seed_twice(tmp_path):
+    """Chains pool per layout and settings (their chain.json): two paper-rule seeds pool, two fixed-k
+    seeds pool apart, and two chains of one seed (one held-out pool, e.g. ToM-seed copies) do not."""
+    import json
+
+    from zsceval.algorithms.tbs.report import chain_variant, format_tbs, plot_pooled, tbs_pooled, tbs_summary
+
+    def chain(name, seed, *overrides, pairs):
+        root = tmp_path / name
+        path = root / "ego" / "tbs_eval" / "results.parquet"
+        path.parent.mkdir(parents=True)
+        _run_frame("counter_circuit", pairs).to_parquet(path)
+        over = ["run.num_threads=1", "algo.pool_size=10", *overrides]
+        record = {"algo": "tbs", "layout": "counter_circuit", "seed": seed, "steps": None, "preset": "quick"}
+        (root / "chain.json").write_text(json.dumps({**record, "overrides": over}))
+        return path
+
+    paths = [
+        chain("s0", 0, pairs=[(100, 50, 75)]),
+        chain("s1", 1, pairs=[(100, 100, 50)]),
+        chain("s0_k2", 0, "algo.fixed_k=2", pairs=[(100, 20, 75)]),
+        chain("s1_k2", 1, "algo.fixed_k=2", pairs=[(100, 40, 50)]),
+        chain("s0_tom1", 0, "algo.tom_seed=1", pairs=[(100, 0, 75)]),
+        chain("s0_tom2", 0, "algo.tom_seed=1", pairs=[(100, 10, 75)]),
+    ]
+    assert chain_variant(paths[2]) == ("algo.fixed_k=2, algo.pool_size=10", 0)
+    assert chain_variant(tmp_path / "none" / "ego" / "tbs_eval" / "results.parquet") == ("", None)
+    with pytest.warns(UserWarning, match=r"repeat a seed \(\[0, 0\]\)"):
+        pooled = tbs_pooled(paths, reps=100)
+    tbs = pooled[pooled["agent"] == "TBS"].set_index("variant")["scaled"]
+    assert tbs.to_dict() == pytest.approx(
+        {"algo.pool_size=10": 0.75, "algo.fixed_k=2, algo.pool_size=10": 0.3}
+    )
+    diff = pooled[pooled["agent"] == "TBS - BR"].set_index("variant")["scaled"]
+    assert diff["algo.fixed_k=2, algo.pool_size=10"] == pytest.approx(((0.2 - 0.75) + (0.4 - 0.5)) / 2)
+    with pytest.warns(UserWarning):
+        text = format_tbs(tbs_summary(paths, reps=50), pooled=tbs_pooled(paths, reps=50))
+    assert "(pooled over 2 runs; algo.fixed_k=2, algo.pool_size=10: 2 held-out pairs with a scale)" in text
+    names = sorted(p.name for p in plot_pooled(pooled, tmp_path / "figures"))
+    assert names == ["tbs_pooled_counter_circuit_algo.fixed-k-2-algo.pool-size-10.png",
+                     "tbs_pooled_counter_circuit_algo.pool-size-10.png"]  # fmt: skip
+
+
 def test_global_tom_plan_gives_every_best_response_every_cluster_equally():
     from zsceval.algorithms.tbs.jobs import global_tom_plan
 

@@ -10,7 +10,15 @@ import pandas as pd
 
 from zsceval.algorithms.tbs.results import AGENTS, cube_ci, result_cube, summarize
 
-__all__ = ["TBS_RESULTS", "find_tbs_results", "format_tbs", "plot_pooled", "tbs_pooled", "tbs_summary"]
+__all__ = [
+    "TBS_RESULTS",
+    "chain_variant",
+    "find_tbs_results",
+    "format_tbs",
+    "plot_pooled",
+    "tbs_pooled",
+    "tbs_summary",
+]
 
 TBS_RESULTS = "tbs_eval/results.parquet"
 """Where a ``tbs.evaluate`` job leaves its episodes, relative to the ego job's folder."""
@@ -64,9 +72,39 @@ def tbs_summary(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.Dat
     return pd.concat(rows, ignore_index=True)
 
 
+def chain_variant(path: str | Path) -> tuple[str, int | None]:
+    """The settings and seed of the TBS chain that wrote ``path`` (``<chain>/ego/tbs_eval/results.parquet``).
+
+    The settings are the chain's ``chain.json``: its ``algo.*`` and other overrides (``run.*``, such as
+    the thread count, left out: they do not change what is trained), its preset when not ``quick`` and
+    its ``--steps``, sorted and joined (``"algo.fixed_k=2, algo.pool_size=10"``). Runs pool only with
+    runs of the same settings.
+
+    Returns:
+        ``(settings, seed)``; ``("", None)`` where there is no ``chain.json`` (a bench's TBS egos).
+    """
+    import json
+
+    record = Path(path).parents[2] / "chain.json"
+    try:
+        chain = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return "", None
+    parts = [o.strip() for o in chain.get("overrides", []) if not o.strip().startswith("run.")]
+    if chain.get("preset") not in (None, "quick"):
+        parts.append(f"preset={chain['preset']}")
+    if chain.get("steps") is not None:
+        parts.append(f"steps={chain['steps']}")
+    return ", ".join(sorted(parts)), chain.get("seed")
+
+
 def tbs_pooled(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Scaled reward pooled over the runs (seeds) of each layout that has two or more, with bootstrap
-    CIs, and the paired difference TBS - BR.
+    """Scaled reward pooled over the runs (seeds) of each layout and settings (:func:`chain_variant`)
+    that has two or more, with bootstrap CIs, and the paired differences TBS - BR and Hypothesis - BR.
+
+    Runs pool only with runs of the same chain settings (a fixed-k chain is not pooled with the
+    paper's k rule), and only over different seeds: two chains of one seed share their held-out pool,
+    so such a group is not pooled (a warning names it; e.g. copies that retrain only the ToM models).
 
     Each run has its own held-out pool, so the held-out pairs of all runs are the partners (each pair
     meets the agents of its own run) and episodes are the seeds of the two-level bootstrap
@@ -79,39 +117,53 @@ def tbs_pooled(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.Data
         paths: ``tbs_eval/results.parquet`` files (:func:`find_tbs_results`).
 
     Returns:
-        Columns ``layout, runs, heldout_pairs, agent, scaled, scaled_low, scaled_high``; no rows for a
-        layout with a single run.
+        Columns ``layout, variant, runs, heldout_pairs, agent, scaled, scaled_low, scaled_high``
+        (``variant``: the settings of :func:`chain_variant`); no rows for a group with a single run.
     """
+    import warnings
+
     from zsceval.stats.metrics import bootstrap_ci
 
-    frames: dict[str, list[pd.DataFrame]] = {}
+    frames: dict[tuple[str, str], list[tuple[int | None, pd.DataFrame]]] = {}
     for path in paths:
         frame = pd.read_parquet(path)
-        frames.setdefault(str(frame["layout"].iloc[0]), []).append(frame)
+        variant, run_seed = chain_variant(path)
+        frames.setdefault((str(frame["layout"].iloc[0]), variant), []).append((run_seed, frame))
     rows = []
-    for layout, runs in sorted(frames.items()):
-        if len(runs) < 2:
+    for (layout, variant), group in sorted(frames.items()):
+        if len(group) < 2:
             continue
+        seeds = [s for s, _ in group if s is not None]
+        if len(set(seeds)) < len(seeds):
+            warnings.warn(
+                f"TBS runs of {layout} ({variant or 'default settings'}) repeat a seed ({sorted(seeds)}): "
+                "they share one held-out pool, so they are not pooled",
+                stacklevel=2,
+            )
+            continue
+        runs = [f for _, f in group]
         agents = [a for a in AGENTS if all(a in set(f["agent"]) for f in runs)]
         if not agents:  # runs written by different versions share no agent: nothing to pool
             continue
         data = {a: _pooled_cube(runs, a) for a in agents}
-        if "TBS" in data and "BR" in data:
-            data["TBS - BR"] = data["TBS"] - data["BR"]
+        for agent in PAIRED:
+            if agent in data and "BR" in data:
+                data[f"{agent} - BR"] = data[agent] - data["BR"]
         keep = ~np.isnan(data[agents[0]]).all(axis=(0, 2))
         for agent, x in data.items():
             ci = bootstrap_ci(x[:, keep], np.nanmean, reps=reps, rng=np.random.default_rng(seed))
-            rows.append({"layout": layout, "runs": len(runs), "heldout_pairs": int(keep.sum()),
-                         "agent": agent, "scaled": ci.estimate, "scaled_low": ci.low,
-                         "scaled_high": ci.high})  # fmt: skip
-    columns = ["layout", "runs", "heldout_pairs", "agent", "scaled", "scaled_low", "scaled_high"]
+            rows.append({"layout": layout, "variant": variant, "runs": len(runs),
+                         "heldout_pairs": int(keep.sum()), "agent": agent, "scaled": ci.estimate,
+                         "scaled_low": ci.low, "scaled_high": ci.high})  # fmt: skip
+    columns = ["layout", "variant", "runs", "heldout_pairs", "agent", "scaled", "scaled_low", "scaled_high"]
     return pd.DataFrame(rows, columns=columns)
 
 
 def plot_pooled(pooled: pd.DataFrame, folder: str | Path) -> list[Path]:
-    """One bar chart per layout of :func:`tbs_pooled` (scaled reward per agent with its CI; the paired
-    difference in the title), saved atomically as ``folder/tbs_pooled_<layout>.png`` (``folder`` is
-    created).
+    """One bar chart per layout and chain settings of :func:`tbs_pooled` (scaled reward per agent with
+    its CI; the paired difference TBS - BR in the title), saved atomically as
+    ``folder/tbs_pooled_<layout>.png``, or ``tbs_pooled_<layout>_<settings>.png`` for chains with
+    settings (``folder`` is created).
 
     Args:
         pooled: the table of :func:`tbs_pooled`.
@@ -120,20 +172,27 @@ def plot_pooled(pooled: pd.DataFrame, folder: str | Path) -> list[Path]:
     Returns:
         The written paths, one per layout; none for an empty table.
     """
+    import re
+
     from zsceval.algorithms.tbs.results import plot_tbs
 
     written = []
     if len(pooled):
         Path(folder).mkdir(parents=True, exist_ok=True)
-    for layout, g in pooled.groupby("layout", sort=True):
+    if "variant" not in pooled:
+        pooled = pooled.assign(variant="")
+    for (layout, variant), g in pooled.groupby(["layout", "variant"], sort=True):
         diff = g[g["agent"] == "TBS - BR"]
         runs, pairs = int(g["runs"].iloc[0]), int(g["heldout_pairs"].iloc[0])
         title = f"{layout}: {runs} runs pooled ({pairs} held-out pairs)"
+        if variant:
+            title = f"{layout} ({variant}): {runs} runs pooled ({pairs} held-out pairs)"
         if len(diff):
             d = diff.iloc[0]
             title += f"; TBS - BR {d.scaled:+.3f} [{d.scaled_low:+.3f}, {d.scaled_high:+.3f}]"
-        path = Path(folder) / f"tbs_pooled_{layout}.png"
-        written.append(plot_tbs(g[g["agent"] != "TBS - BR"], path, title=title))
+        slug = re.sub(r"[^A-Za-z0-9.]+", "-", variant).strip("-")
+        path = Path(folder) / (f"tbs_pooled_{layout}_{slug}.png" if slug else f"tbs_pooled_{layout}.png")
+        written.append(plot_tbs(g[~g["agent"].str.endswith(" - BR")], path, title=title))
     return written
 
 
@@ -166,9 +225,13 @@ def format_tbs(summary: pd.DataFrame, level: float = 0.95, pooled: pd.DataFrame 
             scaled = f"{r.scaled:6.3f} [{r.scaled_low:6.3f}, {r.scaled_high:6.3f}]"
             ret = f"{r.sparse_return:7.1f} [{r.sparse_return_low:6.1f}, {r.sparse_return_high:6.1f}]"
             lines.append(f"  {r.agent:<15}  {scaled:>24}  {ret:>26}")
-    for lay, g in pooled.groupby("layout", sort=True) if pooled is not None and len(pooled) else ():
+    if pooled is not None and len(pooled) and "variant" not in pooled:
+        pooled = pooled.assign(variant="")
+    groups = pooled.groupby(["layout", "variant"], sort=True) if pooled is not None and len(pooled) else ()
+    for (lay, variant), g in groups:
         runs, pairs = int(g["runs"].iloc[0]), int(g["heldout_pairs"].iloc[0])
-        lines.append(f"\n{lay}  (pooled over {runs} runs: {pairs} held-out pairs with a scale)")
+        settings = f"; {variant}" if variant else ""
+        lines.append(f"\n{lay}  (pooled over {runs} runs{settings}: {pairs} held-out pairs with a scale)")
         lines.append(f"  {'agent':<15}  {'scaled reward':>24}")
         for r in g.itertuples():
             lines.append(f"  {r.agent:<15}  {r.scaled:6.3f} [{r.scaled_low:6.3f}, {r.scaled_high:6.3f}]")
