@@ -8,6 +8,7 @@ import torch
 
 from zsceval.rl.checkpoint import list_checkpoints, load_agent
 from zsceval.rl.config import ConfigError, resolve_config
+from zsceval.rl.networks import compress_observation
 from zsceval.rl.policy import Policy, network_spec
 from zsceval.rl.pqn import PQNCore, epsilon_at, lambda_returns
 from zsceval.rl.qpolicy import QPolicy, epsilon_greedy, greedy_probs
@@ -214,3 +215,76 @@ def test_a_q_network_of_the_quick_vdn_preset_separates_close_q_values():
     assert torch.allclose(values[:, 1] - values[:, 0], torch.full((4,), 0.04), atol=1e-4)
     assert (q.act(obs, None, q.initial_state(4, "cpu"), torch.zeros(4, dtype=torch.bool),
                   deterministic=True).actions == 1).all()  # fmt: skip
+
+
+def _sparse_obs(*shape, seed=0):
+    """uint8 observations ``[*shape, 3, 3, 6]`` in which most entries are zero or one constant
+    non-zero value in every row (as Overcooked's lossless encoding), a few vary."""
+    g = torch.Generator().manual_seed(seed)
+    obs = torch.zeros(*shape, 3 * 3 * 6, dtype=torch.uint8)
+    obs[..., 5] = 1  # constant non-zero: folded into the first layer's bias
+    obs[..., 40] = 3
+    varying = torch.tensor([0, 7, 12, 20, 33, 51])
+    obs[..., varying] = torch.randint(0, 4, (*shape, len(varying)), generator=g, dtype=torch.uint8)
+    return obs.view(*shape, 3, 3, 6)
+
+
+@pytest.mark.parametrize("num_learners", [1, 4])
+def test_column_compressed_q_rows_equal_the_dense_ones_with_gradients(num_learners):
+    torch.manual_seed(2)
+    spec = _spec()
+    spec["model"]["bf16"] = False
+    learners = {f"q{i}": QPolicy(spec) for i in range(num_learners)}
+    core = _core(learners)
+    obs = _sparse_obs(12, 2)  # [S, n, ...]
+    actor = torch.arange(24).remainder(num_learners).view(12, 2)
+    actions = torch.randint(0, 6, (12, 2), generator=torch.Generator().manual_seed(3))
+    columns = core.obs_columns(obs)
+    assert columns is not None and columns.varying.numel() <= 6 and columns.constant.tolist() == [5, 40]
+    x = compress_observation(obs.reshape(12, 2, -1), columns)
+    dense = core.q_taken(obs, actions, actor)
+    dense.sum().backward()
+    grads = [w.grad.clone() for p in learners.values() for w in p.actor.parameters()]
+    for p in learners.values():
+        p.zero_grad()
+    packed = core.q_taken(x, actions, actor, columns=columns)
+    packed.sum().backward()
+    assert torch.allclose(packed, dense, atol=1e-5)
+    for g, w in zip(grads, [w for p in learners.values() for w in p.actor.parameters()], strict=True):
+        assert torch.allclose(w.grad, g, atol=1e-5)
+
+
+def test_update_on_varying_columns_matches_the_dense_update():
+    """``pqn.obs_columns`` changes how the first layer is computed, not what the update does: two
+    cores from the same weights, rollout and minibatch draws end at the same weights (float rounding)."""
+    import copy
+
+    torch.manual_seed(4)
+    spec = _spec()
+    spec["model"]["bf16"] = False
+    base = {f"q{i}": QPolicy(spec) for i in range(2)}
+    cores = []
+    for on in (True, False):
+        over = ["run.algo=vdn", "pqn.rollout_length=4", "env.num_envs=6", f"pqn.obs_columns={on}"]
+        cfg = resolve_config(preset="quick", overrides=over)
+        env = SimpleNamespace(num_envs=6, num_agents=2, obs_shape=(3, 3, 6))
+        core = PQNCore(copy.deepcopy(base), cfg, env, "cpu", algorithm=None)
+        g = torch.Generator().manual_seed(5)
+        core.obs.copy_(_sparse_obs(4, 6, 2, seed=6))
+        core.actions.copy_(torch.randint(0, 6, core.actions.shape, generator=g))
+        core.actor.copy_(torch.arange(2).expand_as(core.actor))
+        core.rewards.copy_(torch.rand(core.rewards.shape, generator=g) * 20)
+        core.next_max_q.copy_(torch.rand(core.next_max_q.shape, generator=g))
+        assert (core.obs_columns(core.obs.reshape(24, 2, 3, 3, 6)) is not None) == on
+        stats = core.update(0, torch.Generator().manual_seed(7))
+        cores.append((core, stats))
+    (on, s_on), (off, s_off) = cores
+    assert s_on["loss"] == pytest.approx(s_off["loss"], rel=1e-5)
+    for a, b in zip(on.policies, off.policies, strict=True):
+        for (name, w), v in zip(a.actor.named_parameters(), b.actor.parameters(), strict=True):
+            assert torch.allclose(w, v, atol=1e-5), name
+    moved = [
+        not torch.equal(w, v)
+        for w, v in zip(on.policies[0].actor.parameters(), base["q0"].actor.parameters())
+    ]
+    assert all(moved)  # the update did change every weight

@@ -355,11 +355,12 @@ class _Trunk(nn.Module):
 
     def step(
         self, obs: torch.Tensor, h: torch.Tensor | None, starts: torch.Tensor | None,
-        extra: torch.Tensor | None = None,
+        extra: torch.Tensor | None = None, columns: ObsColumns | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
         """One env step. ``obs [N, ...]``, ``h [N, hidden]``, ``starts bool [N]`` (zero h first),
-        ``extra float32 [N, E]`` (encoders with extra features)."""
-        x = self.encoder(obs, extra)
+        ``extra float32 [N, E]`` (encoders with extra features). With ``columns``, ``obs`` is
+        ``float32 [N, S]`` (:meth:`Encoder.forward`)."""
+        x = self.encoder(obs, extra, columns)
         if self.gru is None:
             return x, h
         h = h * (~starts).unsqueeze(-1).to(h.dtype)

@@ -44,6 +44,7 @@ from torch.func import functional_call, vmap
 
 from zsceval.rl.config import ConfigError, TrainConfig
 from zsceval.rl.cores import LearningCore
+from zsceval.rl.networks import ObsColumns, compress_observation, observation_columns
 from zsceval.rl.population.functional import Layout, StepForward, static_slots
 from zsceval.rl.qpolicy import QPolicy, epsilon_greedy
 from zsceval.rl.rollout import Rollout
@@ -217,10 +218,14 @@ class PQNCore(LearningCore):
         q = self.cfg.pqn
         return epsilon_at(self.updates, self.num_updates, q.epsilon_start, q.epsilon_finish, q.epsilon_decay)
 
-    def q_rows(self, obs: torch.Tensor, actor: torch.Tensor, capacity: int | None = None) -> torch.Tensor:
+    def q_rows(
+        self, obs: torch.Tensor, actor: torch.Tensor, capacity: int | None = None,
+        columns: ObsColumns | None = None,
+    ) -> torch.Tensor:  # fmt: skip
         """``Q(o, .) float32 [R, A]`` of rows ``obs [R, ...]`` each with its learner ``actor int64
         [R]``, with gradients. Rows with ``actor >= L`` (driven by someone else) get values of no
-        meaning: callers mask them.
+        meaning: callers mask them. With ``columns``, ``obs`` is ``float32 [R, S]``, the rows'
+        varying entries (:meth:`obs_columns`).
 
         One learner: its network on every row. Several: one vmapped forward over the learners'
         stacked weights with ``capacity`` rows per learner
@@ -232,7 +237,7 @@ class PQNCore(LearningCore):
         """
         L = len(self.policies)
         if L == 1:
-            return self.policies[0].q_values(obs)
+            return self.policies[0].q_values(obs, columns=columns)
         R = obs.shape[0]
         actor = actor.clamp(max=L)  # L: not a learner's row
         if capacity is None and not torch.compiler.is_compiling():
@@ -243,7 +248,7 @@ class PQNCore(LearningCore):
             if layout.strategy(self.policies[0].spec["model"]["kind"], obs.device) == "loop":
                 out = None
                 for m, rows in layout.rows_of():
-                    q = self.policies[m].q_values(obs.index_select(0, rows))
+                    q = self.policies[m].q_values(obs.index_select(0, rows), columns=columns)
                     out = q.new_zeros(R, q.shape[-1]) if out is None else out
                     out = out.index_copy(0, rows, q)
                 return out if out is not None else obs.new_zeros((R, self.num_actions), dtype=torch.float32)
@@ -256,7 +261,7 @@ class PQNCore(LearningCore):
         starts = torch.zeros(L, C, dtype=torch.bool, device=obs.device)
 
         def one(prm, xi, hi, si):
-            return functional_call(self._forward, prm, ("actor", xi, hi, si))[0]
+            return functional_call(self._forward, prm, ("actor", xi, hi, si), {"columns": columns})[0]
 
         with self.policies[0]._autocast():
             q = vmap(one)(params, x, h, starts)
@@ -268,7 +273,12 @@ class PQNCore(LearningCore):
         """``(learner bool [N], q float32 [N, A])``: the rows learners drive now and the Q-values of
         every row (meaningless where ``learner`` is False)."""
         actor = runner.seat_actor.reshape(-1)
-        return actor < len(self.policies), self.q_rows(obs.reshape(self.N, *obs.shape[2:]), actor)
+        rows = obs.reshape(self.N, *obs.shape[2:])
+        columns = self.obs_columns(obs) if obs.device.type == "cpu" else None  # a host read: CPU only
+        if columns is not None:
+            scale = float(self.policies[0].spec["model"]["obs_scale"])
+            rows = compress_observation(rows.reshape(self.N, -1), columns, scale)
+        return actor < len(self.policies), self.q_rows(rows, actor, columns=columns)
 
     def _sum_max(self, learner: torch.Tensor, q: torch.Tensor, avail: torch.Tensor) -> torch.Tensor:
         """``float32 [B]``: per game, the sum over its learner rows (``learner bool [N]``) of
@@ -335,20 +345,22 @@ class PQNCore(LearningCore):
         )  # fmt: skip
 
     def q_taken(
-        self, obs: torch.Tensor, actions: torch.Tensor, actor: torch.Tensor, capacity: int | None = None
-    ) -> torch.Tensor:
+        self, obs: torch.Tensor, actions: torch.Tensor, actor: torch.Tensor, capacity: int | None = None,
+        columns: ObsColumns | None = None,
+    ) -> torch.Tensor:  # fmt: skip
         """``Q_tot float32 [S]``: per sample, the sum over learner seats of ``Q(o_i, a_i)`` (with
-        gradients). ``obs [S, n, ...]``, ``actions int64 [S, n]``, ``actor int64 [S, n]``;
-        ``capacity``: as :meth:`q_rows`. Static shapes: seats of other actors are masked out."""
+        gradients). ``obs [S, n, ...]`` (``float32 [S, n, S_cols]`` with ``columns``), ``actions
+        int64 [S, n]``, ``actor int64 [S, n]``; ``capacity``, ``columns``: as :meth:`q_rows`. Static
+        shapes: seats of other actors are masked out."""
         S = obs.shape[0]
         flat_actor = actor.reshape(-1)
-        q = self.q_rows(obs.reshape(S * self.n, *obs.shape[2:]), flat_actor, capacity)
+        q = self.q_rows(obs.reshape(S * self.n, *obs.shape[2:]), flat_actor, capacity, columns)
         taken = q.gather(-1, actions.reshape(-1, 1)).squeeze(-1)
         return torch.where(flat_actor < len(self.policies), taken, 0.0).view(S, self.n).sum(-1)
 
     def minibatch_loss(
         self, obs: torch.Tensor, actions: torch.Tensor, actor: torch.Tensor, targets: torch.Tensor,
-        capacity: int | None = None,
+        capacity: int | None = None, columns: ObsColumns | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
         """The VDN loss of a minibatch of S samples (each with at least one learner seat).
 
@@ -359,12 +371,28 @@ class PQNCore(LearningCore):
             obs: ``[S, n, *obs_shape]``; actions ``int64 [S, n]``; actor ``int64 [S, n]``.
             targets: ``float32 [S]`` the samples' ``G_t``.
             capacity: as :meth:`q_rows`.
+            columns: with ``obs`` as ``float32 [S, n, S_cols]``, its columns (:meth:`obs_columns`).
 
         Returns:
             ``(loss float32 [], q_taken float32 [S])``: ``0.5 * mean((Q_tot - G)^2)`` and ``Q_tot``.
         """
-        qt = self.q_taken(obs, actions, actor, capacity)
+        qt = self.q_taken(obs, actions, actor, capacity, columns)
         return 0.5 * (qt - targets).pow(2).mean(), qt
+
+    def obs_columns(self, obs: torch.Tensor) -> ObsColumns | None:
+        """The varying and constant entries of a rollout's observations ``obs [S, n, *obs_shape]``
+        (:func:`~zsceval.rl.networks.observation_columns`), for an update that feeds the first layer
+        only the varying ones; None where ``pqn.obs_columns`` is off, the model is not an MLP with a
+        hidden layer, inside ``torch.compile`` (the compiled loss has static shapes), or more than
+        half the entries vary (little to gain)."""
+        model = self.policies[0].spec["model"]
+        if not self.cfg.pqn.obs_columns or model["kind"] != "mlp" or not model["mlp_layers"]:
+            return None
+        if torch.compiler.is_compiling():
+            return None
+        rows = obs.reshape(obs.shape[0] * obs.shape[1], -1)
+        columns = observation_columns(rows, float(model["obs_scale"]))
+        return None if columns.varying.numel() > rows.shape[1] // 2 else columns
 
     def clip_gradients(self) -> None:
         """Clip each learner's gradient to L2 norm ``pqn.max_grad_norm`` (learners without gradients
@@ -423,11 +451,16 @@ class PQNCore(LearningCore):
         actor = self.actor.reshape(self.T * self.B, self.n)
         eps = self.epsilon
         batches, present = self._minibatches(actor, generator)
+        columns = self.obs_columns(obs)  # one host read per update
+        scale = float(self.policies[0].spec["model"]["obs_scale"])
         logged = []
         for idx, seated in zip(batches, present):
             g = targets.index_select(0, idx)
+            x = obs.index_select(0, idx)
+            if columns is not None:  # the varying entries only, float32 [S, n, S_cols]
+                x = compress_observation(x.reshape(*x.shape[:2], -1), columns, scale)
             loss, qt = self.minibatch_loss(
-                obs.index_select(0, idx), actions.index_select(0, idx), actor.index_select(0, idx), g
+                x, actions.index_select(0, idx), actor.index_select(0, idx), g, columns=columns
             )
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from zsceval.rl.agent import ActOutput, register_agent
-from zsceval.rl.networks import masked_logits
+from zsceval.rl.networks import ObsColumns, masked_logits
 from zsceval.rl.policy import Policy
 
 __all__ = ["QPolicy", "epsilon_greedy", "epsilon_noise", "greedy_probs"]
@@ -114,10 +114,14 @@ class QPolicy(Policy):
         super().__init__(spec)
         self.epsilon = 0.0
 
-    def q_values(self, obs: torch.Tensor, starts: torch.Tensor | None = None) -> torch.Tensor:
-        """``Q(o, .) float32 [N, A]`` of ``obs [N, *obs_shape]``, with gradients."""
+    def q_values(
+        self, obs: torch.Tensor, starts: torch.Tensor | None = None, columns: ObsColumns | None = None
+    ) -> torch.Tensor:
+        """``Q(o, .) float32 [N, A]`` of ``obs [N, *obs_shape]``, with gradients; with ``columns``
+        (an ``mlp`` model), ``obs`` is ``float32 [N, S]``, its varying entries
+        (:func:`~zsceval.rl.networks.compress_observation`)."""
         with self._autocast():
-            feats, _ = self.actor.trunk.step(obs, None, starts)
+            feats, _ = self.actor.trunk.step(obs, None, starts, columns=columns)
             q = self.actor.out(feats)
         return q.float()
 

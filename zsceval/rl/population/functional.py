@@ -15,6 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from zsceval.rl.networks import ObsColumns
 from zsceval.rl.policy import Policy
 
 MAX_PADDING = 2.0
@@ -49,13 +50,16 @@ class _Template(nn.Module):
 
 class StepForward(_Template):
     """One env step of the actor or critic: ``(side, obs [N, ...], h [N, hidden], starts bool [N])
-    -> (out float32 [N, D], h float32 [N, hidden])`` (as ``Policy.logits`` / ``Policy.value``)."""
+    -> (out float32 [N, D], h float32 [N, hidden])`` (as ``Policy.logits`` / ``Policy.value``);
+    with ``columns``, ``obs`` is ``float32 [N, S]``, its varying entries
+    (:class:`~zsceval.rl.networks.ObsColumns`)."""
 
     def forward(
-        self, side: str, obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        self, side: str, obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor,
+        columns: ObsColumns | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
         net = self._net(side)
-        x = net.trunk.encoder(obs)
+        x = net.trunk.encoder(obs, columns=columns)
         if net.trunk.gru is None:
             return net.out(x).float(), h
         h = gru_cell(net.trunk.gru, x, h * (~starts).unsqueeze(-1).to(h.dtype))
