@@ -108,3 +108,38 @@ def test_value_norm_update_per_member():
         policy.value_norm.update(targets[:, member == i])
         torch.testing.assert_close(stacked.to_value_norm(i).mean_var(), policy.value_norm.mean_var())
     assert isinstance(stacked.to_policies()[0], Policy)
+
+
+@pytest.mark.parametrize("strategy", ["vmap", "loop"])
+@pytest.mark.parametrize("recurrent", [False, True])
+def test_column_compressed_evaluation_equals_the_dense_one_with_gradients(strategy, recurrent):
+    """``ppo.obs_columns`` for stacked learners: the members' first layers on the varying entries
+    only (the constant non-zero ones folded into the bias) give the dense outputs and gradients."""
+    from zsceval.rl.networks import compress_observation, observation_columns
+
+    spec = make_spec(kind="mlp", recurrent=recurrent)
+    stacked = StackedPolicies.from_policies(make_policies(spec, 3))
+    stacked.strategy = strategy
+    L, N = 3, 8
+    (obs, _, avail, actions, h_a, h_c, starts), weights = minibatch(L, N, stacked.hidden_size, seed=2)
+    flat = obs.reshape(L, N, -1).clone()
+    flat[..., 10:40] = 0  # most entries zero or one constant value in every row, as Overcooked's
+    flat[..., 3] = 2
+    obs = flat.view_as(obs)
+    columns = observation_columns(flat.reshape(L * N, -1))
+    assert columns.constant.numel() >= 1 and columns.varying.numel() < flat.shape[-1] // 2
+    x = compress_observation(flat, columns)
+    member = torch.tensor([2, 0, 2, 1, 0, 2, 1, 0])
+
+    def run(o, cols):
+        stacked.zero_grad()
+        out = stacked.evaluate(o, o, avail, actions, h_a, h_c, starts, member, columns=cols)
+        loss_of(out, weights).backward()
+        return [t.detach() for t in out], {k: p.grad.clone() for k, p in stacked.named_parameters()}
+
+    dense_out, dense_grads = run(obs, None)
+    out, grads = run(x, columns)
+    for got, want in zip(out, dense_out, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    for k, g in grads.items():
+        torch.testing.assert_close(g, dense_grads[k], rtol=1e-4, atol=1e-6, msg=k)

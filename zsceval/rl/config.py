@@ -156,8 +156,9 @@ class PPOConfig:
     obs_columns: bool = True
     """MLP models: feed the first layer only the rollout's varying observation entries, with the
     constant ones folded into its bias (``networks.ObsColumns``): the same update up to float
-    rounding, ~2x faster on CPU for Overcooked's sparse lossless encoding. Not for stacked learners,
-    nor for a rollout in which more than half the entries vary."""
+    rounding, ~2x faster on CPU for Overcooked's sparse lossless encoding (stacked stage-1 learners
+    too, since 2026-11-27). Not for compiled steps, nor for a rollout in which more than half the
+    entries vary."""
     entropy_coefs: tuple[float, ...] = (0.2, 0.05, 0.01)
     """Entropy coefficient values at ``entropy_milestones``, linear in between."""
     entropy_milestones: tuple[float, ...] = (0.0, 5e6, 1e7)

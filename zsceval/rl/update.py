@@ -496,12 +496,12 @@ class PPOCore(LearningCore):
     def _compressed_obs(self) -> tuple[torch.Tensor, ObsColumns] | None:
         """The rollout's observations reduced to their varying entries, once per update
         (``ppo.obs_columns``, :class:`~zsceval.rl.networks.ObsColumns`): ``(float32 [T, B*n, S],
-        columns)``, or None for CNN models, MLPs without hidden layers, stacked learners or with the
+        columns)``, or None for CNN models, MLPs without hidden layers, compiled steps or with the
         option off."""
         model = self.cfg.model
         if not self.cfg.ppo.obs_columns or model.kind != "mlp" or not model.mlp_layers:
             return None
-        if self.stacked is not None or self._compiled_steps:
+        if self._compiled_steps:
             return None
         obs = self.buffer.obs
         rows = obs.reshape(-1, obs[0, 0, 0].numel())
@@ -685,7 +685,8 @@ class PPOCore(LearningCore):
             members.append(torch.full((mb["actions"].shape[1],), k, dtype=torch.int64, device=self.device))
         parts = list(parts.values())
         shared = parts[0]["critic_obs"] is parts[0]["obs"]
-        skip = {"weight", "critic_obs"} if shared else {"weight"}
+        columns = parts[0].get("obs_columns")  # one rollout's: every member's obs hold its entries
+        skip = {"weight", "critic_obs", "obs_columns"} if shared else {"weight", "obs_columns"}
         mb = {key: torch.cat([m[key] for m in parts], dim=0 if key.startswith("h_") else 1)
               for key in parts[0] if key not in skip}  # fmt: skip
         if shared:
@@ -697,8 +698,10 @@ class PPOCore(LearningCore):
         mb["weight"], mb["member"] = weight, member
         logp, entropy, values = stacked.evaluate(
             mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
-            mb["h_actor"], mb["h_critic"], mb["starts"], member,
+            mb["h_actor"], mb["h_critic"], mb["starts"], member, columns=columns,
         )  # fmt: skip
+        if columns is not None:
+            mb["obs_columns"] = columns
         total, step_stats = self._loss("stacked", mb, logp, entropy, values, ent_coef, stacked, weight)
         total = total * len(parts)  # sum of the members' losses
         for opt in self.stacked_optimizers.values():

@@ -70,13 +70,18 @@ class SequenceForward(_Template):
     """A chunk of L steps of actor and critic (as ``Policy.evaluate`` before the softmax).
 
     ``(obs [L, G, ...], critic_obs [L, G, ...], h_actor, h_critic [G, hidden], starts bool [L, G])
-    -> (logits float32 [L, G, A], values float32 [L, G])``.
+    -> (logits float32 [L, G, A], values float32 [L, G])``. With ``columns`` (``critic_columns``),
+    ``obs`` (``critic_obs``) is ``float32 [L, G, S]``, its varying entries
+    (:class:`~zsceval.rl.networks.ObsColumns`).
     """
 
-    def _sequence(self, side: str, obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+    def _sequence(
+        self, side: str, obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor,
+        columns: ObsColumns | None = None,
+    ) -> torch.Tensor:  # fmt: skip
         net = self._net(side)
         L, G = obs.shape[:2]
-        x = net.trunk.encoder(obs.reshape(L * G, *obs.shape[2:]))
+        x = net.trunk.encoder(obs.reshape(L * G, *obs.shape[2:]), columns=columns)
         if net.trunk.gru is None:
             return net.out(x).reshape(L, G, -1).float()
         x = x.reshape(L, G, -1)
@@ -94,9 +99,11 @@ class SequenceForward(_Template):
         h_actor: torch.Tensor,
         h_critic: torch.Tensor,
         starts: torch.Tensor,
+        columns: ObsColumns | None = None,
+        critic_columns: ObsColumns | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = self._sequence("actor", obs, h_actor, starts)
-        values = self._sequence("critic", critic_obs, h_critic, starts).squeeze(-1)
+        logits = self._sequence("actor", obs, h_actor, starts, columns)
+        values = self._sequence("critic", critic_obs, h_critic, starts, critic_columns).squeeze(-1)
         return logits, values
 
 

@@ -21,7 +21,7 @@ from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
 from zsceval.rl.agent import ActOutput, sample_actions
-from zsceval.rl.networks import cast_shared, masked_logits
+from zsceval.rl.networks import ObsColumns, cast_shared, masked_logits
 from zsceval.rl.policy import Policy
 from zsceval.rl.population.functional import Layout, SequenceForward, StepForward, static_slots
 from zsceval.rl.valuenorm import ValueNorm
@@ -171,6 +171,7 @@ class StackedPolicies(nn.Module):
         h_critic: torch.Tensor,
         starts: torch.Tensor,
         member: torch.Tensor,
+        columns: ObsColumns | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Re-evaluate chunks of L steps for N sequences, sequence ``j`` with member ``member[j]``.
 
@@ -183,6 +184,10 @@ class StackedPolicies(nn.Module):
             h_actor, h_critic: ``float32 [N, hidden]`` states at the chunk start.
             starts: ``bool [L, N]`` episode starts.
             member: ``int64 [N]`` member of each sequence.
+            columns: with an ``mlp`` model, ``obs`` may be ``float32 [L, N, S]``, its varying
+                entries (:func:`~zsceval.rl.networks.compress_observation`); then these are its
+                columns, and ``critic_obs`` is compressed alike when it is ``obs`` itself (as
+                ``Policy.evaluate``).
 
         Returns:
             ``(log_probs [L, N], entropy [L, N], values [L, N])``, float32; values normalized.
@@ -199,14 +204,17 @@ class StackedPolicies(nn.Module):
         dtype = torch.bfloat16 if self.bf16 else torch.float32
         weights = {k: getattr(self, _name(k)).to(dtype) for k in self._param_keys}
 
-        def call(params, o, co, ha, hc, s):
-            return functional_call(module, params, (o, co, ha, hc, s))
-
         shared = critic_obs is obs  # `critic_obs: own`: select and cast the observation once for both
         mlp = self.spec["model"]["kind"] == "mlp"
+        kwargs = {"columns": columns, "critic_columns": columns if shared else None}
+
+        def call(params, o, co, ha, hc, s):
+            return functional_call(module, params, (o, co, ha, hc, s), kwargs)
 
         def inputs(select) -> tuple[torch.Tensor, torch.Tensor]:
             o = select(obs)
+            if columns is not None:  # the varying entries, float32: the encoders take them as they are
+                return o, o if shared else select(critic_obs)
             return cast_shared(o, o if shared else select(critic_obs), dtype, contiguous=mlp)
 
         with torch.autocast(obs.device.type, dtype=torch.bfloat16, enabled=self.bf16):
