@@ -352,14 +352,20 @@ def test_report_notes_name_the_units_whose_br_never_scores(tmp_path, rule):
     ]
 
 
-def test_report_text_marks_differences_from_the_reference(tmp_path):
-    returns, br = synthetic()
-    write_tables(tmp_path, returns, br)
-    args = [str(tmp_path), "--reps", "100", "--no-figures", "--no-stats", "--compare", "zsceval-paper"]
-    result = CliRunner().invoke(report, args)
+def report_on_synthetic_tables(directory, *args):
+    """``zsceval report DIR ARGS`` on :func:`synthetic`'s tables written to ``directory``; the run
+    must succeed."""
+    write_tables(directory, *synthetic())
+    result = CliRunner().invoke(report, [str(directory), *args])
     assert result.exit_code == 0, result.output
-    payload = json.loads(CliRunner().invoke(report, [*args, "--json"]).stdout)["comparison"]["rows"]
-    block = result.stdout[result.stdout.index("Comparison with") :]
+    return result
+
+
+def test_report_text_marks_differences_from_the_reference(tmp_path):
+    args = ["--reps", "100", "--no-figures", "--no-stats", "--compare", "zsceval-paper"]
+    text = report_on_synthetic_tables(tmp_path, *args).stdout
+    payload = json.loads(report_on_synthetic_tables(tmp_path, *args, "--json").stdout)["comparison"]["rows"]
+    block = text[text.index("Comparison with") :]
     for row in payload:
         line = next(
             ln
