@@ -13,6 +13,9 @@ and evaluation horizon) and the script records at each step whether a validated 
   hypothesis is the partner's own cluster;
 - the share of steps on which each hypothesis's BR acts, over all steps and over the steps with
   none validated (the fallback's choices);
+- each hypothesis' mean Rescorla-Wagner value over the steps, and on the steps where one hypothesis
+  alone holds the highest value (what the ``highest`` fallback follows) the share of each; the
+  share of tied steps;
 - the mean team sparse return.
 
     python benchmarks/learning/hypothesis_validation.py CHAIN [CHAIN ...] [--json F]
@@ -65,6 +68,32 @@ def choice_shares(choice: np.ndarray, k: int, mask: np.ndarray | None = None) ->
     if picked.size == 0:
         return None
     return (np.bincount(picked, minlength=k)[:k] / picked.size).tolist()
+
+
+def value_summary(values: np.ndarray) -> dict[str, Any]:
+    """Each hypothesis' mean value, and which one holds the highest value where one does alone.
+
+    The agent keeps its current hypothesis on a tie (at an episode's start every value is 0 until a
+    prediction is scored), so tied steps are counted apart, not given to one hypothesis.
+
+    Args:
+        values: ``float [T, ..., k]`` values after each step's update.
+
+    Returns:
+        ``mean_value`` (k floats), ``highest_share`` (k floats: of the steps with a unique maximum,
+        the share on which each hypothesis holds it) and ``tied_share`` (the share of steps whose
+        maximum is shared).
+
+    Example: values ``[[0.5, 0.1], [0.2, 0.2], [0.0, 0.3]]`` (three steps, k = 2) give means
+    ``[0.233, 0.2]``, highest shares ``[0.5, 0.5]`` and a tied share of 1/3.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    k = v.shape[-1]
+    flat = v.reshape(-1, k)
+    unique = (flat == flat.max(-1, keepdims=True)).sum(-1) == 1
+    top = np.bincount(flat[unique].argmax(-1), minlength=k) / max(int(unique.sum()), 1)
+    return {"mean_value": flat.mean(0).tolist(), "highest_share": top.tolist(),
+            "tied_share": float(1.0 - unique.mean())}  # fmt: skip
 
 
 def summary(validated: np.ndarray, choice: np.ndarray, returns: np.ndarray,
@@ -120,6 +149,8 @@ def analyse(sel, folder: str) -> dict[str, Any] | None:
         ep = sel.play(chain, hyp, pool, horizon=chain.horizon)
         labels = chain.labels if pool == "training" else None
         s = summary(ep.validated, ep.choice, ep.returns, labels, k=chain.k)
+        if ep.values is not None:
+            s.update(value_summary(ep.values))
         out[pool] = s
         q = s["steps_to_validation"]
         steps = "none validates" if q is None else (
@@ -137,6 +168,11 @@ def analyse(sel, folder: str) -> dict[str, Any] | None:
             f"{'':9s} BR share per hypothesis: all steps [{shares(s['choice_share'])}], "
             f"steps with none validated [{shares(s['fallback_choice_share'])}]"
         )
+        if "mean_value" in s:
+            print(
+                f"{'':9s} value per hypothesis: mean [{shares(s['mean_value'])}], highest alone on "
+                f"[{shares(s['highest_share'])}] of the untied steps ({s['tied_share']:.0%} tied)"
+            )
     return out
 
 

@@ -159,6 +159,9 @@ class Episodes:
     validated: np.ndarray | None = None
     """``bool [T, 2, N]``: a validated hypothesis acts (the hypothesis agent's ``extras["validated"]``),
     else None."""
+    values: np.ndarray | None = None
+    """``float [T, 2, N, k]``: each hypothesis' Rescorla-Wagner value after step t's update (the
+    hypothesis agent's ``extras["values"]``), else None."""
 
 
 def bernoulli_entropy(p: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -194,7 +197,7 @@ def play(chain: Chain, ego, pool: str, *, seed: int = 0, horizon: int | None = N
     starts = torch.ones(B, dtype=torch.bool)
     gen = torch.Generator().manual_seed(seed)
     returns = torch.zeros(B)
-    argmins, entropy, choices, validated = [], torch.zeros(B, k), [], []
+    argmins, entropy, choices, validated, values = [], torch.zeros(B, k), [], [], []
     for t in range(env.horizon):
         obs = step.obs[rows, seat]
         probs = []
@@ -214,6 +217,8 @@ def play(chain: Chain, ego, pool: str, *, seed: int = 0, horizon: int | None = N
             choices.append(mine.extras["choice"].clone())
         if "validated" in mine.extras:
             validated.append(mine.extras["validated"].clone())
+        if "values" in mine.extras:
+            values.append(mine.extras["values"].clone())
         actions = torch.zeros(B, 2, dtype=torch.int64)
         actions[rows, seat], actions[rows, 1 - seat] = mine.actions, theirs.actions
         step = env.step(actions)
@@ -222,9 +227,10 @@ def play(chain: Chain, ego, pool: str, *, seed: int = 0, horizon: int | None = N
     T = env.horizon
     picked = torch.stack(choices).view(T, 2, N).numpy() if choices else None
     valid = torch.stack(validated).view(T, 2, N).numpy() if validated else None
+    vals = torch.stack(values).view(T, 2, N, -1).numpy() if values else None
     return Episodes(returns=returns.view(2, N).numpy(), argmin=torch.stack(argmins).view(T, 2, N).numpy(),
                     entropy=(entropy / T).T.reshape(k, 2, N).numpy(), choice=picked,
-                    validated=valid)  # fmt: skip
+                    validated=valid, values=vals)  # fmt: skip
 
 
 # -- the statistics (pure functions of the recorded arrays) ------------------------------------------

@@ -42,3 +42,16 @@ def test_summary_counts_games_steps_and_the_partners_own_cluster():
     none = h.summary(np.zeros((T, 2, N), dtype=bool), choice, returns, labels=None)
     assert none["steps_to_validation"] is None and none["own_cluster_share"] is None
     assert none["never_validated"] == 1.0
+
+
+def test_value_summary_means_and_who_holds_the_highest_value():
+    h = _script()
+    values = np.array([[0.5, 0.1], [0.2, 0.2], [0.0, 0.3]])  # three steps, k = 2; step 2 tied
+    out = h.value_summary(values)
+    assert out["mean_value"] == pytest.approx([0.7 / 3, 0.2])
+    assert out["highest_share"] == [0.5, 0.5] and out["tied_share"] == pytest.approx(1 / 3)
+    values = np.zeros((3, 2, 1, 3))  # [T, seats, pairs, k]: all tied at 0 but two steps
+    values[0, 0, 0, 1] = 0.9
+    values[2, 1, 0, 2] = 0.4
+    out = h.value_summary(values)
+    assert out["highest_share"] == [0.0, 0.5, 0.5] and out["tied_share"] == pytest.approx(4 / 6)
