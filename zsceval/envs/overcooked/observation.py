@@ -151,7 +151,8 @@ class Encoder:
         done = 0
         for lo, hi in self.local_channels:
             out[:, :, done:lo].copy_(src[:, :, done:lo])
-            out[:, :, lo:hi].copy_(src[:, :, lo:hi] * keep)  # (`out=` into a strided view breaks torch.compile)
+            # (`out=` into a strided view breaks torch.compile)
+            out[:, :, lo:hi].copy_(src[:, :, lo:hi] * keep)
             done = hi
         out[:, :, done:].copy_(src[:, :, done:])
         return out.permute(0, 1, 3, 4, 2)
