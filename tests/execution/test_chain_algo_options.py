@@ -91,3 +91,22 @@ def test_an_option_the_plugin_sets_itself_is_refused_not_dropped():
         chain_jobs(params("fcp", "algo.window=[0, 1]"))
     ego = next(j for j in chain_jobs(params("fcp", "algo.window=[0, 1, 2, 3]")) if j.id == "ego")
     assert ego.params["algo_options"]["window"] == [0, 1, 2, 3]  # the same value: nothing is lost
+
+
+def test_an_ego_trained_alone_from_given_inputs_keeps_every_option(tmp_path):
+    """With its stage-1 population given, FCP's ego trains alone (no chain): the window the chain's
+    plug-in would set is the user's to choose there, so deciding that is not refused."""
+    from zsceval import registry
+    from zsceval.bench.chain import missing_inputs
+    from zsceval.rl.config import resolve_config
+
+    over = [f"algo.population=['{tmp_path}']", "algo.window=[0, 1]"]
+    cfg = resolve_config(
+        preset="quick", overrides=over, **{"run.algo": "fcp", "env.layout": "counter_circuit"}
+    )
+    assert missing_inputs(registry.get("fcp"), cfg, params("fcp", *over)) == []
+    alone = ["algo.window=[0, 1]"]
+    cfg = resolve_config(
+        preset="quick", overrides=alone, **{"run.algo": "fcp", "env.layout": "counter_circuit"}
+    )
+    assert missing_inputs(registry.get("fcp"), cfg, params("fcp", *alone)) == ["population"]

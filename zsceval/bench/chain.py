@@ -105,7 +105,9 @@ def missing_inputs(algo_cls: type, cfg: TrainConfig, params: dict[str, Any]) -> 
     Returns:
         option names; empty for a one-stage algorithm or when the user gave every input.
     """
-    jobs = chain_jobs(params)
+    # the plug-in's own jobs, before the options are routed: a user who gave every input trains the
+    # ego alone, with any option (FCP's window too), so nothing here refuses one
+    jobs = algo_cls.jobs(_context(params))
     ego = next(j for j in jobs if j.id == EGO)
     return [k for k in ego.params.get("algo_inputs", {}) if not cfg.algo.get(k)]
 

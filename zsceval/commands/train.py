@@ -8,7 +8,7 @@ import click
 import yaml
 
 from zsceval import registry
-from zsceval.bench.chain import config_file_overrides, missing_inputs, run_chain, saved_chain
+from zsceval.bench.chain import chain_jobs, config_file_overrides, missing_inputs, run_chain, saved_chain
 from zsceval.rl.config import ConfigError, config_to_dict, list_presets, resolve_config
 
 DEFAULT_PRESET = "quick"
@@ -242,6 +242,7 @@ def train(
                 "overrides": [*config_file_overrides(config_file), *overrides],
             }  # fmt: skip
             if not print_config and missing_inputs(algo_cls, cfg, chain):
+                chain_jobs(chain)  # the algo.* options' routing checked before anything is written
                 check_writable(out)
                 _finish_chain(chain, out, progress, redo)
                 return
