@@ -16,7 +16,31 @@ from typing import Any
 
 from zsceval import registry
 
-__all__ = ["describe_options", "option_names", "plugin_conflicts", "route_chain_options", "takes_option"]
+__all__ = [
+    "algo_items",
+    "describe_options",
+    "option_names",
+    "plugin_conflicts",
+    "route_chain_options",
+    "takes_option",
+]
+
+
+def algo_items(overrides: list[str] | tuple[str, ...]) -> dict[str, tuple[str, Any]]:
+    """The ``algo.KEY=VALUE`` items among config overrides: ``{item: (KEY, value)}``, the value parsed
+    as YAML like every override (:func:`zsceval.rl.config.apply_overrides`); other items left out.
+
+    Raises:
+        yaml.YAMLError: an ``algo.*`` value that is not YAML (the config's own parse names it first).
+    """
+    import yaml
+
+    out = {}
+    for item in overrides:
+        if item.strip().startswith("algo.") and "=" in item:
+            key, raw = item.split("=", 1)
+            out[item] = (key.strip()[len("algo.") :], yaml.safe_load(raw))
+    return out
 
 
 def option_names(algo: str) -> set[str] | None:

@@ -41,14 +41,13 @@ REDONE = "redone"
 def _context(params: dict[str, Any]) -> Any:
     """The chain's job context; the ``algo.*`` overrides are its ``ego_options`` (which the plug-in
     reads, and :func:`chain_jobs` sends on to the training jobs that take them)."""
+    from zsceval.bench.algo_options import algo_items
+
     overrides = list(params["overrides"])
-    algo = [o for o in overrides if o.strip().startswith("algo.")]
+    algo = algo_items(overrides)
     common = {k: params[k] for k in ("layout", "preset", "device")}
     common["overrides"] = [o for o in overrides if o not in algo]
-    ego_options = {}
-    for item in algo:
-        key, raw = item.split("=", 1)
-        ego_options[key.strip()[len("algo.") :]] = yaml.safe_load(raw)
+    ego_options = dict(algo.values())
     from zsceval.rl.algorithm import JobContext  # torch: imported when a chain runs, not for --help
 
     return JobContext(params["algo"], params["layout"], params["seed"], params["steps"], EGO, common,

@@ -72,7 +72,7 @@ import pandas as pd
 import yaml
 
 from zsceval import registry
-from zsceval.bench.algo_options import describe_options, plugin_conflicts, takes_option
+from zsceval.bench.algo_options import algo_items, describe_options, plugin_conflicts, takes_option
 from zsceval.bench.stages import STAGES_TABLE
 from zsceval.envs.scenarios import env_flags, num_players, resolve_scenario
 from zsceval.evaluation import pipeline  # noqa: F401  (registers the job kinds)
@@ -681,7 +681,7 @@ def scope_algo_options(
             each job's algorithm named), or whose value the plug-in replaces with its own
             (:func:`~zsceval.bench.algo_options.plugin_conflicts`).
     """
-    scoped = {o: o.split("=", 1)[0].strip()[len("algo.") :] for o in extra if o.strip().startswith("algo.")}
+    scoped = algo_items(extra)  # {item: (KEY, value)}
     if not scoped:
         return jobs
     declared, used, names = [*base, *extra], set(), {}
@@ -690,9 +690,8 @@ def scope_algo_options(
         if job.kind != "train" or list(job.params.get("overrides", [])) != declared:
             out.append(job)
             continue
-        keep = [o for o in extra if o not in scoped or takes_option(job, scoped[o], names)]
-        given = {scoped[o]: yaml.safe_load(o.split("=", 1)[1]) for o in keep if o in scoped}
-        taken = plugin_conflicts(job, given)
+        keep = [o for o in extra if o not in scoped or takes_option(job, scoped[o][0], names)]
+        taken = plugin_conflicts(job, dict(scoped[o] for o in keep if o in scoped))
         if taken:
             raise SuiteError(f"algo_overrides.{algo}: {algo} sets these options itself: {'; '.join(taken)}")
         used.update(o for o in keep if o in scoped)

@@ -273,12 +273,10 @@ class PQNCore(LearningCore):
         """``(learner bool [N], q float32 [N, A])``: the rows learners drive now and the Q-values of
         every row (meaningless where ``learner`` is False)."""
         actor = runner.seat_actor.reshape(-1)
-        rows = obs.reshape(self.N, *obs.shape[2:])
         columns = self.obs_columns(obs) if obs.device.type == "cpu" else None  # a host read: CPU only
-        if columns is not None:
-            scale = float(self.policies[0].spec["model"]["obs_scale"])
-            rows = compress_observation(rows.reshape(self.N, -1), columns, scale)
-        return actor < len(self.policies), self.q_rows(rows, actor, columns=columns)
+        x = self.varying(obs, columns)
+        q = self.q_rows(x.reshape(self.N, *x.shape[2:]), actor, columns=columns)
+        return actor < len(self.policies), q
 
     def _sum_max(self, learner: torch.Tensor, q: torch.Tensor, avail: torch.Tensor) -> torch.Tensor:
         """``float32 [B]``: per game, the sum over its learner rows (``learner bool [N]``) of
@@ -394,6 +392,15 @@ class PQNCore(LearningCore):
         columns = observation_columns(rows, float(model["obs_scale"]))
         return None if columns.varying.numel() > rows.shape[1] // 2 else columns
 
+    def varying(self, obs: torch.Tensor, columns: ObsColumns | None) -> torch.Tensor:
+        """``obs [S, n, *obs_shape]`` reduced to its varying entries, ``float32 [S, n, S_cols]``
+        scaled like the encoder's input (:func:`~zsceval.rl.networks.compress_observation`); ``obs``
+        itself without ``columns``."""
+        if columns is None:
+            return obs
+        scale = float(self.policies[0].spec["model"]["obs_scale"])
+        return compress_observation(obs.reshape(*obs.shape[:2], -1), columns, scale)
+
     def clip_gradients(self) -> None:
         """Clip each learner's gradient to L2 norm ``pqn.max_grad_norm`` (learners without gradients
         are skipped); no host synchronization."""
@@ -452,13 +459,10 @@ class PQNCore(LearningCore):
         eps = self.epsilon
         batches, present = self._minibatches(actor, generator)
         columns = self.obs_columns(obs)  # one host read per update
-        scale = float(self.policies[0].spec["model"]["obs_scale"])
         logged = []
         for idx, seated in zip(batches, present):
             g = targets.index_select(0, idx)
-            x = obs.index_select(0, idx)
-            if columns is not None:  # the varying entries only, float32 [S, n, S_cols]
-                x = compress_observation(x.reshape(*x.shape[:2], -1), columns, scale)
+            x = self.varying(obs.index_select(0, idx), columns)
             loss, qt = self.minibatch_loss(
                 x, actions.index_select(0, idx), actor.index_select(0, idx), g, columns=columns
             )

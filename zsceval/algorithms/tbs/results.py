@@ -51,7 +51,6 @@ def summarize(frame: pd.DataFrame, reps: int = 2000, seed: int = 0) -> pd.DataFr
     """Per agent: mean return and mean scaled reward with bootstrap 95% CIs (episodes as seeds,
     held-out pairs as partners, seats travel with their pair;
     :func:`zsceval.stats.metrics.bootstrap_ci`)."""
-
     rows = []
     for agent in [a for a in AGENTS if a in set(frame["agent"])]:
         sub = frame[frame["agent"] == agent]
