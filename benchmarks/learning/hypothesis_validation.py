@@ -18,7 +18,12 @@ and evaluation horizon) and the script records at each step whether a validated 
   share of tied steps;
 - the mean team sparse return.
 
-    python benchmarks/learning/hypothesis_validation.py CHAIN [CHAIN ...] [--json F]
+With several chains of one layout it also prints the pooled distribution of the steps to validation
+per pool (every game of every chain), and ``--figure F`` draws, per layout and pool, the share of
+games validated by step t (an empirical CDF; the curve ends below 1 by the share that never
+validates), pooled and per chain.
+
+    python benchmarks/learning/hypothesis_validation.py CHAIN [CHAIN ...] [--json F] [--figure F.png]
 
 A chain whose ego checkpoint predates the hypothesis agent has none; the script says so and skips it.
 """
@@ -96,6 +101,88 @@ def value_summary(values: np.ndarray) -> dict[str, Any]:
             "tied_share": float(1.0 - unique.mean())}  # fmt: skip
 
 
+def quartiles(first) -> dict[str, float] | None:
+    """``q25, median, q75, mean`` of the steps to validation of the games that validate (``first >= 0``),
+    None if none does.
+
+    Example: ``first = [2, -1, 0, 4]`` gives q25 1, median 2, q75 3, mean 2.
+    """
+    hit = np.asarray(first).reshape(-1)
+    hit = hit[hit >= 0]
+    if hit.size == 0:
+        return None
+    q25, med, q75 = np.percentile(hit, [25, 50, 75])
+    return {"q25": float(q25), "median": float(med), "q75": float(q75), "mean": float(hit.mean())}
+
+
+def pooled(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps to validation of every game, pooled per (layout, pool) over the chains given.
+
+    Args:
+        results: :func:`analyse`'s records; each pool's ``first_steps`` (one int per game, -1 if the
+            game never validates).
+
+    Returns:
+        One record per (layout, pool), layouts sorted: ``layout, pool, chains, games,
+        never_validated`` (share) and ``steps_to_validation`` (:func:`quartiles`).
+    """
+    out = []
+    for layout in sorted({r["layout"] for r in results}):
+        runs = [r for r in results if r["layout"] == layout]
+        for pool in ("training", "held-out"):
+            first = np.concatenate([np.asarray(r[pool]["first_steps"], dtype=np.int64) for r in runs])
+            out.append({"layout": layout, "pool": pool, "chains": [r["chain"] for r in runs],
+                        "games": int(first.size), "never_validated": float((first < 0).mean()),
+                        "steps_to_validation": quartiles(first)})  # fmt: skip
+    return out
+
+
+def validated_by(first, horizon: int) -> np.ndarray:
+    """Share of games whose first validated step is <= t, for t = 0 .. horizon - 1.
+
+    Example: ``first = [2, -1, 0, 4]``, horizon 5 gives ``[0.25, 0.25, 0.5, 0.5, 0.75]``.
+    """
+    first = np.asarray(first).reshape(-1)
+    t = np.arange(horizon)
+    return ((first[None, :] >= 0) & (first[None, :] <= t[:, None])).mean(axis=1)
+
+
+def figure(results: list[dict[str, Any]], path: Path) -> None:
+    """Per layout (rows) and pool (columns): the share of games validated by step t, pooled (thick)
+    and per chain (thin); written to a temp file and renamed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    layouts = sorted({r["layout"] for r in results})
+    fig, axes = plt.subplots(len(layouts), 2, figsize=(9, 3 * len(layouts)), squeeze=False, sharey=True)
+    for row, layout in zip(axes, layouts):
+        runs = [r for r in results if r["layout"] == layout]
+        for ax, pool in zip(row, ("training", "held-out")):
+            horizon = max(int(r[pool]["horizon"]) for r in runs)
+            t = np.arange(horizon)
+            for r in runs:
+                ax.plot(t, validated_by(r[pool]["first_steps"], horizon), lw=0.8, alpha=0.5,
+                        label=Path(r["chain"]).name)  # fmt: skip
+            every = np.concatenate([np.asarray(r[pool]["first_steps"]) for r in runs])
+            ax.plot(t, validated_by(every, horizon), lw=2.2, color="k", label=f"pooled ({every.size} games)")
+            ax.set_title(f"{layout}, {pool} pool")
+            ax.set_xlabel("step t")
+            ax.set_xscale("symlog", linthresh=10)
+            ax.set_ylim(0, 1)
+            ax.grid(alpha=0.3)
+        row[0].set_ylabel("games validated by t")
+        row[1].legend(fontsize=7, loc="lower right")
+    fig.suptitle("Hypothesis agent: steps to the first validated hypothesis (V >= V_thr)")
+    fig.tight_layout()
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    tmp.replace(path)
+
+
 def summary(validated: np.ndarray, choice: np.ndarray, returns: np.ndarray,
             labels: np.ndarray | None = None, k: int | None = None) -> dict[str, Any]:  # fmt: skip
     """The numbers printed for one pool (module docstring).
@@ -110,21 +197,19 @@ def summary(validated: np.ndarray, choice: np.ndarray, returns: np.ndarray,
         the games that validate, None if none does), ``validated_share`` (of all steps),
         ``own_cluster_share`` (of validated steps; None without labels or validated steps),
         ``choice_share`` and ``fallback_choice_share`` (:func:`choice_shares` over all steps and over
-        the steps with none validated) and ``mean_return``.
+        the steps with none validated), ``mean_return``, ``first_steps`` (each game's step to
+        validation, -1 if never; games ordered seat-major) and ``horizon`` (T).
     """
     k = int(np.max(choice)) + 1 if k is None else k
     validated = np.asarray(validated, dtype=bool)
     first = steps_to_validation(validated).reshape(-1)
-    hit = first[first >= 0]
     out: dict[str, Any] = {"games": int(first.size), "never_validated": float((first < 0).mean()),
-                           "steps_to_validation": None, "validated_share": float(validated.mean()),
+                           "steps_to_validation": quartiles(first),
+                           "validated_share": float(validated.mean()),
                            "own_cluster_share": None, "mean_return": float(np.mean(returns)),
                            "choice_share": choice_shares(choice, k),
-                           "fallback_choice_share": choice_shares(choice, k, ~validated)}  # fmt: skip
-    if hit.size:
-        q25, med, q75 = np.percentile(hit, [25, 50, 75])
-        out["steps_to_validation"] = {"q25": float(q25), "median": float(med), "q75": float(q75),
-                                      "mean": float(hit.mean())}  # fmt: skip
+                           "fallback_choice_share": choice_shares(choice, k, ~validated),
+                           "first_steps": first.tolist(), "horizon": int(validated.shape[0])}  # fmt: skip
     if labels is not None and validated.any():
         own = choice == np.asarray(labels)[None, None, :]
         out["own_cluster_share"] = float(own[validated].mean())
@@ -182,12 +267,28 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("chains", nargs="+", help="--out folders of `zsceval train --algo tbs`")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers to this file")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="also draw the share of games validated by step t (PNG)")  # fmt: skip
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     sel = tbs_selection
     results = [r for r in (analyse(sel, c) for c in args.chains) if r is not None]
+    pools = pooled(results)
+    if any(len(p["chains"]) > 1 for p in pools):
+        print("\n=== pooled over the chains of each layout")
+        for p in (p for p in pools if len(p["chains"]) > 1):
+            q = p["steps_to_validation"]
+            steps = "none validates" if q is None else (
+                f"q25 {q['q25']:.0f}, median {q['median']:.0f}, q75 {q['q75']:.0f}, mean {q['mean']:.1f}"
+            )  # fmt: skip
+            print(f"{p['layout']} {p['pool']:9s} ({len(p['chains'])} chains, {p['games']} games): "
+                  f"steps to validation {steps}; never {p['never_validated']:.0%}")  # fmt: skip
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        tmp = args.json.with_name(args.json.name + ".tmp")
+        tmp.write_text(json.dumps({"chains": results, "pooled": pools}, indent=1))
+        tmp.replace(args.json)
+    if args.figure and results:
+        figure(results, args.figure)
     return results
 
 

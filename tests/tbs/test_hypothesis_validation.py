@@ -55,3 +55,42 @@ def test_value_summary_means_and_who_holds_the_highest_value():
     values[2, 1, 0, 2] = 0.4
     out = h.value_summary(values)
     assert out["highest_share"] == [0.0, 0.5, 0.5] and out["tied_share"] == pytest.approx(4 / 6)
+
+
+def test_summary_keeps_each_games_step_to_validation_seat_major():
+    h = _script()
+    validated = np.zeros((4, 2, 2), dtype=bool)
+    validated[1:, 0, 0] = True  # seat 0, pair 0: step 1
+    validated[3, 1, 1] = True  # seat 1, pair 1: step 3
+    s = h.summary(validated, np.zeros((4, 2, 2), dtype=np.int64), np.zeros((2, 2)))
+    assert s["first_steps"] == [1, -1, -1, 3] and s["horizon"] == 4
+
+
+def test_pooled_quartiles_take_every_game_of_every_chain_of_a_layout():
+    h = _script()
+
+    def record(chain, layout, training, held_out):
+        return {"chain": chain, "layout": layout, "training": {"first_steps": training},
+                "held-out": {"first_steps": held_out}}  # fmt: skip
+
+    results = [record("a", "ring", [2, -1], [0, -1]), record("b", "ring", [0, 4], [-1, -1]),
+               record("c", "circuit", [-1], [5])]  # fmt: skip
+    pools = {(p["layout"], p["pool"]): p for p in h.pooled(results)}
+    ring = pools[("ring", "training")]
+    assert ring["chains"] == ["a", "b"] and ring["games"] == 4 and ring["never_validated"] == 0.25
+    # the three validating games' steps are 2, 0, 4: quartiles 1, 2, 3, mean 2
+    assert ring["steps_to_validation"] == {"q25": 1.0, "median": 2.0, "q75": 3.0, "mean": 2.0}
+    assert pools[("ring", "held-out")]["never_validated"] == 0.75
+    assert pools[("ring", "held-out")]["steps_to_validation"]["median"] == 0.0
+    assert pools[("circuit", "training")]["steps_to_validation"] is None
+    assert h.quartiles([2, -1, 0, 4]) == {"q25": 1.0, "median": 2.0, "q75": 3.0, "mean": 2.0}
+
+
+def test_validated_by_is_the_share_of_games_validated_at_or_before_each_step(tmp_path):
+    h = _script()
+    assert h.validated_by([2, -1, 0, 4], 5).tolist() == [0.25, 0.25, 0.5, 0.5, 0.75]
+    results = [{"chain": "x/ring_s0", "layout": "ring", "training": {"first_steps": [2, -1], "horizon": 5},
+                "held-out": {"first_steps": [0, 3], "horizon": 5}}]  # fmt: skip
+    h.figure(results, tmp_path / "v.png")
+    assert (tmp_path / "v.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob("*.tmp*"))
