@@ -235,20 +235,24 @@ def test_pooling_keeps_chain_settings_apart_and_never_pools_one_seed_twice(tmp_p
 
     from zsceval.algorithms.tbs.report import chain_variant, format_tbs, plot_pooled, tbs_pooled, tbs_summary
 
-    def chain(name, seed, *overrides, pairs):
+    def chain(name, seed, *overrides, pairs, k=None):
         root = tmp_path / name
         path = root / "ego" / "tbs_eval" / "results.parquet"
         path.parent.mkdir(parents=True)
         _run_frame("counter_circuit", pairs).to_parquet(path)
+        if k is not None:
+            cluster = root / "counter_circuit" / "tbs" / f"cluster_n10_s{seed}"
+            cluster.mkdir(parents=True)
+            (cluster / "clustering.json").write_text(json.dumps({"k": k, "labels": []}))
         over = ["run.num_threads=1", "algo.pool_size=10", *overrides]
         record = {"algo": "tbs", "layout": "counter_circuit", "seed": seed, "steps": None, "preset": "quick"}
         (root / "chain.json").write_text(json.dumps({**record, "overrides": over}))
         return path
 
     paths = [
-        chain("s0", 0, pairs=[(100, 50, 75)]),
-        chain("s1", 1, pairs=[(100, 100, 50)]),
-        chain("s0_k2", 0, "algo.fixed_k=2", pairs=[(100, 20, 75)]),
+        chain("s0", 0, pairs=[(100, 50, 75)], k=5),
+        chain("s1", 1, pairs=[(100, 100, 50)], k=7),
+        chain("s0_k2", 0, "algo.fixed_k=2", pairs=[(100, 20, 75)], k=2),
         chain("s1_k2", 1, "algo.fixed_k=2", pairs=[(100, 40, 50)]),
         chain("s0_tom1", 0, "algo.tom_seed=1", pairs=[(100, 0, 75)]),
         chain("s0_tom2", 0, "algo.tom_seed=1", pairs=[(100, 10, 75)]),
@@ -266,6 +270,15 @@ def test_pooling_keeps_chain_settings_apart_and_never_pools_one_seed_twice(tmp_p
     with pytest.warns(UserWarning):
         text = format_tbs(tbs_summary(paths, reps=50), pooled=tbs_pooled(paths, reps=50))
     assert "(pooled over 2 runs; algo.fixed_k=2, algo.pool_size=10: 2 held-out pairs with a scale)" in text
+    # the overview: one line per settings with each run's k (unknown for s1_k2: no clustering record)
+    assert pooled.groupby("variant")["k"].first().to_dict() == {
+        "algo.pool_size=10": "5, 7", "algo.fixed_k=2, algo.pool_size=10": "2, ?"}  # fmt: skip
+    overview = text[text.index("TBS against the single BR by chain settings") :].splitlines()
+    rows = {line.split()[0]: line.split() for line in overview[2:4]}
+    assert rows["algo.fixed_k=2"][1:5] == ["2", "2,", "?", "0.300"]  # runs, k, TBS
+    assert rows["algo.fixed_k=2"][6] == f"{((0.2 - 0.75) + (0.4 - 0.5)) / 2:+.3f}"  # TBS - BR
+    assert rows["defaults"][1:5] == ["2", "5,", "7", "0.750"]
+    assert overview[4] == "  (every row: algo.pool_size=10)"
     names = sorted(p.name for p in plot_pooled(pooled, tmp_path / "figures"))
     assert names == ["tbs_pooled_counter_circuit_algo.fixed-k-2-algo.pool-size-10.png",
                      "tbs_pooled_counter_circuit_algo.pool-size-10.png"]  # fmt: skip

@@ -12,6 +12,7 @@ from zsceval.algorithms.tbs.results import AGENTS, cube_ci, result_cube, summari
 
 __all__ = [
     "TBS_RESULTS",
+    "chain_k",
     "chain_variant",
     "find_tbs_results",
     "format_tbs",
@@ -98,6 +99,24 @@ def chain_variant(path: str | Path) -> tuple[str, int | None]:
     return ", ".join(sorted(parts)), chain.get("seed")
 
 
+def chain_k(path: str | Path) -> int | None:
+    """The number of clusters k of the TBS chain that wrote ``path`` (``<chain>/ego/tbs_eval/
+    results.parquet``): ``k`` of the chain's one ``<layout>/tbs/cluster_*/clustering.json``.
+
+    Returns:
+        k, or None where the chain has no clustering record or several (a bench folder).
+    """
+    import json
+
+    records = sorted((Path(path).parents[2]).glob("*/tbs/cluster_*/clustering.json"))
+    if len(records) != 1:
+        return None
+    try:
+        return int(json.loads(records[0].read_text())["k"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def tbs_pooled(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Scaled reward pooled over the runs (seeds) of each layout and settings (:func:`chain_variant`)
     that has two or more, with bootstrap CIs, and the paired differences TBS - BR and Hypothesis - BR.
@@ -117,23 +136,27 @@ def tbs_pooled(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.Data
         paths: ``tbs_eval/results.parquet`` files (:func:`find_tbs_results`).
 
     Returns:
-        Columns ``layout, variant, runs, heldout_pairs, agent, scaled, scaled_low, scaled_high``
-        (``variant``: the settings of :func:`chain_variant`); no rows for a group with a single run.
+        Columns ``layout, variant, runs, k, heldout_pairs, agent, scaled, scaled_low, scaled_high``
+        (``variant``: the settings of :func:`chain_variant`; ``k``: each run's number of clusters,
+        :func:`chain_k`, in the order of ``paths``, e.g. ``"5, 7"``, ``"?"`` where unknown); no rows
+        for a group with a single run.
     """
     import warnings
 
     from zsceval.stats.metrics import bootstrap_ci
 
-    frames: dict[tuple[str, str], list[tuple[int | None, pd.DataFrame]]] = {}
+    frames: dict[tuple[str, str], list[tuple[int | None, pd.DataFrame, int | None]]] = {}
     for path in paths:
         frame = pd.read_parquet(path)
         variant, run_seed = chain_variant(path)
-        frames.setdefault((str(frame["layout"].iloc[0]), variant), []).append((run_seed, frame))
+        frames.setdefault((str(frame["layout"].iloc[0]), variant), []).append(
+            (run_seed, frame, chain_k(path))
+        )
     rows = []
     for (layout, variant), group in sorted(frames.items()):
         if len(group) < 2:
             continue
-        seeds = [s for s, _ in group if s is not None]
+        seeds = [s for s, _, _ in group if s is not None]
         if len(set(seeds)) < len(seeds):
             warnings.warn(
                 f"TBS runs of {layout} ({variant or 'default settings'}) repeat a seed ({sorted(seeds)}): "
@@ -141,7 +164,8 @@ def tbs_pooled(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.Data
                 stacklevel=2,
             )
             continue
-        runs = [f for _, f in group]
+        runs = [f for _, f, _ in group]
+        ks = ", ".join("?" if k is None else str(k) for _, _, k in group)
         agents = [a for a in AGENTS if all(a in set(f["agent"]) for f in runs)]
         if not agents:  # runs written by different versions share no agent: nothing to pool
             continue
@@ -152,10 +176,20 @@ def tbs_pooled(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.Data
         keep = ~np.isnan(data[agents[0]]).all(axis=(0, 2))
         for agent, x in data.items():
             ci = bootstrap_ci(x[:, keep], np.nanmean, reps=reps, rng=np.random.default_rng(seed))
-            rows.append({"layout": layout, "variant": variant, "runs": len(runs),
+            rows.append({"layout": layout, "variant": variant, "runs": len(runs), "k": ks,
                          "heldout_pairs": int(keep.sum()), "agent": agent, "scaled": ci.estimate,
                          "scaled_low": ci.low, "scaled_high": ci.high})  # fmt: skip
-    columns = ["layout", "variant", "runs", "heldout_pairs", "agent", "scaled", "scaled_low", "scaled_high"]
+    columns = [
+        "layout",
+        "variant",
+        "runs",
+        "k",
+        "heldout_pairs",
+        "agent",
+        "scaled",
+        "scaled_low",
+        "scaled_high",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -235,4 +269,33 @@ def format_tbs(summary: pd.DataFrame, level: float = 0.95, pooled: pd.DataFrame 
         lines.append(f"  {'agent':<15}  {'scaled reward':>24}")
         for r in g.itertuples():
             lines.append(f"  {r.agent:<15}  {r.scaled:6.3f} [{r.scaled_low:6.3f}, {r.scaled_high:6.3f}]")
+    if pooled is not None and len(pooled):
+        lines.extend(_settings_overview(pooled))
     return "\n".join(lines)
+
+
+def _settings_overview(pooled: pd.DataFrame) -> list[str]:
+    """Per layout with two or more pooled chain settings (e.g. the paper's k rule and fixed k = 2, 3, 4),
+    one line per settings: runs, each run's k, TBS, the single BR and TBS - BR with its CI."""
+    lines = []
+    for lay, g in pooled.groupby("layout", sort=True):
+        variants = list(dict.fromkeys(g["variant"]))
+        if len(variants) < 2:
+            continue
+        common = set.intersection(*(set(v.split(", ")) for v in variants)) - {""}
+        lines.append(f"\n{lay}: TBS against the single BR by chain settings (pooled over seeds)")
+        lines.append(f"  {'settings':<26} {'runs':>4}  {'k':<10} {'TBS':>6} {'BR':>6}  {'TBS - BR [CI]':>26}")
+        for variant in variants:
+            v = g[g["variant"] == variant].set_index("agent")
+            if not {"TBS", "BR", "TBS - BR"} <= set(v.index):
+                continue
+            own = ", ".join(p for p in variant.split(", ") if p and p not in common) or "defaults"
+            d = v.loc["TBS - BR"]
+            diff = f"{d.scaled:+.3f} [{d.scaled_low:+.3f}, {d.scaled_high:+.3f}]"
+            lines.append(
+                f"  {own:<26} {int(v['runs'].iloc[0]):>4}  {str(v['k'].iloc[0]) if 'k' in v else '':<10} "
+                f"{v.loc['TBS', 'scaled']:6.3f} {v.loc['BR', 'scaled']:6.3f}  {diff:>26}"
+            )
+        if common:
+            lines.append(f"  (every row: {', '.join(sorted(common))})")
+    return lines
