@@ -110,3 +110,21 @@ def test_an_ego_trained_alone_from_given_inputs_keeps_every_option(tmp_path):
         preset="quick", overrides=alone, **{"run.algo": "fcp", "env.layout": "counter_circuit"}
     )
     assert missing_inputs(registry.get("fcp"), cfg, params("fcp", *alone)) == ["population"]
+
+
+def test_some_of_an_egos_inputs_without_the_others_is_refused_not_overwritten(tmp_path):
+    """HSP's ego takes its stage-1 population and its candidates' runs: given the population alone,
+    the chain would train its own and drop the user's, so train refuses and names both."""
+    from zsceval import registry
+    from zsceval.bench.chain import missing_inputs
+    from zsceval.rl.config import resolve_config
+
+    over = [f"algo.population=['{tmp_path}']"]
+    cfg = resolve_config(
+        preset="quick", overrides=over, **{"run.algo": "hsp", "env.layout": "counter_circuit"}
+    )
+    with pytest.raises(ConfigError, match=r"algo.population given, algo.candidate_runs missing"):
+        missing_inputs(registry.get("hsp"), cfg, params("hsp", *over))
+    cfg = resolve_config(preset="quick", **{"run.algo": "hsp", "env.layout": "counter_circuit"})
+    assert missing_inputs(registry.get("hsp"), cfg, params("hsp")) == [
+        "population", "candidate_runs"]  # fmt: skip

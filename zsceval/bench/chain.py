@@ -103,12 +103,28 @@ def missing_inputs(algo_cls: type, cfg: TrainConfig, params: dict[str, Any]) -> 
 
     Returns:
         option names; empty for a one-stage algorithm or when the user gave every input.
+
+    Raises:
+        ConfigError: the user gave some of the inputs but not all (HSP's ``algo.population`` without
+            its ``algo.candidate_runs``): the chain would replace the given ones with its own stages'
+            outputs, so the run is refused with the inputs given and missing named.
     """
     # the plug-in's own jobs, before the options are routed: a user who gave every input trains the
     # ego alone, with any option (FCP's window too), so nothing here refuses one
     jobs = algo_cls.jobs(_context(params))
     ego = next(j for j in jobs if j.id == EGO)
-    return [k for k in ego.params.get("algo_inputs", {}) if not cfg.algo.get(k)]
+    inputs = list(ego.params.get("algo_inputs", {}))
+    missing = [k for k in inputs if not cfg.algo.get(k)]
+    given = [k for k in inputs if k not in missing]
+    if given and missing:
+        name = params["algo"]
+        raise ConfigError(
+            f"{name}'s ego takes {', '.join(f'algo.{k}' for k in inputs)} from earlier stages; "
+            f"{', '.join(f'algo.{k}' for k in given)} given, {', '.join(f'algo.{k}' for k in missing)} "
+            f"missing: give all of them to train the ego alone, or none to run {name}'s whole chain "
+            "(its stages would replace the ones given)"
+        )
+    return missing
 
 
 def config_file_overrides(path: str | None) -> list[str]:
