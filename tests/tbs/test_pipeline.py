@@ -73,6 +73,11 @@ def test_pool_seeds_give_different_shaping_and_the_coefficients_resume():
     c = registry.get("tbs-pool")(cfg, num_envs=3, num_agents=2, device="cpu")
     c.build_learners(lambda: torch.nn.Linear(1, 1))
     assert not torch.allclose(a.coefficients, c.coefficients)
+    # the run's coefficients can be recomputed from its seed and size (the pool diagnostics do)
+    from zsceval.algorithms.tbs.shaping import pool_coefficients
+
+    assert torch.equal(c.coefficients, torch.as_tensor(pool_coefficients(2, 1000), dtype=torch.float32))
+    assert torch.equal(a.coefficients, torch.as_tensor(pool_coefficients(2, 0), dtype=torch.float32))
     c.load_state_dict(a.state_dict())
     assert torch.equal(c.coefficients, a.coefficients)
 
@@ -378,6 +383,16 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     (validation,) = _script("hypothesis_validation.py").main([str(out)])
     assert validation["training"]["games"] == validation["held-out"]["games"] == 2 * 3  # seats x pairs
     assert 0.0 <= validation["training"]["never_validated"] <= 1.0
+    # what each pool pair does in self-play and what its shaping pays (tbs_pool_behaviour.py)
+    behaviour = _script("tbs_pool_behaviour.py")
+    pools = behaviour.main([str(out), "--episodes", "2"])
+    assert [p["run"].split("/")[-2].split("_")[0] for p in pools] == ["pool", "heldout"]
+    for pool in pools:
+        assert [p["pair"] for p in pool["pairs"]] == [0, 1, 2]
+        for p in pool["pairs"]:
+            assert p["label"] == behaviour.label(
+                p["sparse_return"], np.array(p["counter_events"]), pool["horizon"]
+            )
     if clustering["k"] > 1:
         clusters = [[i for i, c in enumerate(clustering["labels"]) if c == j] for j in range(clustering["k"])]
         dropped = _script("tbs_drop_clusters.py").main([str(out), "--drop", "0"])

@@ -146,3 +146,13 @@ def test_script_names_a_folder_that_is_not_a_tbs_chain(diag, tmp_path):
     chain = _fake_chain(tmp_path / "chain", 0)
     with pytest.raises(SystemExit, match="--layout counter_circuit does not match the layout of"):
         diag.main([str(chain), "--layout", "counter_circuit"])
+
+
+def test_pool_pair_labels_separate_scoring_counter_loops_and_the_rest():
+    from .scripts import load_script
+
+    b = load_script("tbs_pool_behaviour.py")
+    assert b.label(0.0, np.array([195.0, 0.0]), 400) == "counter loop"  # a counter event every ~2 steps
+    assert b.label(0.0, np.array([100.0, 3.0]), 400) == "counter loop"  # every fourth step: the threshold
+    assert b.label(0.0, np.array([99.0, 3.0]), 400) == "no score"
+    assert b.label(20.0, np.array([195.0, 0.0]), 400) == "scores"  # a pair that delivers scores, loop or not

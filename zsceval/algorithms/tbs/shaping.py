@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-__all__ = ["SHAPING_EVENTS", "event_matrix", "sample_coefficients"]
+__all__ = ["SHAPING_EVENTS", "event_matrix", "pool_coefficients", "sample_coefficients"]
 
 SHAPING_EVENTS: dict[str, tuple[float, tuple[str, ...]]] = {
     "place_onion_in_pot": (0.15, ("PLACEMENT_IN_POT",)),
@@ -68,3 +68,11 @@ def sample_coefficients(num_agents: int, seed: int, scale: float = 1.0) -> np.nd
     mags = np.array([m for m, _ in SHAPING_EVENTS.values()])
     z = np.random.default_rng(seed).standard_normal((num_agents, len(mags)))
     return scale * mags * z
+
+
+def pool_coefficients(pool_size: int, run_seed: int, scale: float = 1.0) -> np.ndarray:
+    """The shaping coefficients of a ``tbs-pool`` run of N = ``pool_size`` pairs and seed
+    ``run.seed``: ``float64 [2N, len(SHAPING_EVENTS)]``, rows ``p00_1, p00_2, p01_1, ...`` (pair i's
+    agent 1 at row 2i, agent 2 at row 2i + 1), drawn from seed ``10_000 + run_seed`` so that they
+    differ from the run's other random streams."""
+    return sample_coefficients(2 * pool_size, seed=10_000 + run_seed, scale=scale)

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from zsceval.algorithms.tbs.pool import GreedyPool, agent_names, load_pool_agents
-from zsceval.algorithms.tbs.shaping import event_matrix, sample_coefficients
+from zsceval.algorithms.tbs.shaping import event_matrix, pool_coefficients
 from zsceval.envs.base import Step
 from zsceval.registry import register
 from zsceval.rl.algorithm import Algorithm, JobContext
@@ -119,8 +119,7 @@ class TBSPool(Algorithm):
         if self.num_agents != 2:
             raise ConfigError(f"tbs-pool is written for 2 players, the env has {self.num_agents}")
         N = self.pool_size
-        seed = 10_000 + self.config.run.seed
-        coef = sample_coefficients(2 * N, seed=seed, scale=self.options.shaping_scale)
+        coef = pool_coefficients(N, self.config.run.seed, scale=self.options.shaping_scale)
         self.coefficients = torch.as_tensor(coef, dtype=torch.float32, device=self.device)
         """``float32 [2N, 6]`` per learner (``pNN_1``, ``pNN_2``, ...) and paper event."""
         self._weights: torch.Tensor | None = None
