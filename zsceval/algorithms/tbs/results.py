@@ -77,17 +77,20 @@ def cube_ci(x: np.ndarray, col: str, *, reps: int = 2000, seed: int = 0) -> dict
 
 def plot_tbs(table: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     """Bar chart of the scaled reward per agent with its 95% CI, saved atomically as PNG."""
+    import textwrap
+
     from matplotlib.figure import Figure
 
     from zsceval.io import atomic_path
 
-    fig = Figure(figsize=(6, 3.2))
+    fig = Figure(figsize=(max(6.0, 0.95 * len(table)), 3.4))
     ax = fig.add_subplot()
     y = table["scaled"].to_numpy()
     err = np.stack([y - table["scaled_low"].to_numpy(), table["scaled_high"].to_numpy() - y])
     ax.bar(table["agent"], y, yerr=err, capsize=4, color="#4c72b0")
+    ax.tick_params(axis="x", labelsize=8)
     ax.set_ylabel("scaled reward")
-    ax.set_title(title, fontsize=9)
+    ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=9)
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120)
