@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from zsceval.io import atomic_path, atomic_write_text
 from zsceval.rl.checkpoint import CheckpointError, load_agent
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the chain loader and games of tbs_selection.py
@@ -149,7 +150,7 @@ def validated_by(first, horizon: int) -> np.ndarray:
 
 def figure(results: list[dict[str, Any]], path: Path) -> None:
     """Per layout (rows) and pool (columns): the share of games validated by step t, pooled (thick)
-    and per chain (thin); written to a temp file and renamed."""
+    and per chain (thin), written atomically as PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -176,11 +177,9 @@ def figure(results: list[dict[str, Any]], path: Path) -> None:
         row[1].legend(fontsize=7, loc="lower right")
     fig.suptitle("Hypothesis agent: steps to the first validated hypothesis (V >= V_thr)")
     fig.tight_layout()
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=120)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
     plt.close(fig)
-    tmp.replace(path)
 
 
 def summary(validated: np.ndarray, choice: np.ndarray, returns: np.ndarray,
@@ -284,9 +283,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             print(f"{p['layout']} {p['pool']:9s} ({len(p['chains'])} chains, {p['games']} games): "
                   f"steps to validation {steps}; never {p['never_validated']:.0%}")  # fmt: skip
     if args.json:
-        tmp = args.json.with_name(args.json.name + ".tmp")
-        tmp.write_text(json.dumps({"chains": results, "pooled": pools}, indent=1))
-        tmp.replace(args.json)
+        atomic_write_text(args.json, json.dumps({"chains": results, "pooled": pools}, indent=1))
     if args.figure and results:
         figure(results, args.figure)
     return results

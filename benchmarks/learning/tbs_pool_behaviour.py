@@ -37,6 +37,7 @@ import yaml
 from zsceval.algorithms.tbs.pool import load_pool_agents
 from zsceval.algorithms.tbs.shaping import SHAPING_EVENTS, event_matrix, pool_coefficients
 from zsceval.envs.overcooked import OvercookedEnv
+from zsceval.io import atomic_write_text
 from zsceval.rl.play import play
 
 COUNTER_EVENTS = ("pickup_onion_from_X", "pickup_dish_from_X", "pickup_soup_from_X",
@@ -136,9 +137,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     torch.set_num_threads(args.threads)
     results = [analyse(run, args.episodes) for folder in args.folders for run in pool_runs(folder)]
     if args.json:
-        tmp = args.json.with_name(args.json.name + ".tmp")
-        tmp.write_text(json.dumps(results, indent=1))
-        tmp.replace(args.json)
+        atomic_write_text(args.json, json.dumps(results, indent=1))
     return results
 
 

@@ -293,7 +293,7 @@ def _settings_overview(pooled: pd.DataFrame) -> list[str]:
             d = v.loc["TBS - BR"]
             diff = f"{d.scaled:+.3f} [{d.scaled_low:+.3f}, {d.scaled_high:+.3f}]"
             lines.append(
-                f"  {own:<26} {int(v['runs'].iloc[0]):>4}  {str(v['k'].iloc[0]) if 'k' in v else '':<10} "
+                f"  {own:<26} {int(v['runs'].iloc[0]):>4}  {v['k'].iloc[0]:<10} "
                 f"{v.loc['TBS', 'scaled']:6.3f} {v.loc['BR', 'scaled']:6.3f}  {diff:>26}"
             )
         if common:
