@@ -82,7 +82,21 @@ def pool_runs(folder: Path) -> list[Path]:
 
 @torch.no_grad()
 def analyse(run: Path, episodes: int) -> dict[str, Any]:
-    """One pool run's numbers (printed)."""
+    """One pool run's numbers, printed and returned.
+
+    Args:
+        run: a ``tbs-pool`` run folder (``config.yaml`` and checkpoints).
+        episodes: greedy self-play episodes per pair.
+
+    Returns:
+        ``run, layout, seed, horizon, events`` (the paper events' names) and ``pairs``: per pair
+        ``sparse_return`` (mean per episode), ``counter_events``, ``deliveries`` and ``shaping_earned``
+        (per agent, per episode), ``coefficients`` (``[2][6]``) and ``label``; ``summary``: per label
+        its pairs and the mean shaping earned by the higher-earning agent.
+
+    Raises:
+        zsceval.rl.checkpoint.CheckpointError: the run has no loadable checkpoint.
+    """
     cfg = yaml.safe_load((run / "config.yaml").read_text())
     layout, seed = cfg["env"]["layout"], int(cfg["run"]["seed"])
     scale = float(cfg.get("algo", {}).get("shaping_scale", 1.0))
