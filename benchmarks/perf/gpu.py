@@ -3,6 +3,11 @@ compiled (``run.compile: step``), next to JaxMARL's Overcooked when jax and jaxm
 (measured in the same run by ``jaxmarl_engine.py``'s harness); and PPO end to end (quick preset,
 counter_circuit) at 512 and 4,096 games and with the paper preset, eager and compiled.
 
+``--modes`` picks the rows: ``eager`` (``run.compile: off``), ``step`` (the env step compiled),
+``full`` (``run.compile: full``: step, acting, values and the PPO minibatch step; engine rows as
+``step``) and ``graphs`` (``full`` with ``run.cuda_graphs``: ``mode="reduce-overhead"``; engine rows
+compile the step with that mode).
+
 JaxMARL's IPPO-FF is not run here: its figure in the issue (2.8M env steps/s at 512 games, one
 H100) is printed as a fixed reference, labelled as such. Runs on ``--device cuda`` (the default);
 ``--device cpu`` with small sizes checks the script itself.
@@ -10,6 +15,7 @@ H100) is printed as a fixed reference, labelled as such. Runs on ``--device cuda
 Usage::
 
     python benchmarks/perf/gpu.py                                   # the issue's table, CUDA
+    python benchmarks/perf/gpu.py --modes full graphs --games 4096 65536     # the compiled rows only
     python benchmarks/perf/gpu.py --device cpu --games 256 --ppo-games 64 --iterations 1 --no-compile \
         --no-paper
 """
@@ -35,18 +41,22 @@ JAXMARL_IPPO_FF = 2.8e6
 """JaxMARL IPPO-FF env steps/s at 512 games on one H100, as the issue quotes it (not measured here)."""
 
 
-def engine_rate(
-    layout: str, games: int, device: str, seconds: float, compiled: bool
-) -> tuple[float, float]:
-    """``(env steps/s, compile seconds)`` of ``step`` over random joint actions."""
+MODES = ("eager", "step", "full", "graphs")
+"""The row kinds of ``--modes``: ``run.compile`` off / step / full, and full with CUDA graphs."""
+
+
+def engine_rate(layout: str, games: int, device: str, seconds: float, mode: str) -> tuple[float, float]:
+    """``(env steps/s, compile seconds)`` of ``step`` over random joint actions; ``mode`` one of
+    :data:`MODES` (``step`` and ``full`` compile the step alike, ``graphs`` with
+    ``mode="reduce-overhead"``)."""
     env = OvercookedEnv(layout, num_envs=games, device=device, seed=0)
     env.reset()
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     gen = torch.Generator(device=device).manual_seed(0)
     pool = [torch.randint(0, 6, (games, 2), generator=gen, device=device) for _ in range(32)]
     compile_s = 0.0
-    if compiled:
-        env.compile_step()
+    if mode != "eager":
+        env.compile_step(mode="reduce-overhead" if mode == "graphs" else None)
         t = time.perf_counter()
         env.step(pool[0])
         sync()
@@ -63,11 +73,14 @@ def engine_rate(
     return steps * games / (time.perf_counter() - start), compile_s
 
 
-def ppo_rate(preset: str, games: int | None, device: str, iterations: int, compiled: bool) -> float:
-    """Env steps/s of whole PPO iterations (collection and update), after one warm-up iteration."""
+def ppo_rate(preset: str, games: int | None, device: str, iterations: int, mode: str) -> float:
+    """Env steps/s of whole PPO iterations (collection and update), after one warm-up iteration;
+    ``mode`` one of :data:`MODES`."""
+    compile_ = {"eager": "off", "graphs": "full"}.get(mode, mode)
     overrides = [
         "env.layout=counter_circuit", f"run.device={device}", "run.eval_episodes=0",
-        f"run.compile={'step' if compiled else 'off'}", "run.checkpoint_every=1000000000000",
+        f"run.compile={compile_}", f"run.cuda_graphs={str(mode == 'graphs').lower()}",
+        "run.checkpoint_every=1000000000000",
     ]  # fmt: skip
     if games is not None:
         overrides.append(f"env.num_envs={games}")
@@ -92,16 +105,21 @@ def main() -> None:
     )
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--games", nargs="+", type=int, default=[4096, 16384, 65536, 262144])
-    parser.add_argument("--ppo-games", nargs="+", type=int, default=[512, 4096])
+    parser.add_argument(
+        "--ppo-games", nargs="*", type=int, default=[512, 4096], help="quick-preset PPO rows (none: skip)"
+    )
     parser.add_argument("--iterations", type=int, default=3, help="timed PPO iterations per cell")
     parser.add_argument("--seconds", type=float, default=3.0, help="timed engine seconds per cell")
-    parser.add_argument("--no-compile", action="store_true", help="eager rows only")
+    parser.add_argument("--no-compile", action="store_true", help="eager rows only (--modes eager)")
+    parser.add_argument(
+        "--modes", nargs="+", choices=MODES, default=["eager", "step"], help="the rows to run, in order"
+    )
     parser.add_argument("--no-paper", action="store_true", help="skip the paper-preset PPO row")
     parser.add_argument("--layout", default="counter_circuit")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("no CUDA device: run with --device cpu to check the script")
-    modes = [False] if args.no_compile else [False, True]
+    modes = ["eager"] if args.no_compile else args.modes
     jx = import_jaxmarl(args.device)
     if jx is not None and args.layout not in jx[2]:
         jx = None
@@ -112,20 +130,18 @@ def main() -> None:
     print(" ".join(f"{h:>{w}}" for h, w in zip(head, (12, 8, 14, 10, 14, 7))))
     for games in args.games:
         ref = jaxmarl_rate(jx, args.layout, games, args.seconds)[0] if jx else None
-        for compiled in modes:
-            rate, cs = engine_rate(args.layout, games, args.device, args.seconds, compiled)
-            mode = "compiled" if compiled else "eager"
+        for mode in [m for m in modes if m != "full"]:  # the engine's full row is its step row
+            rate, cs = engine_rate(args.layout, games, args.device, args.seconds, mode)
             ref_s, ratio = (f"{ref:,.0f}", f"{rate / ref:.2f}") if ref else ("-", "n/a")
             print(f"{games:>12} {mode:>8} {rate:>14,.0f} {cs:>10.1f} {ref_s:>14} {ratio:>7}", flush=True)
     print(f"\n{'PPO':>12} {'mode':>8} {'env steps/s':>14} {'IPPO-FF (fixed)':>16} {'ratio':>7}")
     cells = [("quick", g) for g in args.ppo_games] + ([] if args.no_paper else [("paper", None)])
     for preset, games in cells:
-        for compiled in modes:
-            rate = ppo_rate(preset, games, args.device, args.iterations, compiled)
+        for mode in modes:
+            rate = ppo_rate(preset, games, args.device, args.iterations, mode)
             label = f"{preset} {games}" if games else f"{preset} preset"
             ratio = f"{rate / JAXMARL_IPPO_FF:.3f}" if games == 512 else "-"
             ref = f"{JAXMARL_IPPO_FF:,.0f}" if games == 512 else "-"
-            mode = "compiled" if compiled else "eager"
             print(f"{label:>12} {mode:>8} {rate:>14,.0f} {ref:>16} {ratio:>7}", flush=True)
 
 

@@ -54,7 +54,8 @@ def zsceval_rate(layout: str, games: int, device: str, seconds: float) -> float:
 
 
 def import_jaxmarl(device: str):
-    """Returns (jax, jaxmarl, layouts dict), or None when JaxMARL is not installed."""
+    """Returns (jax, jaxmarl, layouts dict), or None when JaxMARL is not installed or does not import
+    (printing why: e.g. a jax that this jaxmarl does not support)."""
     if device == "cpu":
         os.environ["JAX_PLATFORMS"] = "cpu"
     else:  # share the GPU with torch instead of preallocating 75% of it
@@ -64,6 +65,9 @@ def import_jaxmarl(device: str):
         import jaxmarl  # prints two lines about "submoduled environments"
         from jaxmarl.environments.overcooked import overcooked_layouts
     except ImportError:
+        return None
+    except Exception as exc:  # an installed but broken JaxMARL: no reference column, not a crash
+        print(f"JaxMARL did not import ({type(exc).__name__}: {exc}); its column is left out")
         return None
     return jax, jaxmarl, overcooked_layouts
 

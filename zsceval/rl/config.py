@@ -270,8 +270,9 @@ class RunConfig:
     which traces the same graphs without generating code)."""
     cuda_graphs: bool = False
     """With ``run.compile: full`` on CUDA, compile the env step, acting and values with
-    ``mode="reduce-overhead"`` (CUDA graphs). Ignored on other devices. Not yet measured (no GPU
-    where it was written)."""
+    ``mode="reduce-overhead"`` (CUDA graphs). Ignored on other devices. Off by default: on an H200
+    inductor skips the graphs for the env step (it resets games in place) and quick SP ran at 0.83x
+    of plain ``full`` (docs/performance.md, first GPU measurements)."""
 
 
 @dataclass(frozen=True)

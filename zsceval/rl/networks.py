@@ -68,8 +68,8 @@ def cast_observation(obs: torch.Tensor, dtype: torch.dtype, contiguous: bool = F
     pages for a result that large cost more than the cast itself (measured on the 2-core machine:
     25,600 x 800 elements in 6.5 ms against 10.9 ms, 2 threads): numpy widens to int16, the bits
     of bfloat16 ``128 + v`` are ``0x4300 | v`` for ``v <= 127``, and 128 is subtracted in bfloat16
-    (exact). Smaller observations, values above 127, tensors inside ``torch.func`` transforms,
-    other devices and other dtypes use ``obs.to(dtype)``.
+    (exact). Smaller observations, values above 127, tensors inside ``torch.func`` transforms or
+    ``torch.compile``, other devices and other dtypes use ``obs.to(dtype)``.
 
     Args:
         obs: observation tensor, any shape (``uint8 [N, H, W, C]`` in Overcooked).
@@ -86,6 +86,7 @@ def cast_observation(obs: torch.Tensor, dtype: torch.dtype, contiguous: bool = F
         or obs.dtype != torch.uint8
         or obs.device.type != "cpu"
         or obs.numel() < FAST_CAST_MIN_ELEMENTS
+        or torch.compiler.is_compiling()  # (torch 2.11's dynamo cannot trace the next check)
         or torch._C._functorch.is_functorch_wrapped_tensor(obs)
     ):
         if contiguous and obs.dtype == torch.uint8 and obs.device.type == "cpu" and not obs.is_contiguous():

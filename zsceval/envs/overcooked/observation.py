@@ -97,6 +97,7 @@ class Encoder:
                   TERRAIN.SERVE)
         )  # fmt: skip
         self.static = torch.stack([(T.terrain == k) for k in kinds]).to(torch.uint8)  # [S, HW]
+        self.off_pot = ~T.is_pot  # bool [HW]
         self.num_static = len(kinds)
         self._index_cache: dict = {}
         # Planes zeroed outside the view window, as [lo, hi) channel ranges (module docstring).
@@ -199,10 +200,12 @@ class Encoder:
         held_soup = held == OBJ.SOUP
         u8 = torch.uint8
         if not self.multi:
+            # Soups in pots are described by planes 0-1, so plane 2 masks the pot cells (an
+            # `index_fill_` on the strided plane fails torch 2.11's compile; held soups are on floor).
             for ch, kind in ((2, OBJ.SOUP), (3, OBJ.DISH), (4, OBJ.ONION)):
-                out[:, ch].copy_(obj == kind)  # (`out=` into a strided view breaks torch.compile)
+                plane = (obj == kind) & self.off_pot if kind == OBJ.SOUP else obj == kind
+                out[:, ch].copy_(plane)  # (`out=` into a strided view breaks torch.compile)
                 out[:, ch].scatter_(1, pos, (held == kind).to(u8))
-            out[:, 2].index_fill_(1, pots, 0)  # soups in pots are described by planes 0-1
             out[:, 0].index_copy_(1, pots, torch.where(pot_soup, T.seq_len[seq], 0).to(u8))
             out[:, 1].index_copy_(1, pots, torch.where(pot_soup, tick.clamp(min=0), 0).to(u8))
             return
