@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The checks of a session lent a CUDA machine, in the order they matter, each under its own timeout
-# so that one hang cannot eat the lease; about 7 minutes on an H200 (docs/performance.md, "The first
+# so that one hang cannot eat the lease; about 8 minutes on an H200 (docs/performance.md, "The first
 # GPU measurements"). Everything is also written to ${OUT:-.}/gpu_session.log.
 #
 #   bash benchmarks/perf/gpu_session.sh            # zsceval and its dependencies already installed
@@ -14,7 +14,8 @@
 #
 # Steps: (1) the tests that run on CUDA when it is there; (2) the engine and PPO, eager and with the
 # step compiled, against JaxMARL where it imports (gpu.py); (3) a tiny bench suite end to end with
-# --device cuda; (4) policy-pool acting; (5) the SP learning bar on CUDA.
+# --device cuda; (4) policy-pool acting; (5) the SP learning bar on CUDA; (6) a profile of the
+# compiled step at 4,096 games, where it is far from JaxMARL.
 set -uo pipefail
 LOG="${OUT:-.}/gpu_session.log"
 exec > >(tee "$LOG") 2>&1
@@ -70,4 +71,7 @@ timeout 45 python3 benchmarks/perf/pool_acting.py --device cuda --seconds 1 --ro
 
 echo "=== 5. SP learning bar on CUDA  $(date +%T)"
 timeout 70 python3 benchmarks/learning/sp.py --layouts cramped_room --seeds 0 --set run.device=cuda 2>&1 | tail -3
+
+echo "=== 6. where a 4,096-game step's time goes (step_profile.py)  $(date +%T)"
+timeout 90 python3 benchmarks/perf/step_profile.py --device cuda --games 4096 2>&1 | quiet
 echo "=== end  $(date +%T)"
