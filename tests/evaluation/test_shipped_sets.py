@@ -282,3 +282,51 @@ def test_a_bench_evaluates_its_egos_on_a_shipped_set(collection, tmp_path):
     path.write_text(BENCH.replace("cramped_room: zsceval:cramped_room", "cramped_room: zsceval:cramped_rom"))
     with pytest.raises(SuiteError, match="layout_partner_sets.cramped_room: unknown partner set"):
         load_suite(path)
+
+
+def test_egos_of_a_bench_folder_are_scored_on_a_set_into_report_tables(collection, tiny_bench, tmp_path):
+    """benchmarks/learning/egos_on_set.py: every finished ego of a bench folder, at its scored
+    checkpoint, plays a shipped set; the tables give the report each unit's return over the set's
+    stored BR return; a rerun plays nothing again; unfinished egos are listed, not played."""
+    import numpy as np
+
+    from zsceval.bench.report import summarize
+    from zsceval.evaluation.ego_checkpoint import scored_ego_checkpoint
+
+    from ..tbs.scripts import load_script
+
+    coll, _ = collection
+    script = load_script("egos_on_set.py")
+    run = tmp_path / "run"
+    shutil.copytree(tiny_bench[1] / "cramped_room" / "egos", run / "cramped_room" / "egos")
+    (run / "cramped_room/egos/sp/s7").mkdir()  # started, not finished
+    out = tmp_path / "scores"
+    argv = [str(run), "--partner-set", "zsceval:cramped_room", "--out", str(out), "--episodes", "1"]
+    assert script.main(argv) == 0
+    results = pd.read_parquet(out / "results.parquet")
+    assert sorted(results.groupby(["algorithm", "ego_seed"]).size().items()) == [
+        (("sp", 0), 4),
+        (("sp", 1), 4),
+    ]
+    set_br = pd.read_parquet(coll / "sets/cramped_room/v1/test/br_returns.parquet")
+    br = pd.read_parquet(out / "br_returns.parquet")
+    assert (br["layout"] == "cramped_room").all() and len(br) == len(set_br)
+    assert br["br_return"].tolist() == set_br["br_return"].tolist()
+    record = json.loads((out / "egos_on_set.json").read_text())
+    assert record["partner_set"] == "zsceval:cramped_room@1/test" and record["episodes"] == 1
+    for seed in (0, 1):
+        _, chosen = scored_ego_checkpoint(run / f"cramped_room/egos/sp/s{seed}", "sp")
+        assert record["egos"][f"sp_s{seed}"]["checkpoint"] == chosen["checkpoint"]
+    # the report's IQM is that of min(1, return / stored BR return) over (seed, partner, seat) units
+    mean_br = set_br.groupby(["partner", "seat"])["br_return"].mean()
+    units = results.groupby(["ego_seed", "partner", "seat"])["sparse_return"].mean()
+    by_hand = [
+        1.0 if mean_br[(p, s)] <= 0 else min(1.0, r / mean_br[(p, s)]) for (_, p, s), r in units.items()
+    ]
+    table = summarize(results, br, reps=50)
+    row = table[(table["algorithm"] == "sp") & (table["partner_level"] == "all")].iloc[0]
+    assert row["iqm"] == pytest.approx(scipy.stats.trim_mean(np.array(by_hand), 0.25))
+    mtimes = {p: p.stat().st_mtime_ns for p in (out / "egos").glob("*.parquet")}
+    assert script.main(argv) == 0  # nothing played again
+    assert {p: p.stat().st_mtime_ns for p in (out / "egos").glob("*.parquet")} == mtimes
+    assert script.main([*argv[:-1], "2"]) == 2  # other episodes: refused, not mixed

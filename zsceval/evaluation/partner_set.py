@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["evaluate_partner_set", "human_proxy_partner", "partner_set_play"]
+__all__ = ["evaluate_partner_set", "human_proxy_partner", "partner_set_play", "set_br_returns"]
 
 CI_REPS = 2000
 """Bootstrap replicates of the BR-Prox IQM's confidence intervals."""
@@ -59,6 +59,35 @@ def evaluate_partner_set(
     return out
 
 
+def set_br_returns(manifest: str | Path, layout: str):
+    """The BR reference returns of a partner set, in the report's ``br_returns`` schema.
+
+    Args:
+        manifest: the partner set's ``manifest.json``.
+        layout: the layout the set is for (stored canonical, as the results' ``layout`` column).
+
+    Returns:
+        ``pandas.DataFrame`` with ``layout, partner, seat, br_return`` (float, sparse return of the
+        partner's BR, per seat) from the set's ``br_returns.parquet``; without that file, one row per
+        partner (no ``seat``) with the manifest's stored BR return.
+
+    Raises:
+        ManifestError: the manifest cannot be read (without ``br_returns.parquet``).
+    """
+    import pandas as pd
+
+    from zsceval.envs.scenarios import resolve_scenario
+    from zsceval.evaluation.manifest import load_manifest
+
+    br_file = Path(manifest).parent / "br_returns.parquet"
+    if br_file.is_file():
+        table = pd.read_parquet(br_file)
+    else:
+        stored = {p.id: p.br.br_return for p in load_manifest(manifest, verify=False).partners}
+        table = pd.DataFrame({"partner": list(stored), "br_return": list(stored.values())})
+    return table.assign(layout=resolve_scenario(layout))
+
+
 def partner_set_play(
     agent_path: str,
     manifest: str,
@@ -97,12 +126,10 @@ def partner_set_play(
         CheckpointError: the agent cannot be loaded or was trained on another observation spec.
     """
     import numpy as np
-    import pandas as pd
     import torch
 
     from zsceval.envs.overcooked import OvercookedEnv
     from zsceval.envs.scenarios import resolve_scenario
-    from zsceval.evaluation.manifest import load_manifest
     from zsceval.evaluation.matches import evaluate_agent
     from zsceval.evaluation.pipeline import load_partner_set
     from zsceval.rl.checkpoint import check_compatible, load_policy
@@ -120,17 +147,10 @@ def partner_set_play(
     )
     frame["layout"] = resolve_scenario(layout)  # the BR table names the canonical layout
     units = frame.groupby(["partner", "partner_level", "seat"], as_index=False)["sparse_return"].mean()
-    br_file = Path(manifest).parent / "br_returns.parquet"
-    if br_file.is_file():
-        br_table = pd.read_parquet(br_file)
-        br = br_table.groupby(["partner", "seat"], as_index=False)["br_return"].mean()
-        units = units.merge(br, on=["partner", "seat"])
-    else:
-        stored = {p.id: p.br.br_return for p in load_manifest(manifest, verify=False).partners}
-        units["br_return"] = units["partner"].map(stored)
-        br_table = pd.DataFrame({"partner": list(stored), "br_return": list(stored.values())})
+    br_table = set_br_returns(manifest, layout)
+    keys = ["partner", "seat"] if "seat" in br_table.columns else ["partner"]
+    units = units.merge(br_table.groupby(keys, as_index=False)["br_return"].mean(), on=keys)
     units["br_prox"] = br_prox(units["sparse_return"].to_numpy(), units["br_return"].to_numpy())
-    br_table = br_table.assign(layout=resolve_scenario(layout))
     rows = br_prox_summary(frame, br_table, rng=np.random.default_rng(seed), reps=reps)
     summary = {
         r.partner_level: {"iqm": float(r.iqm), "ci_low": float(r.ci_low), "ci_high": float(r.ci_high),
