@@ -26,7 +26,8 @@ the steps t >= 1 (at t = 0 TBS picks at random). Printed per chain:
    summed over the M Bernoulli concepts) and how often i is selected, on held-out pairs: with TBS
    acting (its share of steps with BR i) and over the forced episodes (the share of steps with
    ``argmin D = i``); Pearson's r and Spearman's rho across the k models (k points: with k = 2 they
-   are +-1, with k = 1 undefined).
+   are +-1, with k = 1 undefined); and the global model's entropy on the same steps (Eq. 8's D_i
+   is each cluster model's KL to it).
 4. **Identification accuracy on training pairs**: the share of steps at which the selection names the
    partner's own cluster, with TBS acting and with each BR forced (mean over the k forced BRs), per
    cluster and overall. Given several chains (e.g. trained with ``--set algo.fixed_k=2``, ``=3``, ...)
@@ -152,8 +153,8 @@ class Episodes:
     argmin: np.ndarray
     """``int64 [T, 2, N]``: ``argmin_i D_i(t)`` of the TBS agent's ToM models (first index on ties)."""
     entropy: np.ndarray
-    """``float [k, 2, N]``: each cluster model's predictive entropy (nats, summed over concepts),
-    mean over the episode's steps."""
+    """``float [k + 1, 2, N]``: each cluster model's predictive entropy (nats, summed over concepts),
+    mean over the episode's steps; row k is the global model's."""
     choice: np.ndarray | None = None
     """``int64 [T, 2, N]``: the acting BR of a composite ego (``extras["choice"]``), else None."""
     validated: np.ndarray | None = None
@@ -197,7 +198,7 @@ def play(chain: Chain, ego, pool: str, *, seed: int = 0, horizon: int | None = N
     starts = torch.ones(B, dtype=torch.bool)
     gen = torch.Generator().manual_seed(seed)
     returns = torch.zeros(B)
-    argmins, entropy, choices, validated, values = [], torch.zeros(B, k), [], [], []
+    argmins, entropy, choices, validated, values = [], torch.zeros(B, k + 1), [], [], []
     for t in range(env.horizon):
         obs = step.obs[rows, seat]
         probs = []
@@ -208,7 +209,7 @@ def play(chain: Chain, ego, pool: str, *, seed: int = 0, horizon: int | None = N
         d = cluster_distances(c, probs[k], tbs.kl_eps)
         total, ring, D = accumulate_distances(total, ring, d, torch.full((B,), t), tbs.window)
         argmins.append(D.argmin(-1))
-        entropy += bernoulli_entropy(c).sum(-1)
+        entropy += bernoulli_entropy(torch.stack(probs, 1)).sum(-1)  # k cluster models, then the global
         mine = ego.act(obs, step.avail_actions[rows, seat], ego_h, starts, gen, True)
         theirs = partners.act(step.obs[rows, 1 - seat], step.avail_actions[rows, 1 - seat], partner_h, starts,
                               member=member)  # fmt: skip
@@ -229,7 +230,7 @@ def play(chain: Chain, ego, pool: str, *, seed: int = 0, horizon: int | None = N
     valid = torch.stack(validated).view(T, 2, N).numpy() if validated else None
     vals = torch.stack(values).view(T, 2, N, -1).numpy() if values else None
     return Episodes(returns=returns.view(2, N).numpy(), argmin=torch.stack(argmins).view(T, 2, N).numpy(),
-                    entropy=(entropy / T).T.reshape(k, 2, N).numpy(), choice=picked,
+                    entropy=(entropy / T).T.reshape(k + 1, 2, N).numpy(), choice=picked,
                     validated=valid, values=vals)  # fmt: skip
 
 
@@ -373,9 +374,10 @@ def _returns_table(pool: str, chain: Chain, forced: list[Episodes], single: Epis
 
 
 def _entropy_table(k: int, forced: list[Episodes], tbs: Episodes) -> dict:
-    h_tbs = tbs.entropy.reshape(k, -1).mean(1)
+    h_tbs_all = tbs.entropy.reshape(k + 1, -1).mean(1)
+    h_forced_all = np.mean([e.entropy.reshape(k + 1, -1).mean(1) for e in forced], axis=0)
+    h_tbs, h_forced = h_tbs_all[:k], h_forced_all[:k]
     sel_tbs = np.bincount(tbs.choice[1:].ravel(), minlength=k) / tbs.choice[1:].size
-    h_forced = np.mean([e.entropy.reshape(k, -1).mean(1) for e in forced], axis=0)
     sel_forced = np.bincount(np.concatenate([e.argmin[1:].ravel() for e in forced]), minlength=k)
     sel_forced = sel_forced / sel_forced.sum()
     print(
@@ -384,6 +386,7 @@ def _entropy_table(k: int, forced: list[Episodes], tbs: Episodes) -> dict:
     print("model | entropy (TBS acting) | selected (TBS acting) | entropy (forced) | argmin share (forced)")
     for i in range(k):
         print(f"{i:5d} | {h_tbs[i]:20.3f} | {sel_tbs[i]:21.3f} | {h_forced[i]:16.3f} | {sel_forced[i]:21.3f}")
+    print(f"global | {h_tbs_all[k]:19.3f} | {'':21s} | {h_forced_all[k]:16.3f} |")
     r_tbs, rho_tbs = correlations(h_tbs, sel_tbs)
     r_forced, rho_forced = correlations(h_forced, sel_forced)
     note = "  (k = 2: +-1 by construction)" if k == 2 else ""
@@ -391,6 +394,7 @@ def _entropy_table(k: int, forced: list[Episodes], tbs: Episodes) -> dict:
           f"forced r = {r_forced:.2f}, rho = {rho_forced:.2f}{note}")  # fmt: skip
     return {"entropy_tbs": h_tbs.tolist(), "selected_tbs": sel_tbs.tolist(),
             "entropy_forced": h_forced.tolist(), "selected_forced": sel_forced.tolist(),
+            "entropy_global_tbs": float(h_tbs_all[k]), "entropy_global_forced": float(h_forced_all[k]),
             "pearson_tbs": r_tbs, "spearman_tbs": rho_tbs,
             "pearson_forced": r_forced, "spearman_forced": rho_forced}  # fmt: skip
 

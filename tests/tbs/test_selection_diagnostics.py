@@ -133,8 +133,12 @@ def test_script_runs_on_a_chain_folder_in_the_chains_view(diag, tmp_path, monkey
     assert len(held["entropy"]["entropy_tbs"]) == 2 and sum(held["entropy"]["selected_tbs"]) == pytest.approx(
         1
     )
+    # the global model's entropy: a sum over its 5 Bernoulli concepts, in (0, 5 ln 2]
+    for key in ("entropy_global_tbs", "entropy_global_forced"):
+        assert 0 < held["entropy"][key] <= 5 * np.log(2) + 1e-6
     text = capsys.readouterr().out
-    assert "BR j forced: share of steps" in text and "identification accuracy on training pairs" in text
+    assert "global |" in text and "BR j forced: share of steps" in text
+    assert "identification accuracy on training pairs" in text
 
 
 def test_script_names_a_folder_that_is_not_a_tbs_chain(diag, tmp_path):
