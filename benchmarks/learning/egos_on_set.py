@@ -117,11 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {ckpt.name}, mean return {frame['sparse_return'].mean():.1f}", flush=True)
     frames = [pd.read_parquet(p) for p in sorted(out_egos.glob("*.parquet"))]
     results = pd.concat(frames, ignore_index=True)
-    results["layout"] = set_br_returns(manifest, layout)["layout"].iloc[0]
-    for table, name in (
-        (results, "results.parquet"),
-        (set_br_returns(manifest, layout), "br_returns.parquet"),
-    ):
+    br_returns = set_br_returns(manifest, layout)
+    results["layout"] = br_returns["layout"].iloc[0]  # the canonical name, as the BR table's
+    for table, name in ((results, "results.parquet"), (br_returns, "br_returns.parquet")):
         tmp = args.out / (name + ".tmp")
         table.to_parquet(tmp)
         os.replace(tmp, args.out / name)

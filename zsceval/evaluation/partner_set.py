@@ -13,6 +13,10 @@ folder or its ``human-proxy.json``) into a partner checkpoint that
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["evaluate_partner_set", "human_proxy_partner", "partner_set_play", "set_br_returns"]
 
@@ -59,7 +63,7 @@ def evaluate_partner_set(
     return out
 
 
-def set_br_returns(manifest: str | Path, layout: str):
+def set_br_returns(manifest: str | Path, layout: str) -> pd.DataFrame:
     """The BR reference returns of a partner set, in the report's ``br_returns`` schema.
 
     Args:
