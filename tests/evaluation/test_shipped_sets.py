@@ -96,9 +96,10 @@ def test_an_agent_scores_on_an_installed_set_against_its_stored_br_returns(insta
     tests = [s for s in installed if s.split == "test"]
     assert tests
     for entry in tests:
-        validation = shipped_sets.verify_set(shipped_sets.resolve_set(f"zsceval:{entry.name}/validation"))
+        name = f"zsceval:{entry.name}@{entry.version}"  # every version, not only the newest
+        validation = shipped_sets.verify_set(shipped_sets.resolve_set(f"{name}/validation"))
         agent = validation.resolve(validation.partners[0].br.checkpoint)
-        out = evaluate_partner_set(str(agent), f"zsceval:{entry.name}", episodes=1, reps=50)
+        out = evaluate_partner_set(str(agent), name, episodes=1, reps=50)
         assert out["shipped_set"] == entry.full_name and out["layout"] == entry.layout
         assert len(out["units"]) == 2 * entry.partners
         _check_br_prox_against_stored_returns(out, entry.folder)
