@@ -25,6 +25,12 @@ or a git directory (e.g. a bare mirror). From a git directory the script exports
 ``zsceval/utils/bias_agent_vars.py`` of ``--rev`` (default ``HEAD``) with ``git archive`` into a
 temporary folder, reads them there and deletes the folder afterwards.
 
+``--raw LAYOUT`` also prints the mean sparse returns behind the ratio on one layout (ZSC-Eval's name,
+e.g. ``random3``) at the first ``--populations`` value: each algorithm's ego with the final and mid
+partners, and the partners' BRs (correct mapping); ``--ours DIR`` adds the same means from a bench's
+``results.parquet`` and ``br_returns.parquet`` (our expert = final, moderate = mid). A BR-Prox gap is then
+read as "our egos score less with their partners" or "our BRs score more".
+
 ``--validate`` compares the population-36 (COLE 75) numbers with the shipped reference table
 ``zsceval-paper`` (``br_prox`` for ``correct``, ``shipped_script`` for ``shipped``) and exits 1 if any
 cell differs by more than 0.01.
@@ -182,6 +188,52 @@ def recompute(results_dir: Path, exps_by_layout: dict[str, list[int]], populatio
     return out
 
 
+def raw_returns(results_dir: Path, exps: list[int], population: int) -> dict[str, tuple[float, float]]:
+    """Mean sparse return per episode on one layout, ``{row: (with final partners, with mid partners)}``.
+
+    Rows: ``BR`` (each partner's BR in both seats, correct mapping) and every algorithm present (its
+    egos at ``population``, COLE at its matching size; all seeds, partners and seats).
+    """
+    partners = [f"bias{i}_{c}" for i in range(1, len(exps) + 1) for c in ("final", "mid")]
+    final = np.array([p.endswith("_final") for p in partners])
+    brs = partner_brs(results_dir / "bias", exps, "correct")
+    br = np.array([[brs[(p, s)] for s in SEATS] for p in partners])
+    out = {"BR": (float(br[final].mean()), float(br[~final].mean()))}
+    for algorithm, folder in ALGORITHMS.items():
+        for _, exp in experiments(algorithm, [population]):
+            ego, seeds = ego_returns(results_dir / folder, exp, partners)
+            if seeds:
+                out[algorithm] = (float(ego[:, final].mean()), float(ego[:, ~final].mean()))
+    return out
+
+
+def bench_raw_returns(directory: Path) -> dict[str, tuple[float, float]]:
+    """The same means from a ``zsceval bench`` folder's tables (one layout):
+    expert = final, moderate = mid."""
+    import pandas as pd
+
+    results = pd.read_parquet(directory / "results.parquet")
+    brs = pd.read_parquet(directory / "br_returns.parquet")
+    level = brs["partner"].map(results.drop_duplicates("partner").set_index("partner")["partner_level"])
+    out = {"BR": tuple(float(brs.loc[level == lv, "br_return"].mean()) for lv in ("expert", "moderate"))}
+    for algorithm, rows in results.groupby("algorithm"):
+        means = rows.groupby("partner_level")["sparse_return"].mean()
+        out[str(algorithm)] = (float(means.get("expert", np.nan)), float(means.get("moderate", np.nan)))
+    return out
+
+
+def print_raw(columns: dict[str, dict[str, tuple[float, float]]]) -> None:
+    """Side-by-side table of :func:`raw_returns` / :func:`bench_raw_returns` outputs."""
+    names = list(columns)
+    print("mean sparse return per episode (with final / mid partners)")
+    print(f"{'':<9}" + "".join(f"{n:>22}" for n in names))
+    rows = list(dict.fromkeys(r for c in columns.values() for r in c))
+    for row in rows:
+        cells = [columns[n].get(row) for n in names]
+        texts = ["-" if c is None else f"{c[0]:6.1f} / {c[1]:6.1f}" for c in cells]
+        print(f"{row:<9}" + "".join(f"{t:>22}" for t in texts))
+
+
 def validate(table: dict, tolerance: float = 0.01) -> float:
     """Max |difference| of the population-36 numbers vs the ``zsceval-paper`` table; prints mismatches."""
     from zsceval.bench.comparison import load_reference_table
@@ -222,6 +274,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--populations", type=int, nargs="+", default=[12, 24, 36], choices=[12, 24, 36])
     parser.add_argument("--json", type=Path, help="write the numbers to this JSON file")
     parser.add_argument("--validate", action="store_true", help="check population 36 against zsceval-paper")
+    parser.add_argument(
+        "--raw", metavar="LAYOUT", help="also print mean returns on this layout (e.g. random3)"
+    )
+    parser.add_argument("--ours", type=Path, help="with --raw: a bench folder whose means to print too")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -234,8 +290,19 @@ def main(argv: list[str] | None = None) -> int:
             root, commit = Path(tmp), export_from_git(args.repo, args.rev, Path(tmp))
         exps = layouts_exps(root / VARS_PATH)
         table = recompute(root / RESULTS_PATH, exps, sorted(args.populations))
+        if args.raw:
+            if args.raw not in exps:
+                valid = ", ".join(sorted(exps))
+                parser.error(f"--raw {args.raw}: not a ZSC-Eval layout with results; valid: {valid}")
+            pop = args.populations[0]
+            raw = {f"zsceval pop{pop}": raw_returns(root / RESULTS_PATH / args.raw, exps[args.raw], pop)}
+            if args.ours:
+                raw[f"ours {args.ours.name}"] = bench_raw_returns(args.ours)
 
     print_table(table, sorted(args.populations))
+    if args.raw:
+        print()
+        print_raw(raw)
     if args.json:
         payload = {"zsceval_commit": commit, "cole_population": COLE_POPULATION, "layouts": table}
         args.json.write_text(json.dumps(payload, indent=1) + "\n")

@@ -62,3 +62,65 @@ def test_compare_picks_a_population_column_by_name():
     assert lay36["spearman"].iloc[0] == pytest.approx(-0.5)  # d = (1, 1, 2): 1 - 6 * 6 / 24
     with pytest.raises(ReferenceTableError, match="br_prox_pop13.*br_prox_pop12"):
         compare_with_reference(summary, reference, column="br_prox_pop13")
+
+
+def test_raw_returns_behind_br_prox_from_result_files_and_a_bench(tmp_path):
+    """benchmarks/reference/recompute_zsceval.py --raw: mean returns with final / mid partners, the BRs
+    read with the correct mapping (partner bias1 = hsp run 7, not run 1), checked by hand."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+    import pytest
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "reference" / "recompute_zsceval.py"
+    spec = importlib.util.spec_from_file_location("recompute_zsceval_in_tests", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    r = "eval_ep_sparse_r"
+    layout = tmp_path / "random3"
+    (layout / "bias").mkdir(parents=True)
+    (layout / "sp").mkdir()
+    # the shipped script would read eval-hsp1.json for bias1: its numbers must not be used
+    (layout / "bias" / "eval-hsp1.json").write_text(
+        json.dumps({f"hsp1_final_w1-hsp1_final_w0-{r}": 999.0, f"hsp1_final_w0-hsp1_final_w1-{r}": 999.0})
+    )
+    (layout / "bias" / "eval-hsp7.json").write_text(
+        json.dumps({f"hsp7_final_w1-hsp7_final_w0-{r}": 200.0, f"hsp7_final_w0-hsp7_final_w1-{r}": 180.0})
+    )
+    (layout / "bias" / "eval-br_1.json").write_text(
+        json.dumps({f"br_agent-bias1_mid-{r}": 100.0, f"bias1_mid-br_agent-{r}": 60.0})
+    )
+    for seed, (f0, f1, m0, m1) in {1: (10.0, 30.0, 40.0, 0.0), 2: (50.0, 10.0, 20.0, 20.0)}.items():
+        ego = f"sp-{seed}"
+        (layout / "sp" / f"eval-sp-{seed}.json").write_text(
+            json.dumps(
+                {
+                    f"{ego}-bias1_final-{r}": f0,
+                    f"bias1_final-{ego}-{r}": f1,
+                    f"{ego}-bias1_mid-{r}": m0,
+                    f"bias1_mid-{ego}-{r}": m1,
+                }
+            )
+        )
+    raw = script.raw_returns(layout, [7], 12)
+    assert raw["BR"] == pytest.approx((190.0, 80.0))
+    assert raw["sp"] == pytest.approx((25.0, 20.0))  # (10 + 30 + 50 + 10) / 4, (40 + 0 + 20 + 20) / 4
+    assert set(raw) == {"BR", "sp"}  # no other algorithm's files
+
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    pd.DataFrame(
+        {
+            "partner": ["p_final", "p_final", "p_mid"],
+            "partner_level": ["expert", "expert", "moderate"],
+            "algorithm": "sp",
+            "sparse_return": [10.0, 20.0, 7.0],
+        }
+    ).to_parquet(bench / "results.parquet")
+    pd.DataFrame({"partner": ["p_final", "p_mid", "p_mid"], "br_return": [100.0, 40.0, 60.0]}).to_parquet(
+        bench / "br_returns.parquet"
+    )
+    ours = script.bench_raw_returns(bench)
+    assert ours["BR"] == pytest.approx((100.0, 50.0)) and ours["sp"] == pytest.approx((15.0, 7.0))
