@@ -279,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--ours", type=Path, help="with --raw: a bench folder whose means to print too")
     args = parser.parse_args(argv)
+    if args.ours and not args.raw:
+        parser.error("--ours needs --raw LAYOUT (the ZSC-Eval layout to print beside it)")
 
     with tempfile.TemporaryDirectory() as tmp:
         if (args.repo / RESULTS_PATH).is_dir():
