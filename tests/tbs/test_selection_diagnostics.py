@@ -65,9 +65,18 @@ def test_correlations_and_entropy(diag):
     assert (h[1:3] < 1e-4).all()
 
 
-def _fake_chain(root: Path, radius: int) -> Path:
+def _constant(model, probs) -> None:
+    """Make a ToM model predict ``probs`` (one per concept) whatever it observes."""
+    with torch.no_grad():
+        model.head.weight.zero_()
+        model.head.bias.copy_(torch.logit(torch.tensor(probs)))
+
+
+def _fake_chain(root: Path, radius: int, constant_toms: list[list[float]] | None = None) -> Path:
     """A finished TBS chain folder of untrained agents: a training pool of 3 pairs in clusters
-    [[0], [1, 2]], a held-out pool of 2 pairs, 2 cluster BRs and the single BR, the TBS agent."""
+    [[0], [1, 2]], a held-out pool of 2 pairs, 2 cluster BRs and the single BR, the TBS agent.
+    ``constant_toms``: the concept probabilities of cluster model 0, 1 and the global model, which
+    then ignore their input."""
     from zsceval.algorithms.tbs.agents import TBSAgent
     from zsceval.algorithms.tbs.pool import agent_names
     from zsceval.algorithms.tbs.tom import ToMModel
@@ -94,7 +103,10 @@ def _fake_chain(root: Path, radius: int) -> Path:
     save_checkpoint(base / "brs_n3_s0" / "run" / "checkpoints", 0, brs, meta)
     tom_spec = {"obs_shape": list(env.obs_shape), "num_concepts": 5, "hidden_size": 8,
                 "granularity": "coarse", "layout": layout}  # fmt: skip
-    tbs = TBSAgent([brs["br_0"], brs["br_1"]], [ToMModel(tom_spec), ToMModel(tom_spec)], ToMModel(tom_spec))
+    toms = [ToMModel(tom_spec) for _ in range(3)]
+    for model, probs in zip(toms, constant_toms or []):
+        _constant(model, probs)
+    tbs = TBSAgent([brs["br_0"], brs["br_1"]], toms[:2], toms[2])
     ego_meta = {
         "algo": "tbs",
         "layout": layout,
@@ -139,6 +151,27 @@ def test_script_runs_on_a_chain_folder_in_the_chains_view(diag, tmp_path, monkey
     text = capsys.readouterr().out
     assert "global |" in text and "BR j forced: share of steps" in text
     assert "identification accuracy on training pairs" in text
+
+
+def test_entropies_are_each_models_own_in_nats(diag, tmp_path):
+    # models that ignore their input: each row's entropy is known by hand, so a row read from the
+    # wrong model, a mean over the wrong axis or a unit other than nats fails
+    probs = [[0.5] * 5, [0.05] * 5, [0.1, 0.2, 0.3, 0.4, 0.6]]
+    chain = _fake_chain(tmp_path / "chain", 0, constant_toms=probs)
+    (result,) = diag.main([str(chain), "--horizon", "8"])
+
+    def h(p):
+        return -(p * math.log(p) + (1 - p) * math.log(1 - p))
+
+    expected = [sum(h(p) for p in row) for row in probs]  # 5 ln 2 = 3.466, 0.994, 2.976
+    ent = result["held-out"]["entropy"]
+    for key in ("entropy_tbs", "entropy_forced"):
+        np.testing.assert_allclose(ent[key], expected[:2], rtol=1e-5)
+    for key in ("entropy_global_tbs", "entropy_global_forced"):
+        assert ent[key] == pytest.approx(expected[2], rel=1e-5)
+    # D_i = KL(cluster i || global) is smaller for the p = 0.5 model than for the p = 0.05 one on
+    # every step, so TBS (after its random first step) always picks cluster 0
+    assert ent["selected_tbs"] == pytest.approx([1.0, 0.0])
 
 
 def test_script_names_a_folder_that_is_not_a_tbs_chain(diag, tmp_path):
