@@ -93,6 +93,8 @@ def test_algos_lists_sp():
         (["--set", "ppo.lrr=1"], "unknown config key 'ppo.lrr'; did you mean 'ppo.lr'?"),
         (["--set", "algo.foo=1"], "takes no 'algo.*' options"),
         (["--preset", "quik"], "unknown preset 'quik'. Valid presets: paper, quick"),
+        (["--workers", "2"], "--workers applies to a multi-stage run (a job chain); 'sp' trains in one run"),
+        (["--workers", "0"], "Invalid value for '--workers': 0 is not in the range x>=1"),
     ],
 )
 def test_train_bad_inputs_give_clear_errors(tmp_path, args, message):

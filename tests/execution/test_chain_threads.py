@@ -1,5 +1,8 @@
 """`zsceval train` chains run every job with the chain's `run.num_threads` (not only training jobs)."""
 
+import os
+
+import pytest
 import torch
 
 from zsceval.bench import chain
@@ -38,3 +41,25 @@ def test_run_chain_sets_the_threads_for_its_jobs_and_restores_them(monkeypatch, 
     chain.run_chain(params(f"run.num_threads={want}"), tmp_path / "run", progress=False)
     assert seen == [want]
     assert torch.get_num_threads() == before
+
+
+def test_run_chain_with_workers_runs_jobs_in_processes_with_a_thread_cap(monkeypatch, tmp_path):
+    monkeypatch.delenv(MAX_THREADS_ENV, raising=False)
+    monkeypatch.setattr(hardware, "usable_cores", lambda: 8)
+    seen = []
+
+    def fake_run_jobs(jobs, out, **kwargs):
+        seen.append((kwargs["executor"], kwargs["workers"], os.environ.get(MAX_THREADS_ENV)))
+        (out / chain.EGO / "run").mkdir(parents=True, exist_ok=True)
+        (out / chain.EGO / "run" / "eval.json").write_text("{}")
+
+    monkeypatch.setattr("zsceval.execution.executors.run_jobs", fake_run_jobs)
+    chain.run_chain(params("run.num_threads=1"), tmp_path / "run", progress=False, workers=3)
+    chain.run_chain(params("run.num_threads=1"), tmp_path / "run", progress=False)  # resumed: another value
+    monkeypatch.setenv(MAX_THREADS_ENV, "1")  # a smaller cap from outside is kept
+    chain.run_chain(params("run.num_threads=1"), tmp_path / "run", progress=False, workers=2)
+    assert seen == [("process", 3, "2"), ("local", 1, None), ("process", 2, "1")]  # 8 cores // 3 workers
+    assert os.environ[MAX_THREADS_ENV] == "1"  # restored
+    with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
+        chain.run_chain(params(), tmp_path / "other", workers=0)
+    assert not (tmp_path / "other").exists()

@@ -446,6 +446,41 @@ def _ego_job_resumes_at_the_next_tom_model(real, seen, uninterrupted, folder, mo
         assert all(torch.equal(got[key], want[key]) for key in tom_keys) == same, tom_seed
 
 
+def test_workers_train_the_two_pools_side_by_side_with_the_same_result(
+    tmp_path, monkeypatch
+):
+    # `zsceval train --workers 2`: the two pools (no inputs) run at once in two processes; the
+    # clustering is broken so that the chains stop after them (the worker processes are forked,
+    # so they see the patched kind)
+    from zsceval.algorithms.tbs.pool import load_pool_agents
+
+    def broken(params, out_dir, needs):
+        raise RuntimeError("stop after the pools")
+
+    job_mod.job_function("tbs.cluster")  # loads the kind's entry point (its module registers the kinds)
+    monkeypatch.setitem(job_mod.JOB_KINDS, "tbs.cluster", broken)
+    pools = ("pool_n2_s0", "heldout_n2_s1000")
+    runs = {}
+    for workers in (2, 1):
+        out = tmp_path / f"w{workers}"
+        args = ["train", "--algo", "tbs", "--layout", "cramped_room", "--out", str(out), *TINY,
+                "--set", "algo.pool_size=2", "--set", "algo.pool_steps=512", "--set", "run.num_threads=1",
+                "--set", "run.compile=false", "--workers", str(workers)]  # fmt: skip
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code != 0 and "stop after the pools" in res.output and "--resume" in res.output
+        base = out / "cramped_room" / "tbs"
+        assert {p.parent.name for p in base.glob("*/DONE.json")} == set(pools)
+        times = {p: ((base / p / "STARTED.json").stat().st_mtime, (base / p / "DONE.json").stat().st_mtime)
+                 for p in pools}  # fmt: skip
+        (a0, a1), (b0, b1) = times.values()
+        assert (a0 < b1 and b0 < a1) == (workers == 2), times  # overlapping only with two workers
+        runs[workers] = [load_pool_agents(base / p / "run") for p in pools]
+    for parallel, sequential in zip(runs[2], runs[1]):  # one thread per job either way: same weights
+        for a, b in zip([*parallel[0], *parallel[1]], [*sequential[0], *sequential[1]]):
+            want = b.state_dict()
+            assert all(torch.equal(t, want[key]) for key, t in a.state_dict().items())
+
+
 def _script(name: str):
     """benchmarks/learning/``name`` as a module."""
     from .scripts import load_script

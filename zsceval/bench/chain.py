@@ -202,7 +202,7 @@ def redo_jobs(jobs: list, out: Path, patterns: list[str]) -> list[str]:
 
 def run_chain(
     params: dict[str, Any], out: str | Path, progress: bool = True, redo: list[str] | None = None,
-    log: Any = None,
+    log: Any = None, workers: int = 1,
 ) -> dict[str, Any]:  # fmt: skip
     """Run (or resume) the plug-in's job chain into ``out``.
 
@@ -213,11 +213,18 @@ def run_chain(
         redo: job ids or patterns to run again although finished (:func:`redo_jobs`), with every
             job that reads them.
         log: called with one line per job set aside (default: nothing).
+        workers: jobs run at once, each in its own process, when more than 1 (jobs whose inputs are
+            all finished, e.g. TBS's training and held-out pools, or the stage-1 population runs of
+            several chains' egos); every job's torch threads are then capped at
+            ``usable cores // workers`` (``ZSCEVAL_MAX_THREADS``), so the chain's jobs never
+            oversubscribe the cores. Not part of ``params``: a chain may resume with another value,
+            and its jobs' outputs do not depend on it.
 
     Returns:
         the ego run's ``eval.json`` content.
 
     Raises:
+        ValueError: ``workers`` below 1.
         ConfigError: ``out`` holds another chain, or a ``redo`` pattern matches no job.
         zsceval.execution.jobs.JobError: a job failed (finished jobs stay finished).
     """
@@ -225,6 +232,10 @@ def run_chain(
 
     from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
     from zsceval.execution.executors import run_jobs
+    from zsceval.rl.hardware import MAX_THREADS_ENV, usable_cores
+
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
 
     out = Path(out).resolve()  # the runs record their inputs' paths: absolute, so any cwd resumes
     saved = saved_chain(out)
@@ -240,21 +251,29 @@ def run_chain(
             if log is not None:
                 log(f"redo: {job_id} (its folder moved to {out / REDONE})")
     atomic_write_text(out / CHAIN, json.dumps(params, indent=2))
-    previous = os.environ.get(JOB_PROGRESS_ENV)
-    os.environ[JOB_PROGRESS_ENV] = "1" if progress else "0"
-    # Training jobs set run.num_threads themselves; the others (clustering, ToM models, evaluation)
-    # run with the process's count, which is torch's default (all cores) when a resumed chain has
-    # no training job left: two one-thread chains on two cores would then oversubscribe them.
+    env = {JOB_PROGRESS_ENV: "1" if progress and workers == 1 else "0"}  # no bars from parallel jobs
+    if workers > 1:  # concurrent jobs share the cores (as `zsceval bench --workers` does)
+        cap = max(1, usable_cores() // workers)
+        outer = os.environ.get(MAX_THREADS_ENV, "")
+        env[MAX_THREADS_ENV] = str(min(cap, int(outer))) if outer.strip().isdigit() else str(cap)
+    saved_env = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     threads_before = torch.get_num_threads()
-    threads = chain_threads(params)
-    if threads > 0:
-        torch.set_num_threads(threads)
     try:
-        run_jobs(jobs, out, executor="local", progress=progress)
+        # Training jobs set run.num_threads themselves; the others (clustering, ToM models,
+        # evaluation) run with the process's count, which is torch's default (all cores) when a
+        # resumed chain has no training job left: two one-thread chains on two cores would then
+        # oversubscribe them.
+        threads = chain_threads(params)
+        if threads > 0:
+            torch.set_num_threads(threads)
+        executor = "process" if workers > 1 else "local"
+        run_jobs(jobs, out, executor=executor, workers=workers, progress=progress)
     finally:
         torch.set_num_threads(threads_before)
-        if previous is None:
-            os.environ.pop(JOB_PROGRESS_ENV, None)
-        else:
-            os.environ[JOB_PROGRESS_ENV] = previous
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     return json.loads((out / EGO / "run" / "eval.json").read_text())

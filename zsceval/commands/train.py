@@ -19,7 +19,7 @@ def _fail(exc: Exception) -> click.ClickException:
     return click.ClickException(str(exc))
 
 
-def _finish_chain(params: dict, out, progress: bool, redo: tuple[str, ...] = ()) -> None:
+def _finish_chain(params: dict, out, progress: bool, redo: tuple[str, ...] = (), workers: int = 1) -> None:
     """Run or resume a multi-stage algorithm's job chain (:mod:`zsceval.bench.chain`) and report."""
     from zsceval.execution.jobs import JobError
 
@@ -27,7 +27,7 @@ def _finish_chain(params: dict, out, progress: bool, redo: tuple[str, ...] = ())
         f"{params['algo']} trains in stages: running its job chain in {out} (rerun to resume)", err=True
     )
     try:
-        summary = run_chain(params, out, progress=progress, redo=list(redo),
+        summary = run_chain(params, out, progress=progress, redo=list(redo), workers=workers,
                             log=lambda line: click.echo(line, err=True))  # fmt: skip
     except JobError as exc:
         raise click.ClickException(f"{exc}; rerun `zsceval train --resume --out {out}` to resume") from None
@@ -116,6 +116,15 @@ def _finished_steps(out) -> int | None:
     help="Multi-stage runs: run this finished job again (a job id or a pattern such as '*stage1*'; "
     "repeatable), with every job that reads it; their old folders are kept under OUT/redone/.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Multi-stage runs: jobs of the chain run at once, each in its own process, where their "
+    "inputs are ready (e.g. TBS's training and held-out pools); each job's torch threads are capped "
+    "at cores / N. The jobs' outputs do not depend on it; a resume may change it.",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
 @click.option(
     "--print-config/--no-print-config",
@@ -136,6 +145,7 @@ def train(
     out,
     resume,
     redo,
+    workers,
     progress,
     print_config,
 ) -> None:
@@ -171,15 +181,16 @@ def train(
                 v is not None for v in (algo, env_name, layout, seed, preset, config_file, device, steps)
             ):
                 raise click.UsageError(
-                    "--resume of a multi-stage run takes only --out (and --redo, --no-progress)"
+                    "--resume of a multi-stage run takes only --out (and --redo, --workers, --no-progress)"
                 )
-            _finish_chain(saved_chain(out), out, progress, redo)
+            _finish_chain(saved_chain(out), out, progress, redo, workers)
             return
         if resume:
             if out is None:
                 raise click.UsageError("--resume needs --out RUN_DIR (the run to continue)")
-            if redo:
-                raise click.UsageError(f"--redo applies to a multi-stage run (a job chain); {out} holds none")
+            if redo or workers > 1:
+                flag = "--redo" if redo else "--workers"
+                raise click.UsageError(f"{flag} applies to a multi-stage run (a job chain); {out} holds none")
             given = {
                 "--algo": algo, "--env": env_name, "--layout": layout, "--seed": seed, "--preset": preset,
                 "--config": config_file, "--device": device,
@@ -244,11 +255,12 @@ def train(
             if not print_config and missing_inputs(algo_cls, cfg, chain):
                 chain_jobs(chain)  # the algo.* options' routing checked before anything is written
                 check_writable(out)
-                _finish_chain(chain, out, progress, redo)
+                _finish_chain(chain, out, progress, redo, workers)
                 return
-            if redo:
+            if redo or workers > 1:
+                flag = "--redo" if redo else "--workers"
                 raise click.UsageError(
-                    f"--redo applies to a multi-stage run (a job chain); '{cfg.run.algo}' trains in one run"
+                    f"{flag} applies to a multi-stage run (a job chain); '{cfg.run.algo}' trains in one run"
                 )
         if print_config:
             click.echo(yaml.safe_dump(config_to_dict(cfg), sort_keys=False), nl=False)
