@@ -394,7 +394,12 @@ def test_algo_ego_steps_give_an_algorithm_its_own_ego_budget(tmp_path):
 
 def test_shipped_suites_keep_zsceval_budget_ratios():
     """Stage-2 egos (population 12) and COLE (25) train 5x SP's env steps, E3T as many as SP."""
-    for name in ("overcooked", "overcooked-quick-cc", "overcooked-quick-sets"):
+    for name in (
+        "overcooked",
+        "overcooked-quick-cc",
+        "overcooked-quick-sets",
+        "overcooked-quick-sets-scores",
+    ):
         suite = load_suite(SUITES / f"{name}.yaml")
         sp = suite.ego_budget("sp")
         assert suite.ego_budget("e3t") == sp, name
@@ -405,6 +410,25 @@ def test_shipped_suites_keep_zsceval_budget_ratios():
     for algo in paper.algorithms:
         alone = resolve_config(preset="paper", **{"run.algo": algo, "env.layout": "counter_circuit"})
         assert paper.ego_budget(algo) == alone.run.total_steps, algo
+
+
+def test_quick_sets_scores_trains_the_quick_sets_egos_and_plays_the_sets_that_run_shipped():
+    """overcooked-quick-sets-scores (issue 39): the egos of overcooked-quick-sets, evaluated on the
+    zsceval:<layout>@1 sets exported from that suite's run (their manifests name it)."""
+    from zsceval.evaluation.shipped_sets import resolve_set
+
+    source = load_suite(SUITES / "overcooked-quick-sets.yaml").to_dict()
+    scores = load_suite(SUITES / "overcooked-quick-sets-scores.yaml").to_dict()
+    sets = scores.pop("layout_partner_sets")
+    assert sets == {layout: f"zsceval:{layout}@1" for layout in source["layouts"]}
+    for key in ("name", "layout_partner_sets"):
+        source.pop(key, None)
+        scores.pop(key, None)
+    assert scores == source  # same layouts, algorithms, seeds, budgets, preset and evaluation
+    for layout, name in sets.items():
+        entry = resolve_set(name)
+        assert (entry.layout, entry.split) == (layout, "test")
+        assert (entry.provenance.suite, entry.provenance.seed) == ("overcooked-quick-sets", source["seed"])
 
 
 def test_suite_record_compares_ego_budgets_of_the_algorithms_both_runs_hold(tmp_path):
