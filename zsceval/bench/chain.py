@@ -214,11 +214,12 @@ def run_chain(
             job that reads them.
         log: called with one line per job set aside (default: nothing).
         workers: jobs run at once, each in its own process, when more than 1 (jobs whose inputs are
-            all finished, e.g. TBS's training and held-out pools, or the stage-1 population runs of
-            several chains' egos); every job's torch threads are then capped at
-            ``usable cores // workers`` (``ZSCEVAL_MAX_THREADS``), so the chain's jobs never
-            oversubscribe the cores. Not part of ``params``: a chain may resume with another value,
-            and its jobs' outputs do not depend on it.
+            all finished, e.g. TBS's training and held-out pools); every job's torch threads are
+            then capped at ``usable cores // workers`` (``ZSCEVAL_MAX_THREADS``), so the chain's
+            jobs never oversubscribe the cores. Not part of ``params``: a chain may resume with
+            another value. With a fixed ``run.num_threads`` (at most the cap) the jobs' outputs do
+            not depend on it; with ``auto`` the cap may change a job's thread count, hence its float
+            rounding.
 
     Returns:
         the ego run's ``eval.json`` content.

@@ -123,7 +123,7 @@ def _finished_steps(out) -> int | None:
     show_default=True,
     help="Multi-stage runs: jobs of the chain run at once, each in its own process, where their "
     "inputs are ready (e.g. TBS's training and held-out pools); each job's torch threads are capped "
-    "at cores / N. The jobs' outputs do not depend on it; a resume may change it.",
+    "at cores / N. A resume may change it; with a fixed run.num_threads the results do not depend on it.",
 )
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
 @click.option(
