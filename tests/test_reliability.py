@@ -465,7 +465,7 @@ def test_bench_caps_threads_when_jobs_run_concurrently(tmp_path, monkeypatch):
 
     monkeypatch.delenv(MAX_THREADS_ENV, raising=False)  # the test suite's own cap (conftest)
     monkeypatch.setattr(bench_mod, "run_jobs", fake)
-    monkeypatch.setattr(bench_mod, "usable_cores", lambda: 2)
+    monkeypatch.setattr("zsceval.rl.hardware.usable_cores", lambda: 2)
     suite = tmp_path / "tiny.yaml"
     suite.write_text(TINY_SUITE)
     invoke("bench", "--suite", suite, "--out", tmp_path / "a", "--executor", "process", "--workers", 2)

@@ -141,3 +141,26 @@ def test_a_run_records_the_resolved_values_and_resume_keeps_them(registry_dir, m
     assert res.exit_code == 0, res.output
     saved = yaml.safe_load((run / "config.yaml").read_text())
     assert saved["model"]["bf16"] is False and saved["run"]["num_threads"] == 1
+
+
+def test_worker_thread_env_caps_concurrent_jobs_and_keeps_a_smaller_outer_cap(monkeypatch):
+    monkeypatch.setattr(hw, "usable_cores", lambda: 8)
+    monkeypatch.delenv(hw.MAX_THREADS_ENV, raising=False)
+    assert hw.worker_thread_env(1) == {}
+    assert hw.worker_thread_env(3) == {hw.MAX_THREADS_ENV: "2"}
+    assert hw.worker_thread_env(16) == {hw.MAX_THREADS_ENV: "1"}
+    monkeypatch.setenv(hw.MAX_THREADS_ENV, "1")
+    assert hw.worker_thread_env(2) == {hw.MAX_THREADS_ENV: "1"}  # 8 // 2 = 4, the outer 1 wins
+    monkeypatch.setenv(hw.MAX_THREADS_ENV, "junk")
+    assert hw.worker_thread_env(2) == {hw.MAX_THREADS_ENV: "4"}
+
+
+def test_scoped_environ_restores_set_and_unset_variables_even_on_error(monkeypatch):
+    import os
+
+    monkeypatch.setenv("ZSCEVAL_T_SET", "old")
+    monkeypatch.delenv("ZSCEVAL_T_UNSET", raising=False)
+    with pytest.raises(RuntimeError), hw.scoped_environ({"ZSCEVAL_T_SET": "new", "ZSCEVAL_T_UNSET": "x"}):
+        assert os.environ["ZSCEVAL_T_SET"] == "new" and os.environ["ZSCEVAL_T_UNSET"] == "x"
+        raise RuntimeError
+    assert os.environ["ZSCEVAL_T_SET"] == "old" and "ZSCEVAL_T_UNSET" not in os.environ

@@ -11,7 +11,6 @@ resumes from its last checkpoint when the same command (or ``--resume --out``) i
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -233,7 +232,7 @@ def run_chain(
 
     from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
     from zsceval.execution.executors import run_jobs
-    from zsceval.rl.hardware import MAX_THREADS_ENV, usable_cores
+    from zsceval.rl.hardware import scoped_environ, worker_thread_env
 
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
@@ -252,29 +251,19 @@ def run_chain(
             if log is not None:
                 log(f"redo: {job_id} (its folder moved to {out / REDONE})")
     atomic_write_text(out / CHAIN, json.dumps(params, indent=2))
-    env = {JOB_PROGRESS_ENV: "1" if progress and workers == 1 else "0"}  # no bars from parallel jobs
-    if workers > 1:  # concurrent jobs share the cores (as `zsceval bench --workers` does)
-        cap = max(1, usable_cores() // workers)
-        outer = os.environ.get(MAX_THREADS_ENV, "")
-        env[MAX_THREADS_ENV] = str(min(cap, int(outer))) if outer.strip().isdigit() else str(cap)
-    saved_env = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    env = {JOB_PROGRESS_ENV: "1" if progress and workers == 1 else "0", **worker_thread_env(workers)}
     threads_before = torch.get_num_threads()
     try:
-        # Training jobs set run.num_threads themselves; the others (clustering, ToM models,
-        # evaluation) run with the process's count, which is torch's default (all cores) when a
-        # resumed chain has no training job left: two one-thread chains on two cores would then
-        # oversubscribe them.
-        threads = chain_threads(params)
-        if threads > 0:
-            torch.set_num_threads(threads)
-        executor = "process" if workers > 1 else "local"
-        run_jobs(jobs, out, executor=executor, workers=workers, progress=progress)
+        with scoped_environ(env):  # no bars from parallel jobs; their threads capped at cores / workers
+            # Training jobs set run.num_threads themselves; the others (clustering, ToM models,
+            # evaluation) run with the process's count, which is torch's default (all cores) when a
+            # resumed chain has no training job left: two one-thread chains on two cores would then
+            # oversubscribe them.
+            threads = chain_threads(params)
+            if threads > 0:
+                torch.set_num_threads(threads)
+            executor = "process" if workers > 1 else "local"
+            run_jobs(jobs, out, executor=executor, workers=workers, progress=progress)
     finally:
         torch.set_num_threads(threads_before)
-        for key, value in saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     return json.loads((out / EGO / "run" / "eval.json").read_text())

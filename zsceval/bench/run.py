@@ -61,7 +61,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import itertools
-import os
 import typing
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -91,7 +90,7 @@ from zsceval.io import atomic_path, atomic_write_text
 from zsceval.plugins import PluginGroup
 from zsceval.rl.algorithm import JobContext
 from zsceval.rl.config import ConfigError, check_episode_budget, coerce_value, resolve_config
-from zsceval.rl.hardware import MAX_THREADS_ENV, usable_cores
+from zsceval.rl.hardware import scoped_environ, worker_thread_env
 
 __all__ = [
     "Suite",
@@ -1144,19 +1143,11 @@ def _run_locked(suite, root, diffs, executor, workers, retries, progress, log) -
         # progress inside a job (env steps of training) where one job runs at a time in this process
         inner = progress and executor == "local"
         env = {pipeline.JOB_PROGRESS_ENV: "1" if inner else "0"}
-        if executor != "local" and workers > 1:  # concurrent jobs share the cores: no oversubscription
-            env[MAX_THREADS_ENV] = str(max(1, usable_cores() // workers))
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
+        if executor != "local":  # concurrent jobs share the cores: no oversubscription
+            env.update(worker_thread_env(workers))
+        with scoped_environ(env):
             run_jobs(all_jobs, root, executor=executor, workers=workers, retries=retries, progress=progress,
                      modules=_JOB_MODULES)  # fmt: skip
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
     for name, jobs in zip(["candidates and ego training", "candidate features", "partner selection"], static):
         run_phase(name, jobs)

@@ -24,6 +24,8 @@ import os
 import socket
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -40,7 +42,9 @@ __all__ = [
     "register_active_run",
     "resolve_bf16",
     "resolve_threads",
+    "scoped_environ",
     "usable_cores",
+    "worker_thread_env",
 ]
 
 AUTO = "auto"
@@ -64,6 +68,34 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def worker_thread_env(workers: int) -> dict[str, str]:
+    """``{ZSCEVAL_MAX_THREADS: str(cap)}`` for ``workers`` jobs running side by side, so that they
+    never oversubscribe the cores: ``cap = max(1, usable cores // workers)``, or a smaller cap already
+    set in the environment; ``{}`` for one worker (``zsceval bench --workers``, ``zsceval train
+    --workers``)."""
+    if workers <= 1:
+        return {}
+    cap = max(1, usable_cores() // workers)
+    outer = os.environ.get(MAX_THREADS_ENV, "").strip()
+    return {MAX_THREADS_ENV: str(min(cap, int(outer)) if outer.isdigit() else cap)}
+
+
+@contextmanager
+def scoped_environ(values: dict[str, str]) -> Iterator[None]:
+    """Set the environment variables ``values`` for the ``with`` block (and the processes it
+    starts), then restore each to its old value, or remove it where it was unset."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 # -- bf16 ---------------------------------------------------------------------------------------------
