@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The checks of a session lent a CUDA machine, in the order they matter, each under its own timeout
-# so that one hang cannot eat the lease; about 8 minutes on an H200 (docs/performance.md, "The first
+# so that one hang cannot eat the lease; about 10 minutes on an H200 (docs/performance.md, "The first
 # GPU measurements"). Everything is also written to ${OUT:-.}/gpu_session.log.
 #
 #   bash benchmarks/perf/gpu_session.sh            # zsceval and its dependencies already installed
@@ -11,6 +11,11 @@
 # for the JaxMARL column). They go to /tmp/site, and the checkout's zsceval/ is moved aside so that
 # the installed package, with its entry points and package data, is the one imported. Use it only on
 # a throw-away copy of the repository.
+#
+# Size: with the shipped partner sets (eval_partners/sets, 75 MB) the repository is over the device
+# tool's 64 MiB. Build the wheel from a clone without them (`rm -rf eval_partners/sets` there), and
+# keep them from travelling for the session's calls (`git rm -r -q --cached eval_partners/sets` and
+# `/eval_partners/sets/` in .git/info/exclude; afterwards `git reset -q -- eval_partners/sets`).
 #
 # Steps: (1) the tests that run on CUDA when it is there; (2) the engine and PPO, eager and with the
 # step compiled, against JaxMARL where it imports (gpu.py); (3) a tiny bench suite end to end with
@@ -63,7 +68,7 @@ partners:
 evaluation:
   episodes: 2
 YAML
-timeout 150 python3 -m zsceval.cli bench --suite "$SUITE" --out /tmp/gpu-tiny-bench --device cuda --no-progress 2>&1 \
+timeout 240 python3 -m zsceval.cli bench --suite "$SUITE" --out /tmp/gpu-tiny-bench --device cuda --no-progress 2>&1 \
     | quiet | tail -15
 
 echo "=== 4. policy-pool acting  $(date +%T)"
@@ -74,4 +79,7 @@ timeout 70 python3 benchmarks/learning/sp.py --layouts cramped_room --seeds 0 --
 
 echo "=== 6. where a 4,096-game step's time goes (step_profile.py)  $(date +%T)"
 timeout 90 python3 benchmarks/perf/step_profile.py --device cuda --games 4096 2>&1 | quiet
+echo "=== 7. the value-based core: VDN and a TBS pool of 10 pairs (value_core.py)  $(date +%T)"
+timeout 90 python3 benchmarks/perf/value_core.py --layout counter_circuit --pairs 10 --iterations 40 \
+    --set run.device=cuda 2>&1 | quiet
 echo "=== end  $(date +%T)"
