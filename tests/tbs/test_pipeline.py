@@ -227,6 +227,10 @@ def test_runs_of_a_layout_pool_their_heldout_pairs_and_the_paired_difference(tmp
     assert -0.25 - 1e-9 <= low < pooled.loc["TBS - BR", "scaled"] < high <= 1.0 + 1e-9
     text = format_tbs(tbs_summary(paths, reps=50), pooled=tbs_pooled(paths, reps=50))
     assert "counter_circuit  (pooled over 2 runs: 3 held-out pairs with a scale)" in text
+    # each run's line counts all its pairs (the sparse return's) and those with a scale (s1's second
+    # pair never scores: no scale)
+    assert "counter_circuit  (s0/ego, 2 held-out pairs, 2 with a scale)" in text
+    assert "counter_circuit  (s1/ego, 2 held-out pairs, 1 with a scale)" in text
     assert "TBS - BR" in text and "coordination_ring  (pooled" not in text
     written = plot_pooled(tbs_pooled(paths, reps=50), tmp_path / "figures")
     assert [p.name for p in written] == ["tbs_pooled_counter_circuit.png"]
@@ -367,6 +371,10 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     frame = pd.read_parquet(out / "ego" / "tbs_eval" / "results.parquet")
     assert set(frame["agent"]) == {"TBS", "BR", "Hypothesis", "Random", "CEM", "CBPR", "Oracle"}
     assert len(frame) == 7 * 3 * 2  # agents x held-out pairs x seats (1 episode)
+    scaled = int(frame[frame["agent"] == "Oracle"].groupby("heldout")["sparse_return"].max().gt(0).sum())
+    assert (
+        f"3 held-out pairs, {scaled} with a scale)" in (out / "ego" / "tbs_eval" / "report.txt").read_text()
+    )
     report = CliRunner().invoke(main, ["report", str(out), "--no-figures"])
     assert report.exit_code == 0 and "TBS protocol" in report.output, report.output
     assert "  Hypothesis  " in report.output
@@ -446,9 +454,7 @@ def _ego_job_resumes_at_the_next_tom_model(real, seen, uninterrupted, folder, mo
         assert all(torch.equal(got[key], want[key]) for key in tom_keys) == same, tom_seed
 
 
-def test_workers_train_the_two_pools_side_by_side_with_the_same_result(
-    tmp_path, monkeypatch
-):
+def test_workers_train_the_two_pools_side_by_side_with_the_same_result(tmp_path, monkeypatch):
     # `zsceval train --workers 2`: the two pools (no inputs) run at once in two processes; the
     # clustering is broken so that the chains stop after them (the worker processes are forked,
     # so they see the patched kind)

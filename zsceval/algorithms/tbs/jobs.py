@@ -584,11 +584,12 @@ def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
     tmp.replace(out / "results.parquet")
     table = summarize(frame, seed=int(params["seed"]))
     atomic_write_text(out / "summary.json", table.to_json(orient="records", indent=1))
-    from zsceval.algorithms.tbs.report import format_tbs
+    from zsceval.algorithms.tbs.report import format_tbs, scaled_pairs
 
     table.insert(0, "run", ".")
     table.insert(0, "layout", layout)
     table["heldout_pairs"] = H
+    table["scaled_pairs"] = scaled_pairs(frame)
     atomic_write_text(out / "report.txt", format_tbs(table))
     plot_tbs(table, out / "tbs.png", title=f"{layout}: held-out pool ({H} pairs, both seats)")
     return {"rows": len(frame), "summary": json.loads(table.to_json(orient="records"))}

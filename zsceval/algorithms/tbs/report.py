@@ -69,8 +69,16 @@ def tbs_summary(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.Dat
         )
         table.insert(0, "layout", str(frame["layout"].iloc[0]))
         table["heldout_pairs"] = int(frame["heldout"].nunique())
+        table["scaled_pairs"] = scaled_pairs(frame)
         rows.append(table)
     return pd.concat(rows, ignore_index=True)
+
+
+def scaled_pairs(frame: pd.DataFrame) -> int:
+    """How many held-out pairs of one run have a scale (a positive self-play return: the Oracle's),
+    i.e. enter the scaled reward; the sparse return counts every pair. ``frame``: the rows of
+    :func:`~.results.scaled_rewards` (columns ``heldout``, ``scaled``)."""
+    return int(frame.groupby("heldout")["scaled"].apply(lambda s: s.notna().any()).sum())
 
 
 def chain_variant(path: str | Path) -> tuple[str, int | None]:
@@ -253,7 +261,10 @@ def format_tbs(summary: pd.DataFrame, level: float = 0.95, pooled: pd.DataFrame 
     layout pooled (:func:`tbs_pooled`), where given and not empty."""
     lines = [f"TBS protocol: held-out pool, both seats; scaled reward and sparse return [{level:.0%} CI]"]
     for (lay, run), g in summary.groupby(["layout", "run"], sort=True):
-        lines.append(f"\n{lay}  ({run}, {int(g['heldout_pairs'].iloc[0])} held-out pairs)")
+        pairs = f"{int(g['heldout_pairs'].iloc[0])} held-out pairs"
+        if "scaled_pairs" in g:  # the scaled reward's mean is over these; the return's over all
+            pairs += f", {int(g['scaled_pairs'].iloc[0])} with a scale"
+        lines.append(f"\n{lay}  ({run}, {pairs})")
         lines.append(f"  {'agent':<15}  {'scaled reward':>24}  {'sparse return':>26}")
         for r in g.itertuples():
             scaled = f"{r.scaled:6.3f} [{r.scaled_low:6.3f}, {r.scaled_high:6.3f}]"
