@@ -185,3 +185,22 @@ def test_partial_chain_gives_the_evaluation_its_view_radius():
     ctx = dataclasses.replace(_context(), ego_options={"partial": True, "view_radius": 3})
     (evaluate,) = [j for j in registry.get("tbs").jobs(ctx) if j.kind == "tbs.evaluate"]
     assert evaluate.params["view_radius"] == 3
+
+
+def test_tom_summary_says_whether_a_model_learned():
+    # early stopping: judged by the kept epoch's held-out loss against 0.9 x the constant predictor's
+    curve = {"loss": [3.0, 2.0], "baseline": [3.54], "episodes": [224], "val_epoch": [0, 1, 2],
+             "val_loss": [26.4, 3.20, 3.10], "best_epoch": [2]}  # fmt: skip
+    assert tbs_jobs._tom_summary(curve)["learned"]  # 3.10 < 0.9 x 3.54 = 3.186
+    failed = {**curve, "val_loss": [26.4, 3.60, 3.59]}  # the larger-budget chain's cluster 1
+    summary = tbs_jobs._tom_summary(failed)
+    assert summary["learned"] is False and summary["heldout_loss"] == 3.59
+    assert not tbs_jobs._tom_summary({"loss": [3.5], "baseline": [3.54], "episodes": [8]})["learned"]
+    lines = tbs_jobs.unlearned_tom_models({"cluster_0": tbs_jobs._tom_summary(curve), "cluster_1": summary})
+    assert len(lines) == 1 and "cluster_1" in lines[0] and "3.590" in lines[0] and "3.540" in lines[0]
+    # a summary from before `learned` existed is judged from its stored losses
+    legacy = {
+        "global": {"baseline": 2.0, "final_loss": 0.3},
+        "cluster_0": {"baseline": 2.0, "heldout_loss": 1.95},
+    }
+    assert [line.split()[3] for line in tbs_jobs.unlearned_tom_models(legacy)] == ["cluster_0"]

@@ -6,7 +6,14 @@ import pytest
 import torch
 
 from zsceval.algorithms.tbs.concepts import build_concept_set, next_interaction_labels
-from zsceval.algorithms.tbs.tom import ToMModel, collect_tom_data, label_entropy, tom_loss, train_tom
+from zsceval.algorithms.tbs.tom import (
+    ToMModel,
+    collect_tom_data,
+    label_entropy,
+    prior_logits,
+    tom_loss,
+    train_tom,
+)
 from zsceval.envs.overcooked import OvercookedEnv
 from zsceval.rl.agent import ActOutput
 from zsceval.rl.checkpoint import load_agent, save_checkpoint
@@ -208,3 +215,44 @@ def test_holdout_rejects_bad_values():
             train_tom(model(), obs, starts, labels, epochs=1, holdout=bad)
     with pytest.raises(ValueError, match="2 columns"):
         train_tom(model(), obs[:, :1], starts[:, :1], labels[:, :1], epochs=1, holdout=0.5)
+
+
+def test_prior_logits_hand_computed():
+    # 4 steps, the last masked out: concept 0 in 1 of 3 counted steps, concept 1 in all, concept 2 never
+    labels = torch.tensor([[1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.0, 1.0]])
+    mask = torch.tensor([True, True, True, False])
+    logits = prior_logits(labels, mask, eps=1e-3)
+    assert torch.allclose(
+        logits, torch.tensor([math.log(0.5), math.log(0.999 / 0.001), math.log(0.001 / 0.999)])
+    )
+    # its constant prediction's loss is label_entropy (for frequencies inside (eps, 1 - eps))
+    lab = (torch.rand(50, 6, 3, generator=torch.Generator().manual_seed(0)) < 0.2).float()
+    const = prior_logits(lab).expand(50, 6, 3)
+    assert math.isclose(float(tom_loss(const, lab)), label_entropy(lab), rel_tol=1e-5)
+
+
+def test_prior_bias_starts_the_head_at_the_training_frequencies():
+    # sparse concepts, as the partner's next interaction is: a zero-bias head starts at M log 2 nats
+    T, B, M = 24, 8, 6
+    g = torch.Generator().manual_seed(3)
+    obs = torch.randint(0, 2, (T, B, *OBS), generator=g, dtype=torch.uint8)
+    starts = torch.zeros(T, B, dtype=torch.bool)
+    starts[0] = True
+    labels = (torch.rand(T, B, M, generator=g) < 0.05).float()
+    mask = torch.rand(T, B, generator=g) < 0.8
+    kw = dict(epochs=0, mask=mask, holdout=0.25)
+    with_prior = model(m=M, seed=4)
+    c = train_tom(with_prior, obs, starts, labels, generator=torch.Generator().manual_seed(2), **kw)
+    perm = torch.randperm(B, generator=torch.Generator().manual_seed(2))
+    train = perm[2:].sort().values  # the training columns of the holdout split
+    expected = prior_logits(labels[:, train], mask[:, train])
+    assert torch.allclose(with_prior.head.bias, expected)
+    without = model(m=M, seed=4)
+    bias0 = without.head.bias.detach().clone()
+    c0 = train_tom(
+        without, obs, starts, labels, generator=torch.Generator().manual_seed(2), prior_bias=False, **kw
+    )
+    assert torch.equal(without.head.bias, bias0)
+    # the held-out loss before training: near the constant predictor's with the prior, M log 2 without
+    assert abs(c["val_loss"][0] - c["baseline"][0]) < 0.5 * c["baseline"][0]
+    assert c0["val_loss"][0] > 0.9 * M * math.log(2) > 2 * c["val_loss"][0]

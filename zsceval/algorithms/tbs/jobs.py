@@ -39,6 +39,7 @@ __all__ = [
     "cross_play_returns",
     "global_tom_plan",
     "read_clusters",
+    "unlearned_tom_models",
 ]
 
 TOM_GLOBAL = ("mixed", "matched")
@@ -316,7 +317,9 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     the N pairs makes about as many gradient steps, ``round(N / m)`` times the passes),
     ``tom_epsilon`` (the best response's exploration while collecting, 0.1), ``tom_hidden`` (64),
     ``tom_lr`` (Adam, 3e-3), ``tom_holdout`` (the fraction of each model's episodes kept out of
-    training for early stopping, 0.25; 0: none) and ``tom_global`` (the global model's episodes:
+    training for early stopping, 0.25; 0: none), ``tom_prior_bias`` (start each model's head at
+    its training labels' log-odds, :func:`~zsceval.algorithms.tbs.tom.train_tom`; True; False gives
+    the models of chains run before it existed) and ``tom_global`` (the global model's episodes:
     ``mixed``, Eq. 11, every cluster's partners with every cluster's best response,
     :func:`global_tom_plan`; ``matched``, the cluster models' episodes pooled, each cluster's
     partners with its own best response only), ``tom_seed`` (the ToM models' initial weights and
@@ -358,6 +361,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     eps = float(params.get("tom_epsilon", 0.1))
     hidden = int(params.get("tom_hidden", 64))
     lr, holdout = float(params.get("tom_lr", 3e-3)), float(params.get("tom_holdout", 0.25))
+    prior_bias = bool(params.get("tom_prior_bias", True))
     bar = tqdm(total=k + 1, desc=f"tbs ToM {layout}", unit="model", leave=False,
                disable=os.environ.get(JOB_PROGRESS_ENV) != "1")  # fmt: skip
     bar.set_postfix_str("collecting episodes")
@@ -399,7 +403,16 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
         gen = torch.Generator().manual_seed(tom_seed)
         bar.set_postfix_str(f"{name}: {passes} epochs on {obs.shape[1]} episodes")
         curves[name] = train_tom(
-            model, obs, starts, lab, passes, lr=lr, generator=gen, mask=mask, holdout=holdout
+            model,
+            obs,
+            starts,
+            lab,
+            passes,
+            lr=lr,
+            generator=gen,
+            mask=mask,
+            holdout=holdout,
+            prior_bias=prior_bias,
         )
         curves[name]["episodes"] = [int(obs.shape[1])]
         _save_tom(out, name, model, spec, curves[name])
@@ -492,14 +505,44 @@ def hypothesis_options(params: dict) -> dict:
 def _tom_summary(curve: dict) -> dict:
     """A ToM model's training in numbers: its episodes (held-out ones included) and epochs, the last
     training loss, the constant predictor's loss and, with early stopping, the kept epoch and its
-    held-out loss (losses in nats per step)."""
+    held-out loss (losses in nats per step), and ``learned``: whether the model's loss (held-out
+    with early stopping, else the last training loss) is below 0.9 x the constant predictor's. A
+    model that did not learn predicts the same concepts at every step, and Eq. 8 then compares the
+    other models against a flat one (``docs/results.md``, issue 33's larger-budget chain)."""
     out = {"episodes": curve["episodes"][0], "epochs": len(curve["loss"]),
            "final_loss": curve["loss"][-1] if curve["loss"] else None,
            "baseline": curve["baseline"][0]}  # fmt: skip
+    loss = out["final_loss"]
     if "best_epoch" in curve:
         best = curve["best_epoch"][0]
-        out.update({"best_epoch": best, "heldout_loss": curve["val_loss"][curve["val_epoch"].index(best)]})
+        loss = curve["val_loss"][curve["val_epoch"].index(best)]
+        out.update({"best_epoch": best, "heldout_loss": loss})
+    out["learned"] = loss is not None and loss < LEARNED_FRACTION * out["baseline"]
     return out
+
+
+def unlearned_tom_models(tom: dict) -> list[str]:
+    """Warning lines for the ToM models of an ego job's summary (``eval.json``'s ``tom``,
+    :func:`_tom_summary`) whose loss is not below :data:`LEARNED_FRACTION` of the constant
+    predictor's; empty when every model learned. Summaries written before ``learned`` existed are
+    judged from their stored losses."""
+    lines = []
+    for name, t in tom.items():
+        loss = t.get("heldout_loss", t.get("final_loss"))
+        learned = t.get("learned", loss is not None and loss < LEARNED_FRACTION * t["baseline"])
+        if not learned:
+            shown = "none (not trained)" if loss is None else f"{loss:.3f}"
+            lines.append(
+                f"warning: ToM model {name} did not learn: loss {shown} against {t['baseline']:.3f} "
+                "nats/step for the constant predictor; its predictions are flat and Eq. 8 compares "
+                "the others with it"
+            )
+    return lines
+
+
+LEARNED_FRACTION = 0.9
+"""A ToM model has learned when its loss is below this fraction of the constant predictor's
+(:func:`_tom_summary`)."""
 
 
 def _env_spec(layout: str, view_radius: int = 0, horizon: int | None = None) -> dict:
@@ -590,6 +633,12 @@ def evaluate_job(params: dict, out: Path, needs: dict) -> dict:
     table.insert(0, "layout", layout)
     table["heldout_pairs"] = H
     table["scaled_pairs"] = scaled_pairs(frame)
-    atomic_write_text(out / "report.txt", format_tbs(table))
+    report = format_tbs(table)
+    summary_file = run / "eval.json"
+    if summary_file.exists():
+        report += "".join(
+            f"{line}\n" for line in unlearned_tom_models(json.loads(summary_file.read_text())["tom"])
+        )
+    atomic_write_text(out / "report.txt", report)
     plot_tbs(table, out / "tbs.png", title=f"{layout}: held-out pool ({H} pairs, both seats)")
     return {"rows": len(frame), "summary": json.loads(table.to_json(orient="records"))}

@@ -300,6 +300,10 @@ class TBSOptions:
     """Adam learning rate of the ToM models."""
     tom_holdout: float = 0.25
     """Fraction of each ToM model's episodes kept out of training for early stopping (0: none)."""
+    tom_prior_bias: bool = True
+    """Start each ToM model's output bias at its training labels' log-odds (the constant
+    predictor), so that training starts at that baseline (ours; from a zero bias some cluster
+    models never left it, ``docs/differences.md``). False: the models of earlier chains."""
     tom_global: str = "mixed"
     """Episodes of the global ToM model: ``mixed`` (Eq. 11: the partner's cluster and the best
     response's drawn independently, so every cluster's partners meet every cluster's BR) or
@@ -439,6 +443,7 @@ class TBS(Algorithm):
             "tom_games": int(opts.get("tom_games", 32)), "tom_epochs": int(opts.get("tom_epochs", 60)),
             "tom_epsilon": float(opts.get("tom_epsilon", 0.1)), "tom_lr": float(opts.get("tom_lr", 3e-3)),
             "tom_holdout": float(opts.get("tom_holdout", 0.25)),
+            "tom_prior_bias": bool(opts.get("tom_prior_bias", True)),
             "tom_global": tom_global,
             "algo_inputs": {"pool": pool.id},
         }  # fmt: skip
