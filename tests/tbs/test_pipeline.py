@@ -268,6 +268,12 @@ def test_pooling_keeps_chain_settings_apart_and_never_pools_one_seed_twice(tmp_p
     ]
     assert chain_variant(paths[2]) == ("algo.fixed_k=2, algo.pool_size=10", 0)
     assert chain_variant(tmp_path / "none" / "ego" / "tbs_eval" / "results.parquet") == ("", None)
+    # an ego job that trained with the ToM prior bias marks its chain, even under an older chain.json
+    prior = chain("s0_prior", 0, pairs=[(100, 60, 75)], k=5)
+    (prior.parents[1] / "DONE.json").write_text(json.dumps({"job": {"params": {"tom_prior_bias": True}}}))
+    assert chain_variant(prior) == ("algo.pool_size=10, algo.tom_prior_bias=true", 0)
+    (prior.parents[1] / "DONE.json").write_text(json.dumps({"job": {"params": {"tom_prior_bias": False}}}))
+    assert chain_variant(prior) == chain_variant(paths[0])
     with pytest.warns(UserWarning, match=r"repeat a seed \(\[0, 0\]\)"):
         pooled = tbs_pooled(paths, reps=100)
     tbs = pooled[pooled["agent"] == "TBS"].set_index("variant")["scaled"]

@@ -87,7 +87,10 @@ def chain_variant(path: str | Path) -> tuple[str, int | None]:
     The settings are the chain's ``chain.json``: its ``algo.*`` and other overrides (``run.*``, such as
     the thread count, left out: they do not change what is trained), its preset when not ``quick`` and
     its ``--steps``, sorted and joined (``"algo.fixed_k=2, algo.pool_size=10"``). Runs pool only with
-    runs of the same settings.
+    runs of the same settings. A chain whose ego job (``<chain>/ego/DONE.json``) trained its ToM
+    models with the prior bias (``tom_prior_bias``, the default since 2026-11-28) adds
+    ``algo.tom_prior_bias=true``: a chain re-run with it on an older chain's stages (``--resume``
+    keeps the older ``chain.json``) is another method, not another seed of the same one.
 
     Returns:
         ``(settings, seed)``; ``("", None)`` where there is no ``chain.json`` (a bench's TBS egos).
@@ -104,6 +107,12 @@ def chain_variant(path: str | Path) -> tuple[str, int | None]:
         parts.append(f"preset={chain['preset']}")
     if chain.get("steps") is not None:
         parts.append(f"steps={chain['steps']}")
+    try:
+        ego = json.loads((Path(path).parents[1] / "DONE.json").read_text())["job"]["params"]
+    except (OSError, ValueError, KeyError, TypeError):
+        ego = {}
+    if ego.get("tom_prior_bias") is True and not any(p.startswith("algo.tom_prior_bias=") for p in parts):
+        parts.append("algo.tom_prior_bias=true")
     return ", ".join(sorted(parts)), chain.get("seed")
 
 
