@@ -407,6 +407,12 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
             assert p["label"] == behaviour.label(
                 p["sparse_return"], np.array(p["counter_events"]), pool["horizon"]
             )
+    # a cluster ToM model retrained from the chain's episodes and seeds (tbs_tom_init.py): with the
+    # prior bias (the chain's setting) it is the chain's model again; from a zero bias another one
+    rows = _script("tbs_tom_init.py").main([str(out), "--cluster", "0"])
+    assert [r["prior_bias"] for r in rows] == [False, True]
+    assert rows[1]["best_heldout_loss"] == pytest.approx(meta["tom"]["cluster_0"]["heldout_loss"], rel=1e-4)
+    assert rows[0]["best_heldout_loss"] != pytest.approx(rows[1]["best_heldout_loss"], rel=1e-4)
     if clustering["k"] > 1:
         clusters = [[i for i, c in enumerate(clustering["labels"]) if c == j] for j in range(clustering["k"])]
         dropped = _script("tbs_drop_clusters.py").main([str(out), "--drop", "0"])
