@@ -3,7 +3,7 @@
 Re-collects cluster J's ToM episodes exactly as the chain's ego job did (the same best response,
 partners, exploration, episode count and seeds, read from ``ego/DONE.json``), then trains the
 model on them as the ego job does (the same epochs, step size, holdout and minibatch order) twice
-per ToM seed: once from a zero output bias (PyTorch's default, the chains before 2026-11-28) and
+per ToM seed: once from PyTorch's default output bias (small, near zero; the chains before 2026-11-28) and
 once with the bias at the labels' log-odds (``algo.tom_prior_bias``, :func:`~zsceval.algorithms.
 tbs.tom.prior_logits`). For each it prints the last training loss, the best held-out loss, the
 first epoch whose training loss is below 0.9 x the constant predictor's, and the spread of the

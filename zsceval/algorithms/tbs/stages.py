@@ -302,8 +302,9 @@ class TBSOptions:
     """Fraction of each ToM model's episodes kept out of training for early stopping (0: none)."""
     tom_prior_bias: bool = True
     """Start each ToM model's output bias at its training labels' log-odds (the constant
-    predictor), so that training starts at that baseline (ours; from a zero bias some cluster
-    models never left it, ``docs/differences.md``). False: the models of earlier chains."""
+    predictor), so that training starts at that baseline (ours; from PyTorch's default near-zero
+    bias some cluster models never left it, ``docs/differences.md``). False: the models of
+    earlier chains."""
     tom_global: str = "mixed"
     """Episodes of the global ToM model: ``mixed`` (Eq. 11: the partner's cluster and the best
     response's drawn independently, so every cluster's partners meet every cluster's BR) or

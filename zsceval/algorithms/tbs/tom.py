@@ -251,12 +251,13 @@ def train_tom(
     Prior bias (``prior_bias``, ours; the paper does not say how its models start): before the
     first epoch the head's bias is set to the log-odds of each concept's frequency in the training
     steps (:func:`prior_logits`), the constant predictor of :func:`label_entropy`, so the model
-    starts near that baseline and its gradients carry what the observations add. From a zero bias
-    the first epoch's gradients drive every logit towards the rare concepts' strongly negative
-    log-odds through the whole network; in some runs that saturated the GRU's candidate state
-    (tanh at +-1, a state constant over every step), no gradient reached the inputs again, and the
-    model stayed at the baseline for all its epochs (``docs/results.md``, issue 33's larger-budget
-    chain: 3.56 against a baseline of 3.54 nats per step; with the prior bias 0.14).
+    starts near that baseline and its gradients carry what the observations add. From PyTorch's
+    default bias (small, near zero) the first epoch's gradients drive every logit towards the rare
+    concepts' strongly negative log-odds through the whole network; in some runs that saturated
+    the GRU's candidate state (tanh at +-1, a state constant over every step), no gradient reached
+    the inputs again, and the model stayed at the baseline for all its epochs (``docs/results.md``,
+    issue 33's larger-budget chain: 3.56 against a baseline of 3.54 nats per step; with the prior
+    bias 0.14).
 
     Args:
         model: the ToM model (trained in place, on its device).
