@@ -378,9 +378,24 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
     assert set(frame["agent"]) == {"TBS", "BR", "Hypothesis", "Random", "CEM", "CBPR", "Oracle"}
     assert len(frame) == 7 * 3 * 2  # agents x held-out pairs x seats (1 episode)
     scaled = int(frame[frame["agent"] == "Oracle"].groupby("heldout")["sparse_return"].max().gt(0).sum())
-    assert (
-        f"3 held-out pairs, {scaled} with a scale)" in (out / "ego" / "tbs_eval" / "report.txt").read_text()
-    )
+    report_txt = (out / "ego" / "tbs_eval" / "report.txt").read_text()
+    assert f"3 held-out pairs, {scaled} with a scale)" in report_txt
+    # the report names every ToM model that did not learn (one epoch here: usually some), and only those
+    from zsceval.algorithms.tbs.jobs import unlearned_tom_models
+
+    warned = unlearned_tom_models(meta["tom"])
+    assert [m for m in meta["tom"] if not meta["tom"][m]["learned"]] == [w.split()[3] for w in warned]
+    assert report_txt.count("warning: ToM model") == len(warned) and all(w in report_txt for w in warned)
+    # with cluster 0's model marked as not learned, the evaluation job's report names it
+    summary_path = out / "ego" / "run" / "eval.json"
+    summary = json.loads(summary_path.read_text())
+    summary["tom"]["cluster_0"].update(learned=False, heldout_loss=summary["tom"]["cluster_0"]["baseline"])
+    summary_path.write_text(json.dumps(summary))
+    eval_job = json.loads((out / "ego" / "tbs_eval" / "DONE.json").read_text())["job"]
+    again = tmp_path / "eval_again"
+    again.mkdir()
+    job_mod.job_function("tbs.evaluate")(eval_job["params"], again, {d: out / d for d in eval_job["needs"]})
+    assert "warning: ToM model cluster_0 did not learn" in (again / "report.txt").read_text()
     report = CliRunner().invoke(main, ["report", str(out), "--no-figures"])
     assert report.exit_code == 0 and "TBS protocol" in report.output, report.output
     assert "  Hypothesis  " in report.output
