@@ -46,6 +46,13 @@ def state_spread(model: ToMModel, obs: torch.Tensor, starts: torch.Tensor) -> fl
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
+    """Run the comparison (module docstring) and return one row per (ToM seed, output bias):
+    ``tom_seed, prior_bias, final_loss, best_heldout_loss, baseline`` (nats per step),
+    ``first_below`` (epoch, or None) and ``state_spread``.
+
+    Raises:
+        SystemExit: not a finished chain (:func:`tbs_selection.load_chain`), or ``--cluster`` out of range.
+    """
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("chain", help="a finished chain's --out folder")
     parser.add_argument(

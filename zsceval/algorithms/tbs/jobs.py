@@ -512,25 +512,30 @@ def _tom_summary(curve: dict) -> dict:
     out = {"episodes": curve["episodes"][0], "epochs": len(curve["loss"]),
            "final_loss": curve["loss"][-1] if curve["loss"] else None,
            "baseline": curve["baseline"][0]}  # fmt: skip
-    loss = out["final_loss"]
     if "best_epoch" in curve:
         best = curve["best_epoch"][0]
-        loss = curve["val_loss"][curve["val_epoch"].index(best)]
-        out.update({"best_epoch": best, "heldout_loss": loss})
-    out["learned"] = loss is not None and loss < LEARNED_FRACTION * out["baseline"]
+        out.update({"best_epoch": best, "heldout_loss": curve["val_loss"][curve["val_epoch"].index(best)]})
+    out["learned"] = _learned(out)
     return out
+
+
+def _learned(summary: dict) -> bool:
+    """Whether a :func:`_tom_summary` (or an older one without ``learned``) shows a model whose kept
+    loss (held-out with early stopping, else the last training loss) is below
+    :data:`LEARNED_FRACTION` of the constant predictor's."""
+    loss = summary.get("heldout_loss", summary.get("final_loss"))
+    return loss is not None and loss < LEARNED_FRACTION * summary["baseline"]
 
 
 def unlearned_tom_models(tom: dict) -> list[str]:
     """Warning lines for the ToM models of an ego job's summary (``eval.json``'s ``tom``,
     :func:`_tom_summary`) whose loss is not below :data:`LEARNED_FRACTION` of the constant
-    predictor's; empty when every model learned. Summaries written before ``learned`` existed are
-    judged from their stored losses."""
+    predictor's; empty when every model learned. Judged from the stored losses, so summaries written
+    before ``learned`` existed are judged alike."""
     lines = []
     for name, t in tom.items():
-        loss = t.get("heldout_loss", t.get("final_loss"))
-        learned = t.get("learned", loss is not None and loss < LEARNED_FRACTION * t["baseline"])
-        if not learned:
+        if not _learned(t):
+            loss = t.get("heldout_loss", t.get("final_loss"))
             shown = "none (not trained)" if loss is None else f"{loss:.3f}"
             lines.append(
                 f"warning: ToM model {name} did not learn: loss {shown} against {t['baseline']:.3f} "

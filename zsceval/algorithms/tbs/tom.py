@@ -175,11 +175,16 @@ def label_entropy(labels: torch.Tensor, mask: torch.Tensor | None = None) -> flo
     The baseline a ToM model must beat to have learned anything from the observations (nats per
     step; ``labels [..., M]``, ``mask bool [...]``).
     """
+    p = _frequencies(labels, mask).clamp(1e-12, 1 - 1e-12)
+    return float(-(p * p.log() + (1 - p) * (1 - p).log()).sum())
+
+
+def _frequencies(labels: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Each concept's frequency over the (unmasked) steps, ``float64 [M]`` (0.5 where no step counts)."""
     flat = labels.reshape(-1, labels.shape[-1]).double()
     if mask is not None:
         flat = flat[mask.reshape(-1)]
-    p = flat.mean(0).clamp(1e-12, 1 - 1e-12)
-    return float(-(p * p.log() + (1 - p) * (1 - p).log()).sum())
+    return flat.mean(0) if flat.shape[0] else flat.new_full(flat.shape[1:], 0.5)
 
 
 def prior_logits(labels: torch.Tensor, mask: torch.Tensor | None = None, eps: float = 1e-4) -> torch.Tensor:
@@ -194,10 +199,7 @@ def prior_logits(labels: torch.Tensor, mask: torch.Tensor | None = None, eps: fl
     Returns:
         ``float32 [M]``.
     """
-    flat = labels.reshape(-1, labels.shape[-1]).double()
-    if mask is not None:
-        flat = flat[mask.reshape(-1)]
-    p = (flat.mean(0) if flat.shape[0] else flat.new_full(flat.shape[1:], 0.5)).clamp(eps, 1 - eps)
+    p = _frequencies(labels, mask).clamp(eps, 1 - eps)
     return (p / (1 - p)).log().float()
 
 
