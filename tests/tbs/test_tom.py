@@ -232,7 +232,7 @@ def test_prior_logits_hand_computed():
 
 
 def test_prior_bias_starts_the_head_at_the_training_frequencies():
-    # sparse concepts, as the partner's next interaction is: a zero-bias head starts at M log 2 nats
+    # sparse concepts, as the partner's next interaction is: the default (near-zero) bias starts near M log 2
     T, B, M = 24, 8, 6
     g = torch.Generator().manual_seed(3)
     obs = torch.randint(0, 2, (T, B, *OBS), generator=g, dtype=torch.uint8)
