@@ -49,10 +49,11 @@ setup(
         # rliable: its probability of improvement is the reference value of a statistics test.
         # pettingzoo: the interop tests run PettingZoo's conformance tests on the adapter.
         # flask: the browser-play tests (zsceval play). import-linter: the layer contracts (.importlinter).
-        # pytest-xdist: the suite runs one worker per core (pyproject.toml's addopts).
+        # pytest-xdist: the suite runs one worker per core (pyproject.toml's addopts); filelock: its
+        # workers share one run of the tiny bench (tests/evaluation/conftest.py).
         "test": [
             "pytest>=7", "ruff>=0.4", "rliable>=1.2,<1.3", "pettingzoo>=1.24", "flask>=3.0",
-            "import-linter>=2.1", "pytest-xdist>=3.5",
+            "import-linter>=2.1", "pytest-xdist>=3.5", "filelock>=3.12",
         ],
         # The reference simulator used by the parity tests (PyPI `overcooked`, old_dynamics flag).
         "reference": ["overcooked==0.2.1"],

@@ -1,22 +1,36 @@
 """Fixtures of the evaluation tests."""
 
+import json
+
 import pytest
+from filelock import FileLock
 
 from tests.evaluation.tiny_bench import write_suite
 
 
 @pytest.fixture(scope="session")
-def tiny_bench(tmp_path_factory):
+def tiny_bench(tmp_path_factory, worker_id):
     """The tiny suite (:mod:`tests.evaluation.tiny_bench`) run once: ``(suite, out folder, tables)``.
 
     Its algorithms include ``pecan``, a ZSC-Eval name treated as not implemented (the skip path).
-    Tests that change the output work on a copy of it.
+    Tests that change the output work on a copy of it. Under pytest-xdist the workers share one
+    run (in the session's common temp folder, under a file lock): the first worker to ask makes it,
+    the others read its summary (``tables.json``) instead of training it again.
     """
     from zsceval.bench import run as bench_mod
 
-    root = tmp_path_factory.mktemp("bench")
-    with pytest.MonkeyPatch.context() as mp:
+    if worker_id == "master":  # one process: this session's own folder
+        root = tmp_path_factory.mktemp("bench")
+    else:  # the parent of a worker's base temp folder is shared by every worker of the session
+        root = tmp_path_factory.getbasetemp().parent / "tiny_bench"
+        root.mkdir(exist_ok=True)
+    summary = root / "tables.json"
+    with FileLock(str(root) + ".lock"), pytest.MonkeyPatch.context() as mp:
         mp.setattr(bench_mod, "ZSC_ALGORITHMS", (*bench_mod.ZSC_ALGORITHMS, "pecan"))
         suite = bench_mod.load_suite(write_suite(root))
-        tables = bench_mod.run_bench(suite, root / "out", progress=False, log=lambda *_: None)
+        if summary.is_file():
+            tables = json.loads(summary.read_text())
+        else:
+            tables = bench_mod.run_bench(suite, root / "out", progress=False, log=lambda *_: None)
+            summary.write_text(json.dumps(tables))
     return suite, root / "out", tables
