@@ -20,6 +20,7 @@ chain's). About 6 minutes per training on one core for a 7-pair cluster of the q
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -27,8 +28,8 @@ from pathlib import Path
 import torch
 
 from zsceval.algorithms.tbs.concepts import build_concept_set
-from zsceval.algorithms.tbs.jobs import TOM_INIT_STRIDE, _horizon, _tom_episodes
-from zsceval.algorithms.tbs.tom import ToMModel, train_tom
+from zsceval.algorithms.tbs.jobs import ToMTraining, _horizon, _tom_episodes
+from zsceval.algorithms.tbs.tom import ToMModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the chain loader of tbs_selection.py
 import tbs_selection  # noqa: E402
@@ -68,40 +69,34 @@ def main(argv: list[str] | None = None) -> list[dict]:
     k, j = len(chain.clusters), args.cluster
     if not 0 <= j < k:
         raise SystemExit(f"--cluster takes 0..{k - 1} for this chain (k = {k}), got {j}")
-    seed = int(params["seed"])
-    games, epochs = int(params.get("tom_games", 32)), int(params.get("tom_epochs", 60))
+    seed, chain_training = int(params["seed"]), ToMTraining.from_params(params)
     firsts, seconds = chain.pools["training"]
     concepts = build_concept_set(chain.layout, params.get("granularity", "fine"))
     members = chain.clusters[j]
-    data = _tom_episodes(chain.layout, chain.brs[j], firsts, seconds, members, games * len(members), seed + j,
-                         "cpu", concepts, chain.view_radius, float(params.get("tom_epsilon", 0.1)),
+    games = chain_training.games
+    data = _tom_episodes(chain.layout, chain.brs[j], firsts, seconds, members, games * len(members),
+                         seed + j, "cpu", concepts, chain.view_radius, chain_training.epsilon,
                          _horizon(params))  # fmt: skip
-    n = sum(len(c) for c in chain.clusters)
-    passes = epochs * max(1, round(n / len(members)))  # as the ego job: the global model's gradient steps
+    # as the ego job: cluster j's passes among all the clusters' (episodes per cluster: games x pairs)
+    passes = chain_training.cluster_passes([games * len(c) for c in chain.clusters])[j]
     mask = data.known & data.mask
-    spec = {"obs_shape": list(data.obs.shape[2:]), "num_concepts": concepts.num_concepts,
-            "hidden_size": int(params.get("tom_hidden", 64)), "granularity": concepts.granularity,
-            "layout": chain.layout}  # fmt: skip
+    spec = chain_training.spec(data.obs, concepts, chain.layout)
     rows = []
     print(f"{folder} cluster {j} (pairs {members}): {data.obs.shape[1]} episodes, {passes} epochs")
     print(f"{'tom seed':>8} {'output bias':<12} {'final':>7} {'best held-out':>13} {'baseline':>8} "
           f"{'first < 0.9 b':>13} {'state spread':>12}")  # fmt: skip
-    for tom_seed in args.tom_seeds or [int(params.get("tom_seed", seed))]:
+    for tom_seed in args.tom_seeds or [chain_training.seed]:
         for prior in (False, True):
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(tom_seed * TOM_INIT_STRIDE + j)
-                model = ToMModel(spec)
-            gen = torch.Generator().manual_seed(tom_seed)
-            lr, holdout = float(params.get("tom_lr", 3e-3)), float(params.get("tom_holdout", 0.25))
-            curve = train_tom(model, data.obs, data.starts, data.labels, passes, lr=lr, generator=gen,
-                              mask=mask, holdout=holdout, prior_bias=prior)  # fmt: skip
+            training = dataclasses.replace(chain_training, seed=tom_seed, prior_bias=prior)
+            model = training.new_model(spec, j)
+            curve = training.train(model, data.obs, data.starts, data.labels, mask, passes)
             b = curve["baseline"][0]
             first = next((e + 1 for e, x in enumerate(curve["loss"]) if x < 0.9 * b), None)
             row = {"tom_seed": tom_seed, "prior_bias": prior, "final_loss": curve["loss"][-1],
                    "best_heldout_loss": min(curve["val_loss"]), "baseline": b, "first_below": first,
                    "state_spread": state_spread(model, data.obs, data.starts)}  # fmt: skip
             rows.append(row)
-            print(f"{tom_seed:>8} {'log-odds' if prior else 'zero':<12} {row['final_loss']:7.3f} "
+            print(f"{tom_seed:>8} {'log-odds' if prior else 'default':<12} {row['final_loss']:7.3f} "
                   f"{row['best_heldout_loss']:13.3f} {b:8.3f} {str(first or 'never'):>13} "
                   f"{row['state_spread']:12.3f}", flush=True)  # fmt: skip
     if args.json:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from zsceval.io import atomic_write_text
 __all__ = [
     "FIXED_K_ASSIGN",
     "TOM_GLOBAL",
+    "ToMTraining",
     "check_cluster_options",
     "heldout_assignment",
     "cross_play_returns",
@@ -339,7 +341,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     from zsceval.algorithms.tbs.agents import CBPRAgent, CEMAgent, RandomSelectionAgent, TBSAgent
     from zsceval.algorithms.tbs.concepts import build_concept_set
     from zsceval.algorithms.tbs.hypothesis import HypothesisAgent
-    from zsceval.algorithms.tbs.tom import ToMModel, train_tom
+    from zsceval.algorithms.tbs.tom import ToMModel
     from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
     from zsceval.rl.checkpoint import load_agent, save_checkpoint
 
@@ -348,7 +350,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
         raise JobInputError(f"tom_global must be one of {', '.join(TOM_GLOBAL)}, got {mode!r}")
     device = params.get("device", "cpu")
     layout, seed = params["layout"], int(params["seed"])
-    tom_seed = int(params.get("tom_seed", seed))
+    training = ToMTraining.from_params(params)
     radius, horizon = int(params.get("view_radius", 0)), _horizon(params)
     firsts, seconds = _pool(_run(needs, params["pool"]), device)
     clusters = read_clusters(needs[params["cluster"]])
@@ -357,11 +359,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     brs = [load_agent(br_run, f"br_{j}", device)[0].eval() for j in range(k)]
     single = load_agent(br_run, "br_all", device)[0].eval()
     concepts = build_concept_set(layout, params.get("granularity", "fine"))
-    games, epochs = int(params.get("tom_games", 32)), int(params.get("tom_epochs", 60))
-    eps = float(params.get("tom_epsilon", 0.1))
-    hidden = int(params.get("tom_hidden", 64))
-    lr, holdout = float(params.get("tom_lr", 3e-3)), float(params.get("tom_holdout", 0.25))
-    prior_bias = bool(params.get("tom_prior_bias", True))
+    games, eps = training.games, training.epsilon
     bar = tqdm(total=k + 1, desc=f"tbs ToM {layout}", unit="model", leave=False,
                disable=os.environ.get(JOB_PROGRESS_ENV) != "1")  # fmt: skip
     bar.set_postfix_str("collecting episodes")
@@ -383,9 +381,7 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
 
     def fit(name: str, index: int, parts: list, passes: int) -> ToMModel:
         obs = torch.cat([d.obs for d in parts], 1)
-        spec = {"obs_shape": list(obs.shape[2:]), "num_concepts": concepts.num_concepts,
-                "hidden_size": hidden,
-                "granularity": concepts.granularity, "layout": layout}  # fmt: skip
+        spec = training.spec(obs, concepts, layout)
         resumed = _load_tom(out, name, spec, device)
         if resumed is not None:  # finished by an earlier run of this job that was stopped
             model, curves[name] = resumed
@@ -394,39 +390,17 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
         starts = torch.cat([d.starts for d in parts], 1)
         lab = torch.cat([d.labels for d in parts], 1)
         mask = torch.cat([d.known & d.mask for d in parts], 1)
-        # the initial weights depend on the job's seed and the model only, not on what this process
-        # ran before (a resumed job and an uninterrupted one start every model from the same weights)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(tom_seed * TOM_INIT_STRIDE + index)
-            model = ToMModel(spec)
-        model = model.to(device)
-        gen = torch.Generator().manual_seed(tom_seed)
+        model = training.new_model(spec, index).to(device)
         bar.set_postfix_str(f"{name}: {passes} epochs on {obs.shape[1]} episodes")
-        curves[name] = train_tom(
-            model,
-            obs,
-            starts,
-            lab,
-            passes,
-            lr=lr,
-            generator=gen,
-            mask=mask,
-            holdout=holdout,
-            prior_bias=prior_bias,
-        )
+        curves[name] = training.train(model, obs, starts, lab, mask, passes)
         curves[name]["episodes"] = [int(obs.shape[1])]
         _save_tom(out, name, model, spec, curves[name])
         bar.update(1)
         return model.eval()
 
-    # Every model gets about the global model's number of gradient steps: a cluster model has
-    # m / N of the episodes, so it makes N / m times the passes (with `epochs` passes each, small
-    # clusters' models stayed at the loss of a constant predictor while the global one fell far
-    # below it).
-    total = sum(d.obs.shape[1] for d in data)
-    passes = [epochs * max(1, round(total / d.obs.shape[1])) for d in data]
+    passes = training.cluster_passes([d.obs.shape[1] for d in data])
     toms = [fit(f"cluster_{j}", j, [data[j]], passes[j]) for j in range(k)]
-    global_tom = fit("global", k, global_data, epochs)
+    global_tom = fit("global", k, global_data, training.epochs)
     bar.close()
     window = int(params.get("window", 0)) or None
     agents = {"tbs": TBSAgent(brs, toms, global_tom, window=window), "br": single,
@@ -452,6 +426,70 @@ TOM_INIT_STRIDE = 1009
 """Model i of a ``tbs.ego`` job with ToM seed s (``tom_seed``, default the job's seed) starts from
 ``torch.manual_seed(s x 1009 + i)`` weights
 (cluster models i < k, the global model k)."""
+
+
+@dataclass(frozen=True)
+class ToMTraining:
+    """How a ``tbs.ego`` job trains its ToM models: its ``tom_*`` params with their defaults
+    (:func:`ego_job`), the model spec, the initial weights, the passes and the training call. Shared
+    with ``benchmarks/learning/tbs_tom_init.py``, which retrains a chain's model exactly."""
+
+    seed: int
+    """``tom_seed`` (default the job's ``seed``): initial weights and minibatch order."""
+    games: int = 32
+    epochs: int = 60
+    epsilon: float = 0.1
+    hidden: int = 64
+    lr: float = 3e-3
+    holdout: float = 0.25
+    prior_bias: bool = True
+
+    @classmethod
+    def from_params(cls, params: dict) -> ToMTraining:
+        """From a ``tbs.ego`` job's params (absent keys take the defaults above)."""
+        d = cls(seed=int(params.get("tom_seed", params["seed"])))
+        return cls(seed=d.seed, games=int(params.get("tom_games", d.games)),
+                   epochs=int(params.get("tom_epochs", d.epochs)),
+                   epsilon=float(params.get("tom_epsilon", d.epsilon)),
+                   hidden=int(params.get("tom_hidden", d.hidden)), lr=float(params.get("tom_lr", d.lr)),
+                   holdout=float(params.get("tom_holdout", d.holdout)),
+                   prior_bias=bool(params.get("tom_prior_bias", d.prior_bias)))  # fmt: skip
+
+    def spec(self, obs: torch.Tensor, concepts, layout: str) -> dict:
+        """The :class:`~zsceval.algorithms.tbs.tom.ToMModel` spec for episodes ``obs uint8 [T, B,
+        *obs_shape]`` of ``concepts`` (a concept set) on ``layout``."""
+        return {"obs_shape": list(obs.shape[2:]), "num_concepts": concepts.num_concepts,
+                "hidden_size": self.hidden, "granularity": concepts.granularity,
+                "layout": layout}  # fmt: skip
+
+    def new_model(self, spec: dict, index: int):
+        """Model ``index``'s initial weights (on the CPU): they depend on the ToM seed and the index
+        only, not on what this process ran before (:data:`TOM_INIT_STRIDE`), so a resumed job and an
+        uninterrupted one start every model alike."""
+        from zsceval.algorithms.tbs.tom import ToMModel
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed * TOM_INIT_STRIDE + index)
+            return ToMModel(spec)
+
+    def cluster_passes(self, episodes: list[int]) -> list[int]:
+        """Passes of each cluster model, given each one's episode count: every model gets about the
+        global model's number of gradient steps; a cluster model has m / N of the episodes, so it
+        makes ``round(N / m)`` times ``epochs`` (with ``epochs`` each, small clusters' models stayed
+        at the loss of a constant predictor while the global one fell far below it)."""
+        total = sum(episodes)
+        return [self.epochs * max(1, round(total / e)) for e in episodes]
+
+    def train(self, model, obs, starts, labels, mask, passes: int) -> dict:
+        """:func:`~zsceval.algorithms.tbs.tom.train_tom` with these settings and a minibatch
+        generator seeded with the ToM seed; returns its curve."""
+        from zsceval.algorithms.tbs.tom import train_tom
+
+        gen = torch.Generator().manual_seed(self.seed)
+        return train_tom(model, obs, starts, labels, passes, lr=self.lr, generator=gen, mask=mask,
+                         holdout=self.holdout, prior_bias=self.prior_bias)  # fmt: skip
+
+
 TOM_PARTIAL = "tom_models"
 """Sub-folder of a ``tbs.ego`` job's output with each ToM model as it finishes
 (``<name>.safetensors`` + ``<name>.json``), so that a stopped job resumes at the next model."""
