@@ -22,7 +22,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -31,6 +31,9 @@ import torch
 from zsceval.algorithms.tbs.results import plot_tbs, scaled_rewards, summarize
 from zsceval.execution.jobs import JobInputError, job_kind
 from zsceval.io import atomic_write_text
+
+if TYPE_CHECKING:
+    from zsceval.algorithms.tbs.tom import ToMModel
 
 __all__ = [
     "FIXED_K_ASSIGN",
@@ -341,7 +344,6 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     from zsceval.algorithms.tbs.agents import CBPRAgent, CEMAgent, RandomSelectionAgent, TBSAgent
     from zsceval.algorithms.tbs.concepts import build_concept_set
     from zsceval.algorithms.tbs.hypothesis import HypothesisAgent
-    from zsceval.algorithms.tbs.tom import ToMModel
     from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
     from zsceval.rl.checkpoint import load_agent, save_checkpoint
 
@@ -447,13 +449,13 @@ class ToMTraining:
     @classmethod
     def from_params(cls, params: dict) -> ToMTraining:
         """From a ``tbs.ego`` job's params (absent keys take the defaults above)."""
-        d = cls(seed=int(params.get("tom_seed", params["seed"])))
-        return cls(seed=d.seed, games=int(params.get("tom_games", d.games)),
-                   epochs=int(params.get("tom_epochs", d.epochs)),
-                   epsilon=float(params.get("tom_epsilon", d.epsilon)),
-                   hidden=int(params.get("tom_hidden", d.hidden)), lr=float(params.get("tom_lr", d.lr)),
-                   holdout=float(params.get("tom_holdout", d.holdout)),
-                   prior_bias=bool(params.get("tom_prior_bias", d.prior_bias)))  # fmt: skip
+        return cls(seed=int(params.get("tom_seed", params["seed"])),
+                   games=int(params.get("tom_games", cls.games)),
+                   epochs=int(params.get("tom_epochs", cls.epochs)),
+                   epsilon=float(params.get("tom_epsilon", cls.epsilon)),
+                   hidden=int(params.get("tom_hidden", cls.hidden)), lr=float(params.get("tom_lr", cls.lr)),
+                   holdout=float(params.get("tom_holdout", cls.holdout)),
+                   prior_bias=bool(params.get("tom_prior_bias", cls.prior_bias)))  # fmt: skip
 
     def spec(self, obs: torch.Tensor, concepts, layout: str) -> dict:
         """The :class:`~zsceval.algorithms.tbs.tom.ToMModel` spec for episodes ``obs uint8 [T, B,
@@ -462,10 +464,11 @@ class ToMTraining:
                 "hidden_size": self.hidden, "granularity": concepts.granularity,
                 "layout": layout}  # fmt: skip
 
-    def new_model(self, spec: dict, index: int):
-        """Model ``index``'s initial weights (on the CPU): they depend on the ToM seed and the index
-        only, not on what this process ran before (:data:`TOM_INIT_STRIDE`), so a resumed job and an
-        uninterrupted one start every model alike."""
+    def new_model(self, spec: dict, index: int) -> ToMModel:
+        """Model ``index`` (cluster models ``0..k-1``, the global model ``k``) with its initial
+        weights, on the CPU. They depend on the ToM seed and the index only, not on what this
+        process ran before (:data:`TOM_INIT_STRIDE`), so a resumed job and an uninterrupted one
+        start every model alike. Raises what :class:`ToMModel` raises for a malformed ``spec``."""
         from zsceval.algorithms.tbs.tom import ToMModel
 
         with torch.random.fork_rng(devices=[]):
@@ -480,9 +483,32 @@ class ToMTraining:
         total = sum(episodes)
         return [self.epochs * max(1, round(total / e)) for e in episodes]
 
-    def train(self, model, obs, starts, labels, mask, passes: int) -> dict:
-        """:func:`~zsceval.algorithms.tbs.tom.train_tom` with these settings and a minibatch
-        generator seeded with the ToM seed; returns its curve."""
+    def train(
+        self,
+        model: ToMModel,
+        obs: torch.Tensor,
+        starts: torch.Tensor,
+        labels: torch.Tensor,
+        mask: torch.Tensor,
+        passes: int,
+    ) -> dict[str, list[float]]:
+        """Train ``model`` in place: :func:`~zsceval.algorithms.tbs.tom.train_tom` with these
+        settings (``lr``, ``holdout``, ``prior_bias``) and a CPU minibatch generator seeded with the
+        ToM seed.
+
+        Args:
+            obs: ``uint8 [T, B, *obs_shape]`` the ego's observations.
+            starts: ``bool [T, B]`` episode starts.
+            labels: ``float32 [T, B, M]`` next-concept labels.
+            mask: ``bool [T, B]`` steps that count in the loss (known labels).
+            passes: epochs over the data (:meth:`cluster_passes`, or ``epochs`` for the global model).
+
+        Returns:
+            ``train_tom``'s curves in nats per step: ``loss`` (per epoch) and ``baseline``; with a
+            holdout also ``val_epoch``, ``val_loss`` and ``best_epoch``.
+
+        Raises:
+            ValueError: mismatched shapes or ``holdout`` outside [0, 1) (from ``train_tom``)."""
         from zsceval.algorithms.tbs.tom import train_tom
 
         gen = torch.Generator().manual_seed(self.seed)
