@@ -196,3 +196,31 @@ def test_plan_prints_the_budget_and_runs_nothing(suite_file, tmp_path):
     assert "34,000" in res.output and "training left:" in res.output
     assert "no figure for preset 'quick' on cuda" in res.output
     assert not out.exists()
+
+
+def test_plan_estimates_for_the_workers_of_the_bench_running_in_its_folder(suite_file, tmp_path, monkeypatch):
+    import json
+    import os
+    import socket
+
+    from zsceval.execution.locks import LOCK_NAME
+
+    seen = []
+    real = bm.estimate_hours
+    monkeypatch.setattr(bm, "estimate_hours", lambda s, b, w=1: seen.append(w) or real(s, b, w))
+    out = tmp_path / "bench"
+    out.mkdir()
+    lock = {"pid": os.getpid(), "host": socket.gethostname(), "started": "2026-11-28 10:00:00",
+            "command": "zsceval bench", "executor": "process", "workers": 2}  # fmt: skip
+    (out / LOCK_NAME).write_text(json.dumps(lock))
+    plan = ["bench", "--suite", str(suite_file), "--out", str(out), "--plan"]
+    res = CliRunner().invoke(main, plan)
+    assert res.exit_code == 0, res.output
+    assert f"pid {os.getpid()}" in res.output and "its --executor process --workers 2" in res.output
+    # given on the command line, --workers wins; without a running bench, the defaults (1 job)
+    res = CliRunner().invoke(main, [*plan, "--executor", "process", "--workers", "3"])
+    assert res.exit_code == 0 and "for the --executor/--workers given" in res.output
+    (out / LOCK_NAME).unlink()
+    res = CliRunner().invoke(main, plan)
+    assert res.exit_code == 0 and "a bench runs" not in res.output
+    assert seen == [2, 3, 1]

@@ -122,3 +122,24 @@ def test_a_partner_folder_another_process_writes_is_refused(tmp_path):
         child.wait()
     assert res.exit_code != 0 and "another zsceval process writes this partner folder" in res.output
     assert not (out / "partners.yaml").exists()
+
+
+def test_holder_reads_a_live_writers_record_and_ignores_a_stale_one(tmp_path):
+    from zsceval.execution.locks import holder
+
+    assert holder(tmp_path) is None  # no lock
+    with FolderLock(tmp_path, "bench", info={"executor": "process", "workers": 2}):
+        owner = holder(tmp_path)
+        assert owner["pid"] == os.getpid() and owner["workers"] == 2 and owner["executor"] == "process"
+    assert holder(tmp_path) is None  # released
+    child = hold_lock_in_child(tmp_path / "run")
+    try:
+        assert holder(tmp_path / "run")["pid"] == child.pid
+    finally:
+        child.kill()
+        child.wait()
+    assert holder(tmp_path / "run") is None  # its process is gone: stale
+    (tmp_path / LOCK_NAME).write_text(json.dumps({"pid": 1, "host": "elsewhere", "workers": 4}))
+    assert holder(tmp_path)["workers"] == 4  # another host's cannot be checked: taken as live
+    (tmp_path / LOCK_NAME).write_text("{not json")
+    assert holder(tmp_path) is None

@@ -1116,7 +1116,7 @@ def run_bench(
     check_device(suite)
     diffs = check_suite_record(suite, root, force=force)
     root.mkdir(parents=True, exist_ok=True)
-    with FolderLock(root, "bench"):
+    with FolderLock(root, "bench", info={"executor": executor, "workers": workers}):
         return _run_locked(suite, root, diffs, executor, workers, retries, progress, log)
 
 

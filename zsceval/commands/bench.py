@@ -44,7 +44,8 @@ import click
     "--plan",
     is_flag=True,
     default=False,
-    help="Print the env steps of every stage, what the folder already holds and the hours left; run nothing.",
+    help="Print the env steps of every stage, what the folder already holds and the hours left; run nothing. "
+    "Hours are for --executor/--workers, or for those of a bench running in --out when they are not given.",
 )
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.option(
@@ -119,6 +120,8 @@ def bench(
     except (ValueError, OSError, PluginLoadError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(format_budget(budget))
+    if plan:
+        executor, workers = _running_bench_workers(out, executor, workers)
     hours, how = estimate_hours(suite, budget, workers if executor != "local" else 1)
     click.echo(
         f"training left: about {hours:.1f} h ({how})" if hours is not None else f"training left: {how}"
@@ -151,3 +154,27 @@ def bench(
         strata = rep.strata_rows(summary, unhelpful)
         click.echo("\n" + rep.format_strata(strata, levels=levels, unhelpful_games=unhelpful is not None))
         click.echo(f"figures and JSON: zsceval report {out}")
+
+
+def _running_bench_workers(out: str, executor: str, workers: int) -> tuple[str, int]:
+    """``--plan``'s executor and workers: those given, else a bench's that is running in ``out``
+    (recorded in the folder's lock), so the hours left are that run's. Prints which it used."""
+    ctx = click.get_current_context()
+    given = any(
+        ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+        for name in ("executor", "workers")
+    )
+    from zsceval.execution.locks import holder
+
+    owner = holder(out)
+    if owner is None or not isinstance(owner.get("workers"), int):
+        return executor, workers
+    running = (
+        f"a bench runs in {out} (pid {owner.get('pid')} on {owner.get('host')}, since {owner.get('started')})"
+    )
+    if given:
+        click.echo(f"{running}; hours below are for the --executor/--workers given")
+        return executor, workers
+    executor, workers = str(owner.get("executor", executor)), int(owner["workers"])
+    click.echo(f"{running}: hours below are for its --executor {executor} --workers {workers}")
+    return executor, workers

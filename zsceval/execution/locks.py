@@ -21,7 +21,7 @@ from typing import Any
 
 from zsceval.io import pid_alive
 
-__all__ = ["LOCK_NAME", "FolderLock", "FolderLockedError"]
+__all__ = ["LOCK_NAME", "FolderLock", "FolderLockedError", "holder"]
 
 LOCK_NAME = ".zsceval.lock"
 """File name of the lock inside a locked folder."""
@@ -37,13 +37,15 @@ class FolderLock:
     Args:
         folder: the run, bench or partner folder.
         what: what the folder holds, for the message (``run``, ``bench``, ``partner folder``).
+        info: JSON-able facts about the writer stored in the lock beside its pid, host, start time and
+            command (e.g. a bench's executor and workers), for :func:`holder` to read.
 
     Raises (from :meth:`acquire`):
         FolderLockedError: a live process on this host, or a process on another host, holds it.
     """
 
-    def __init__(self, folder: str | Path, what: str = "folder") -> None:
-        self.folder, self.what = Path(folder), what
+    def __init__(self, folder: str | Path, what: str = "folder", info: dict[str, Any] | None = None) -> None:
+        self.folder, self.what, self.info = Path(folder), what, dict(info or {})
         self.path = self.folder / LOCK_NAME
         self.held = False
         self._created = False  # this object wrote the lock file (an inner, re-entrant one did not)
@@ -60,7 +62,7 @@ class FolderLock:
             return self
         self.folder.mkdir(parents=True, exist_ok=True)
         me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-              "command": " ".join(sys.argv)[:300]}  # fmt: skip
+              "command": " ".join(sys.argv)[:300], **self.info}  # fmt: skip
         for _ in range(3):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -115,3 +117,24 @@ class FolderLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def holder(folder: str | Path) -> dict[str, Any] | None:
+    """The record of the process that writes ``folder`` now, or None.
+
+    Returns the lock's JSON (``pid``, ``host``, ``started``, ``command`` and the writer's ``info``)
+    when a live process on this host, or any process on another host (its liveness cannot be
+    checked), holds the lock; None when there is no lock, it is unreadable, or its process is gone.
+    """
+    try:
+        owner = json.loads((Path(folder) / LOCK_NAME).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(owner, dict):
+        return None
+    pid = owner.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return None
+    if owner.get("host") == socket.gethostname() and not pid_alive(pid):
+        return None
+    return owner
