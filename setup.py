@@ -52,8 +52,14 @@ setup(
         # pytest-xdist: the suite runs one worker per core (pyproject.toml's addopts); filelock: its
         # workers share one run of the tiny bench (tests/evaluation/conftest.py).
         "test": [
-            "pytest>=7", "ruff>=0.4", "rliable>=1.2,<1.3", "pettingzoo>=1.24", "flask>=3.0",
-            "import-linter>=2.1", "pytest-xdist>=3.5", "filelock>=3.12",
+            "pytest>=7",
+            "ruff>=0.4",
+            "rliable>=1.2,<1.3",
+            "pettingzoo>=1.24",
+            "flask>=3.0",
+            "import-linter>=2.1",
+            "pytest-xdist>=3.5",
+            "filelock>=3.12",
         ],
         # The reference simulator used by the parity tests (PyPI `overcooked`, old_dynamics flag).
         "reference": ["overcooked==0.2.1"],

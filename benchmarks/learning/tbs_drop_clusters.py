@@ -103,9 +103,11 @@ def main(argv: list[str] | None = None) -> dict:
     out = {"chain": str(args.chain), "dropped": sorted(set(args.drop)),
            "kept_clusters": [c for j, c in enumerate(chain.clusters) if j not in args.drop],
            "heldout_pairs_with_scale": int(keep.sum()), "mean_return": {}}  # fmt: skip
-    print(f"{args.chain}: clusters {chain.clusters}; dropped {out['dropped']}; "
-          f"{int(keep.sum())} of {H} held-out pairs with a scale"
-          + ("" if keep.any() else " (every Oracle return is 0: no scaled reward)"))
+    print(
+        f"{args.chain}: clusters {chain.clusters}; dropped {out['dropped']}; "
+        f"{int(keep.sum())} of {H} held-out pairs with a scale"
+        + ("" if keep.any() else " (every Oracle return is 0: no scaled reward)")
+    )
     for name, x in cubes.items():
         if not keep.any():  # every held-out pair's own return is 0: nothing to scale by
             out[name] = None

@@ -53,8 +53,12 @@ def env_rows(layout: str, B: int) -> list[tuple[str, int, float, str]]:
     note = f"compiles to {explained.graph_count} graph(s), {explained.graph_break_count} break(s)"
     return [
         ("env step (step)", sum(eager.values()), _timed(lambda: env.step(a), 20), ""),
-        ("env step (graph_step)", sum(graph.values()),
-         _timed(lambda: env.graph_step(env.state, a), 20), note),  # fmt: skip
+        (
+            "env step (graph_step)",
+            sum(graph.values()),
+            _timed(lambda: env.graph_step(env.state, a), 20),
+            note,
+        ),
     ]
 
 

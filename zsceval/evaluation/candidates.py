@@ -57,9 +57,7 @@ def validate_budget(pb: PartnerBudget, where: str, error: type[Exception] = Valu
         if getattr(pb, key) < 1:
             raise error(f"{where}{key}={getattr(pb, key)} must be >= 1")
     if pb.weight_sampling not in WEIGHT_SAMPLING:
-        raise error(
-            f"{where}weight_sampling={pb.weight_sampling!r}; valid: {', '.join(WEIGHT_SAMPLING)}"
-        )
+        raise error(f"{where}weight_sampling={pb.weight_sampling!r}; valid: {', '.join(WEIGHT_SAMPLING)}")
 
 
 def candidate_weights(layout: str, budget: PartnerBudget, seed: int) -> np.ndarray:

@@ -60,7 +60,8 @@ class _Forbidding(TorchDispatchMode):
         if name in HOST_SYNC_OPS:
             raise HostSyncError(f"{name} synchronizes with the host (data-dependent op)")
         if name in ("aten::index", "aten::index_put", "aten::index_put_") and any(
-            isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in (args[1] if len(args) > 1 else [])
+            isinstance(i, torch.Tensor) and i.dtype == torch.bool
+            for i in (args[1] if len(args) > 1 else [])
             if i is not None
         ):
             raise HostSyncError(f"{name} with a boolean mask (its output size depends on the mask)")

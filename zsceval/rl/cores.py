@@ -80,6 +80,7 @@ class LearningCore:
         """Restore :meth:`state_dict` after the learners' weights are loaded."""
         raise NotImplementedError
 
+
 CORE_GROUP = "zsceval.cores"
 _cores: dict[str, type] = {}
 _plugins = PluginGroup(CORE_GROUP, "learning core")
