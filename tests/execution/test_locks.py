@@ -143,3 +143,15 @@ def test_holder_reads_a_live_writers_record_and_ignores_a_stale_one(tmp_path):
     assert holder(tmp_path)["workers"] == 4  # another host's cannot be checked: taken as live
     (tmp_path / LOCK_NAME).write_text("{not json")
     assert holder(tmp_path) is None
+
+
+def test_a_lock_of_this_host_without_a_valid_pid_is_stale(tmp_path):
+    import socket
+
+    from zsceval.execution.locks import holder
+
+    for record in ({"host": socket.gethostname()}, {"host": socket.gethostname(), "pid": -1}, [1, 2]):
+        (tmp_path / LOCK_NAME).write_text(json.dumps(record))
+        assert holder(tmp_path) is None
+        with FolderLock(tmp_path) as lock:  # taken over, not refused (os.kill(-1, 0) would say "alive")
+            assert json.loads(lock.path.read_text())["pid"] == os.getpid()

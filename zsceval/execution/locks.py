@@ -51,10 +51,7 @@ class FolderLock:
         self._created = False  # this object wrote the lock file (an inner, re-entrant one did not)
 
     def _owner(self) -> dict[str, Any] | None:
-        try:
-            return json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return None
+        return _read_owner(self.path)
 
     def acquire(self) -> FolderLock:
         """Take the lock (idempotent for the holder); returns ``self``."""
@@ -71,14 +68,9 @@ class FolderLock:
                 if owner is None:  # being written right now, or unreadable: look again
                     time.sleep(0.05)
                     owner = self._owner()
-                if owner is not None and owner.get("host") == me["host"]:
-                    pid = int(owner.get("pid", -1))
-                    if pid == me["pid"]:  # this process already holds it: release leaves it to the holder
-                        break
-                    if not pid_alive(pid):  # stale: its process is gone
-                        self.path.unlink(missing_ok=True)
-                        continue
-                if owner is None:
+                if owner is not None and (owner.get("host"), owner.get("pid")) == (me["host"], me["pid"]):
+                    break  # this process already holds it: release leaves it to the holder
+                if owner is None or _stale(owner):  # unreadable twice, or its process is gone
                     self.path.unlink(missing_ok=True)
                     continue
                 raise FolderLockedError(
@@ -124,17 +116,25 @@ def holder(folder: str | Path) -> dict[str, Any] | None:
 
     Returns the lock's JSON (``pid``, ``host``, ``started``, ``command`` and the writer's ``info``)
     when a live process on this host, or any process on another host (its liveness cannot be
-    checked), holds the lock; None when there is no lock, it is unreadable, or its process is gone.
+    checked), holds the lock; None when there is no lock, it is unreadable, or it is stale.
     """
+    owner = _read_owner(Path(folder) / LOCK_NAME)
+    return None if owner is None or _stale(owner) else owner
+
+
+def _read_owner(path: Path) -> dict[str, Any] | None:
+    """A lock file's JSON object, or None where it is missing, being written or malformed."""
     try:
-        owner = json.loads((Path(folder) / LOCK_NAME).read_text())
+        owner = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(owner, dict):
-        return None
+    return owner if isinstance(owner, dict) else None
+
+
+def _stale(owner: dict[str, Any]) -> bool:
+    """Whether a lock record is this host's and its process is gone (a pid that is not a positive
+    integer counts as gone: ``os.kill(-1, 0)`` would address every process)."""
+    if owner.get("host") != socket.gethostname():
+        return False
     pid = owner.get("pid")
-    if not isinstance(pid, int) or pid <= 0:
-        return None
-    if owner.get("host") == socket.gethostname() and not pid_alive(pid):
-        return None
-    return owner
+    return not (isinstance(pid, int) and pid > 0 and pid_alive(pid))
