@@ -3,9 +3,10 @@
 Two processes writing one ``--out`` used to merge two runs silently (one's config and first
 checkpoint, the other's later checkpoints). :class:`FolderLock` takes ``<folder>/.zsceval.lock``
 atomically (``O_CREAT | O_EXCL``) with the owner's pid, host, start time and command; a second
-writer is refused with the owner named. A lock whose process is gone (same host, pid not alive) is
-stale and taken over. The process that holds a lock may take it again (a trainer built twice in one
-process); it is released on :meth:`FolderLock.release`, on leaving the ``with`` block, or at exit.
+writer is refused with the owner named. A lock whose process is gone (same host, pid not alive or
+not a positive integer) is stale and taken over. The process that holds a lock may take it again (a
+trainer built twice in one process); it is released on :meth:`FolderLock.release`, on leaving the
+``with`` block, or at exit.
 """
 
 from __future__ import annotations
@@ -50,9 +51,6 @@ class FolderLock:
         self.held = False
         self._created = False  # this object wrote the lock file (an inner, re-entrant one did not)
 
-    def _owner(self) -> dict[str, Any] | None:
-        return _read_owner(self.path)
-
     def acquire(self) -> FolderLock:
         """Take the lock (idempotent for the holder); returns ``self``."""
         if self.held:
@@ -64,11 +62,11 @@ class FolderLock:
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
-                owner = self._owner()
+                owner = _read_owner(self.path)
                 if owner is None:  # being written right now, or unreadable: look again
                     time.sleep(0.05)
-                    owner = self._owner()
-                if owner is not None and (owner.get("host"), owner.get("pid")) == (me["host"], me["pid"]):
+                    owner = _read_owner(self.path)
+                if _mine(owner):
                     break  # this process already holds it: release leaves it to the holder
                 if owner is None or _stale(owner):  # unreadable twice, or its process is gone
                     self.path.unlink(missing_ok=True)
@@ -96,12 +94,8 @@ class FolderLock:
         self.held = False
         if not self._created:
             return
-        owner = self._owner()
-        if (
-            owner is not None
-            and owner.get("pid") == os.getpid()
-            and owner.get("host") == socket.gethostname()
-        ):
+        owner = _read_owner(self.path)
+        if _mine(owner):
             self.path.unlink(missing_ok=True)
 
     def __enter__(self) -> FolderLock:
@@ -129,6 +123,11 @@ def _read_owner(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return owner if isinstance(owner, dict) else None
+
+
+def _mine(owner: dict[str, Any] | None) -> bool:
+    """Whether a lock record is this process's (same host and pid)."""
+    return owner is not None and (owner.get("host"), owner.get("pid")) == (socket.gethostname(), os.getpid())
 
 
 def _stale(owner: dict[str, Any]) -> bool:
