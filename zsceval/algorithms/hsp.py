@@ -11,7 +11,12 @@ per column by the column's maximum + 1e-3), it starts from one random candidate 
 
 (ZSC-Eval ``scripts/prep/gen_hsp_S2_ymls.py``; algorithms-facts section 4). Candidates that the
 benchmark selected as *evaluation partners* are excluded first (the ego must never train with the
-partners it is tested with), as are candidates whose own return is at most 0.1. Stage 2 trains a
+partners it is tested with), as are candidates whose own return is at most 0.1. Without a bench's
+candidates (trained alone, or in a bench that scores on a shipped set) HSP trains its own: their
+weight vectors avoid every installed evaluation partner's of the layout and their seeds start at
+:data:`~zsceval.evaluation.exclusion.OWN_CANDIDATE_SEED`, a stream no bench uses, so none is a
+re-trained copy of an evaluation partner; every training job also refuses an evaluation partner's
+checkpoint outright (:func:`~zsceval.evaluation.exclusion.training_guard`). Stage 2 trains a
 recurrent ego against the K biased agents' final policies together with (S - K) / 3 MEP stage-1
 members at init / mid / final (S = ``population.size``, K = S / 2 by default), uniformly over the
 (partner, seat) arms, like FCP.
@@ -97,8 +102,9 @@ def greedy_max_l1(features: np.ndarray, k: int, rng: np.random.Generator) -> lis
 
 STANDALONE_WEIGHT_SAMPLING = "random"
 """Weight sampling of the biased candidates HSP's chain trains when no bench gives them: the
-``overcooked-quick`` suite's partner budget (its other keys are :class:`PartnerBudget`'s defaults), so
-that a chain trained alone sees the candidates a quick bench would train."""
+``overcooked-quick`` suite's partner budget (its other keys are :class:`PartnerBudget`'s defaults),
+drawn from the grid without the evaluation partners' weight vectors and with seeds of their own
+(:mod:`zsceval.evaluation.exclusion`), not the quick bench's candidates themselves."""
 
 STANDALONE_BUDGET = {
     "overcooked": {"candidates": 8, "candidate_steps": 1_500_000, "feature_episodes": 10},
@@ -240,6 +246,7 @@ class HSP(PopulationEgo):
         """MEP's shared stage-1 population, the biased candidates (the bench's, or this chain's own
         with the quick suite's partner budget when trained alone), and the ego."""
         from zsceval.evaluation.candidates import PartnerBudget, candidate_jobs
+        from zsceval.evaluation.exclusion import OWN_CANDIDATE_SEED, evaluation_partners, excluded_weights
         from zsceval.rl.config import check_episode_budget, resolve_config
 
         check_players(cls.name, num_players(ctx.layout), cls.max_players)  # before any job of the chain
@@ -269,14 +276,17 @@ class HSP(PopulationEgo):
                 ctx.partners["evaluate"],
                 [ctx.partners["select"]],
             )
-        else:
+        else:  # its own candidates: none may share (weights, seed) with an evaluation partner
             standalone = STANDALONE_BUDGET["football" if ego_cfg.env.name == "football" else "overcooked"]
             given = {k: int(float(ctx.ego_options.get(k, 0) or 0)) for k in standalone}
             budget = PartnerBudget(
                 weight_sampling=STANDALONE_WEIGHT_SAMPLING,
                 **{k: given[k] or default for k, default in standalone.items()},
             )
-            t, e, _ = candidate_jobs(ctx.layout, budget, 0, common)
+            exclude = excluded_weights(evaluation_partners(ctx.layout))
+            t, e, _ = candidate_jobs(
+                ctx.layout, budget, OWN_CANDIDATE_SEED, common, exclude=exclude, group="hsp_candidates"
+            )
             jobs += [*t, *e]
             trains, evaluates, exclude = [j.id for j in t], [j.id for j in e], []
         job_dirs: dict[str, Sequence[str]] = {"candidate_results": list(evaluates)}

@@ -880,6 +880,8 @@ has run (quick preset, MLP, float32: 30-50k on the project's 2-core CPU, docs/pe
 
 def _stage_of(job_id: str) -> str:
     parts = job_id.split("/")
+    if "hsp_candidates" in parts:
+        return "HSP's own candidates (biased agent + its BR)"
     if "candidates" in parts:
         return "candidates (biased agent + its BR)"
     if "stage1" in parts:

@@ -171,6 +171,7 @@ def train(
     """
     from zsceval.commands._common import check_writable, parse_steps, write_error
     from zsceval.envs.scenarios import is_football
+    from zsceval.evaluation.exclusion import training_guard
     from zsceval.rl.checkpoint import CheckpointError
     from zsceval.rl.trainer import RunExistsError, Trainer, load_run_config
 
@@ -265,25 +266,26 @@ def train(
         if print_config:
             click.echo(yaml.safe_dump(config_to_dict(cfg), sort_keys=False), nl=False)
             return
-        try:  # validates first (nothing written on a config error), then takes the folder's lock
-            trainer = Trainer(cfg, out, resume=resume, progress=progress)
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            raise click.ClickException(
-                f"cannot write to --out {out}: {reason}; choose a writable folder with --out"
-            ) from None
-        check_writable(out)
-        for note in trainer.notes:
-            click.echo(note, err=True)
-        if resume and trainer.resumed_from is None:
-            click.echo(
-                f"{out} was stopped before its first checkpoint (nothing trained was saved): "
-                "starting it over from scratch with its saved config.yaml",
-                err=True,
-            )
-        elif resume:
-            click.echo(f"resuming {out} at {trainer.env_steps:,} env steps", err=True)
-        summary = trainer.train()
+        with training_guard(cfg.env.layout):  # no evaluation partner of the layout may enter training
+            try:  # validates first (nothing written on a config error), then takes the folder's lock
+                trainer = Trainer(cfg, out, resume=resume, progress=progress)
+            except OSError as exc:
+                reason = exc.strerror or type(exc).__name__
+                raise click.ClickException(
+                    f"cannot write to --out {out}: {reason}; choose a writable folder with --out"
+                ) from None
+            check_writable(out)
+            for note in trainer.notes:
+                click.echo(note, err=True)
+            if resume and trainer.resumed_from is None:
+                click.echo(
+                    f"{out} was stopped before its first checkpoint (nothing trained was saved): "
+                    "starting it over from scratch with its saved config.yaml",
+                    err=True,
+                )
+            elif resume:
+                click.echo(f"resuming {out} at {trainer.env_steps:,} env steps", err=True)
+            summary = trainer.train()
     except OSError as exc:
         kept = f"; what was saved before is kept: `zsceval train --resume --out {out}` continues from it"
         raise click.ClickException(write_error(exc).message + (kept if out else "")) from None

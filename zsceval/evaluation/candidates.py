@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zsceval.envs.scenarios import resolve_scenario
-from zsceval.evaluation.reward_space import load_reward_space, pick_weights, sample_weights
+from zsceval.evaluation.reward_space import draw_rows, load_reward_space, pick_weights
 from zsceval.execution import Job
 
 __all__ = ["WEIGHT_SAMPLING", "PartnerBudget", "validate_budget", "candidate_weights", "candidate_jobs"]
@@ -60,30 +60,51 @@ def validate_budget(pb: PartnerBudget, where: str, error: type[Exception] = Valu
         raise error(f"{where}weight_sampling={pb.weight_sampling!r}; valid: {', '.join(WEIGHT_SAMPLING)}")
 
 
-def candidate_weights(layout: str, budget: PartnerBudget, seed: int) -> np.ndarray:
+def candidate_weights(
+    layout: str, budget: PartnerBudget, seed: int, exclude: np.ndarray | None = None
+) -> np.ndarray:
     """The weight vectors of a layout's ``budget.candidates`` candidates, candidate ``i`` in row ``i``.
 
     ``"reference"``: candidate ``i`` (training seed ``seed + i``) gets grid point ``(seed + i) % n`` of
     the ``n`` C_max-filtered grid points (:func:`pick_weights`, ZSC-Eval's ``(seed + offset) % len``
     with offset 0). ``"random"``: :func:`sample_weights` with ``np.random.default_rng(seed)``.
 
+    Args:
+        layout: layout name or alias.
+        budget: the partner budget (``candidates``, ``weight_sampling``).
+        seed: the first candidate's training seed.
+        exclude: ``float [N, E + 1]`` weight vectors to leave out of the grid first (the evaluation
+            partners' when an algorithm trains candidates for itself; :mod:`.exclusion`).
+
     Returns:
         float32[budget.candidates, E + 1].
 
     Raises:
-        ValueError: an unknown ``budget.weight_sampling`` (lists the valid ones).
+        ValueError: an unknown ``budget.weight_sampling`` (lists the valid ones), or ``exclude``
+            leaves no grid point.
     """
     space = load_reward_space(resolve_scenario(layout))
+    grid = space.candidates()
+    if exclude is not None and len(exclude):
+        keep = ~(np.abs(grid[:, None, :] - np.asarray(exclude, dtype=np.float32)[None]) < 1e-6).all(-1).any(1)
+        grid = grid[keep]
+        if not len(grid):
+            raise ValueError(f"{layout}: every weight vector of the grid is excluded")
     if budget.weight_sampling == "reference":
-        grid = space.candidates()
         return np.stack([pick_weights(grid, seed + i) for i in range(budget.candidates)])
     if budget.weight_sampling == "random":
-        return sample_weights(space, budget.candidates, np.random.default_rng(seed))
+        return draw_rows(grid, budget.candidates, np.random.default_rng(seed))
     raise ValueError(f"weight_sampling must be one of {WEIGHT_SAMPLING}, got {budget.weight_sampling!r}")
 
 
 def candidate_jobs(
-    layout: str, pb: PartnerBudget, seed: int, common: dict
+    layout: str,
+    pb: PartnerBudget,
+    seed: int,
+    common: dict,
+    *,
+    exclude: np.ndarray | None = None,
+    group: str = "candidates",
 ) -> tuple[list[Job], list[Job], Job]:
     """The behavior-preferring candidates of one layout as jobs (ZSC-Eval Alg. 1 steps 1-3).
 
@@ -92,15 +113,17 @@ def candidate_jobs(
         pb: the layout's partner budget.
         seed: the suite seed (candidate ``i`` trains with seed ``seed + i``).
         common: ``layout, preset, device, overrides`` of every training job.
+        exclude: weight vectors no candidate may have (:func:`candidate_weights`).
+        group: the job ids' folder, ``<layout>/<group>/c000/train``.
 
     Returns:
         ``(train jobs, candidate.evaluate jobs, partners.select job)``; candidate ``i`` is ``c{i:03d}``.
     """
-    weights = candidate_weights(layout, pb, seed)
+    weights = candidate_weights(layout, pb, seed, exclude)
     trains, evals = [], []
     for i, w in enumerate(weights):
         cid = f"c{i:03d}"
-        tid, eid = f"{layout}/candidates/{cid}/train", f"{layout}/candidates/{cid}/evaluate"
+        tid, eid = f"{layout}/{group}/{cid}/train", f"{layout}/{group}/{cid}/evaluate"
         trains.append(
             Job(
                 tid,

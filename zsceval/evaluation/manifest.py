@@ -16,7 +16,9 @@ constants"; the reference copied selections by hand into a Python file). It is a
         {"id": "hsp3_final", "candidate_id": "hsp3", "level": "final",
          "checkpoint": {"path": "partners/hsp3_final.pt", "sha256": "..."},
          "br": {"checkpoint": {"path": "brs/hsp3_final.pt", "sha256": "..."}, "return": 212.5},
-         "features": [0.0, 3.2, ...]},
+         "features": [0.0, 3.2, ...],
+         "candidate": {"weights": [0.0, ...], "seed": 3, "suite": "overcooked-s12",
+                       "layout": "counter_circuit", "policy_sha256": "..."}},
         ...
       ]
     }
@@ -25,7 +27,13 @@ Paths are relative to the manifest's folder (POSIX separators) so a partner set 
 ``candidate_ids`` are all candidates in the row order of the selection kernel; ``selected_ids`` the chosen
 ones. ``level`` is ``final`` or ``mid`` (ZSC-Eval Alg. 1 line 7); each partner carries its own BR
 reference (checkpoint and BR return, the denominator of BR-Prox) and its BR's behavior ``features``
-(in ``feature_names`` order). Files are written atomically (temp file + ``os.replace``).
+(in ``feature_names`` order). The optional ``candidate`` record says which training run the partner
+comes from: the candidate's reward weight vector (the hidden utility, ZSC-Eval Eq. 1) and training
+seed, the suite and layout of that run, and ``policy_sha256``, the partner's
+:func:`~zsceval.rl.checkpoint.agent_fingerprint` (the same in the run's checkpoints and in this
+export). Training jobs refuse every evaluation partner by it, and HSP's own candidates avoid its
+(weights, seed) (:mod:`zsceval.evaluation.exclusion`). Files are written atomically (temp file +
+``os.replace``).
 
 Games of more than two players (Football) pair the ego with *combinations* of partners
 (:mod:`zsceval.evaluation.combinations`); the BR reference of a combination is the BR of its set of
@@ -98,6 +106,30 @@ class BRReference:
 
 
 @dataclass(frozen=True)
+class CandidateRecord:
+    """The training run an evaluation partner is a checkpoint of.
+
+    Attributes:
+        weights: the candidate's reward weight vector, ``float [E + 1]`` (events, then sparse reward).
+        seed: its training seed.
+        suite: the suite of the run that trained it (None when not known).
+        layout: canonical layout name.
+        policy_sha256: :func:`~zsceval.rl.checkpoint.agent_fingerprint` of the partner's parameters.
+    """
+
+    weights: tuple[float, ...]
+    seed: int
+    suite: str | None
+    layout: str
+    policy_sha256: str
+
+    def to_dict(self) -> dict:
+        """The manifest's ``candidate`` record."""
+        return {"weights": list(self.weights), "seed": self.seed, "suite": self.suite,
+                "layout": self.layout, "policy_sha256": self.policy_sha256}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class PartnerEntry:
     """One evaluation partner.
 
@@ -108,6 +140,8 @@ class PartnerEntry:
         br: its BR reference.
         features: behavior features of its BR, in the manifest's ``feature_names`` order.
         candidate_id: the candidate (biased-agent run) this partner is a checkpoint of.
+        candidate: that run's weights, seed, suite and the partner's parameter digest (None in
+            manifests written before they were recorded).
     """
 
     id: str
@@ -116,6 +150,7 @@ class PartnerEntry:
     br: BRReference
     features: tuple[float, ...]
     candidate_id: str
+    candidate: CandidateRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -227,17 +262,7 @@ def manifest_to_dict(manifest: PartnerSetManifest) -> dict:
             "candidate_ids": list(sel.candidate_ids),
             "selected_ids": list(sel.selected_ids),
         },
-        "partners": [
-            {
-                "id": p.id,
-                "candidate_id": p.candidate_id,
-                "level": p.level,
-                "checkpoint": _ref_to_dict(p.checkpoint),
-                "br": {"checkpoint": _ref_to_dict(p.br.checkpoint), "return": p.br.br_return},
-                "features": list(p.features),
-            }
-            for p in manifest.partners
-        ],
+        "partners": [_partner_to_dict(p) for p in manifest.partners],
     }
     if manifest.combination_brs:
         out["combination_brs"] = [
@@ -324,6 +349,32 @@ def _ref_to_dict(ref: FileRef) -> dict:
     return {"path": ref.path, "sha256": ref.sha256}
 
 
+def _partner_to_dict(p: PartnerEntry) -> dict:
+    out = {
+        "id": p.id,
+        "candidate_id": p.candidate_id,
+        "level": p.level,
+        "checkpoint": _ref_to_dict(p.checkpoint),
+        "br": {"checkpoint": _ref_to_dict(p.br.checkpoint), "return": p.br.br_return},
+        "features": list(p.features),
+    }
+    if p.candidate is not None:
+        out["candidate"] = p.candidate.to_dict()
+    return out
+
+
+def _candidate_from_dict(c: dict | None) -> CandidateRecord | None:
+    if c is None:
+        return None
+    return CandidateRecord(
+        weights=tuple(float(x) for x in c["weights"]),
+        seed=int(c["seed"]),
+        suite=None if c.get("suite") is None else str(c["suite"]),
+        layout=str(c["layout"]),
+        policy_sha256=str(c["policy_sha256"]),
+    )
+
+
 def _manifest_from_dict(data: object, path: Path) -> PartnerSetManifest:
     try:
         if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
@@ -354,6 +405,7 @@ def _manifest_from_dict(data: object, path: Path) -> PartnerSetManifest:
                 ),
                 features=tuple(float(x) for x in p["features"]),
                 candidate_id=str(p["candidate_id"]),
+                candidate=_candidate_from_dict(p.get("candidate")),
             )
             for p in data["partners"]
         )

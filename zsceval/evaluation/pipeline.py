@@ -29,6 +29,7 @@ Stages for one layout:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -40,10 +41,17 @@ import torch
 from zsceval.envs.overcooked import load_layout
 from zsceval.envs.scenarios import env_flags, is_football, num_players, resolve_scenario
 from zsceval.execution.jobs import JobInputError, job_kind
-from zsceval.rl.checkpoint import CheckpointError, list_checkpoints, load_policy, save_checkpoint
+from zsceval.rl.checkpoint import (
+    CheckpointError,
+    RefusedCheckpointError,
+    list_checkpoints,
+    load_policy,
+)
 
 from .combinations import br_key, seat_combinations
 from .ego_checkpoint import scored_ego_checkpoint
+from .exclusion import training_guard
+from .export import candidate_record, export_agent
 from .manifest import (
     BRReference,
     CombinationBR,
@@ -127,6 +135,10 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
     candidate's ``mid`` checkpoint ``partner_train`` / ``partner_eval``: ids of that candidate's train and
     ``candidate.evaluate`` jobs; for a BR of a set of partners (n > 2 players) ``partner_refs``: a
     list of ``[train-job id, evaluate-job id, "final" | "mid"]``.
+
+    Every job but those BRs runs inside :func:`~zsceval.evaluation.exclusion.training_guard`: a
+    checkpoint that holds an evaluation partner of the layout is refused (``JobInputError`` naming
+    the checkpoint and the partner).
     """
     from zsceval.rl.config import ConfigError, config_from_dict, resolve_config
     from zsceval.rl.trainer import Trainer
@@ -168,14 +180,21 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
 
         shutil.rmtree(run)  # killed before its first resumable checkpoint: start over
     progress = os.environ.get(JOB_PROGRESS_ENV) == "1"  # set by `zsceval bench` with the local executor
-    try:
-        trainer = Trainer(cfg, run, resume=resume, progress=progress)
-    except ConfigError as exc:  # the job's inputs cannot work (e.g. too few usable HSP candidates)
-        raise JobInputError(f"{params.get('algo')} on {params.get('layout')}: {exc}") from None
-    try:
-        summary = trainer.train()
-    finally:
-        trainer.close()
+    # The partner pipeline's own BRs train with the partner they define; every other job refuses the
+    # layout's evaluation partners (a copy of one included).
+    own_br = params.get("partner_train") or params.get("partner_refs")
+    with contextlib.nullcontext() if own_br else training_guard(params["layout"]):
+        try:
+            trainer = Trainer(cfg, run, resume=resume, progress=progress)
+        except (
+            ConfigError,
+            RefusedCheckpointError,
+        ) as exc:  # inputs that cannot work (too few HSP candidates)
+            raise JobInputError(f"{params.get('algo')} on {params.get('layout')}: {exc}") from None
+        try:
+            summary = trainer.train()
+        finally:
+            trainer.close()
     return {"run": "run", "self_play_return": summary.get("self_play", {}).get("sparse_return_mean")}
 
 
@@ -258,14 +277,6 @@ def partners_select(params: dict, out: Path, needs: dict) -> dict:
 
 
 # -- 5. manifest ----------------------------------------------------------------------------------------
-def _export(policy_dir: Path, ckpt: Path, name: str, device: str) -> Path:
-    """Copy one policy of a checkpoint into its own compact checkpoint; returns its meta.json."""
-    policy, meta = load_policy(ckpt, name, device)
-    keep = {k: meta[k] for k in ("algo", "layout", "env_spec", "seed") if k in meta}
-    path = save_checkpoint(policy_dir, int(meta.get("steps", 0)), {name: policy}, {**keep, "ego": name})
-    return path / "meta.json"
-
-
 @job_kind("partners.manifest")
 def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
     """Export partners and BRs, measure BR returns, write ``manifest.json`` + ``br_returns.parquet``.
@@ -279,7 +290,7 @@ def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
     layout, device = params["layout"], params.get("device", "cpu")
     n = num_players(layout)
     select = _result(needs[params["select"]])
-    entries, specs = [], []
+    entries, specs, records = [], [], {}
     first = None
     for cid in select["selected_ids"]:
         train_id, eval_id = params["candidates"][cid]
@@ -291,9 +302,10 @@ def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
             ("mid", train_dir / ev["mid_checkpoint"], list_checkpoints(br_dir)[-1], "br"),
         ):
             pid = f"{cid}_{level}"
-            p_meta = _export(out / "policies" / pid, ckpt, "biased", device)
-            b_meta = _export(out / "brs" / pid, br_ckpt, br_name, device)
+            p_meta = export_agent(out / "policies" / pid, ckpt, "biased", device)
+            b_meta = export_agent(out / "brs" / pid, br_ckpt, br_name, device)
             specs.append((pid, level, p_meta, b_meta, ev["features"]))
+            records[pid] = candidate_record(layout, ev, p_meta)
     partners = [
         PartnerSpec(
             pid,
@@ -310,7 +322,7 @@ def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
         sets = {}
         for key, job_id in params.get("combination_brs", {}).items():
             members = tuple(key.split("+"))
-            b_meta = _export(
+            b_meta = export_agent(
                 out / "combination_brs" / key, list_checkpoints(Path(needs[job_id]) / "run")[-1], "br", device
             )
             sets[tuple(sorted(ids.index(m) for m in members))] = (members, b_meta)
@@ -342,6 +354,7 @@ def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
                 br=BRReference(make_file_ref(b_meta, out), own),
                 features=tuple(features),
                 candidate_id=pid.rsplit("_", 1)[0],
+                candidate=records[pid],
             )
         )
     manifest = PartnerSetManifest(

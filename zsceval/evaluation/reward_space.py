@@ -218,6 +218,21 @@ def sample_weights(space: RewardSpace, n: int, rng: np.random.Generator, *, c_ma
         raise ValueError(f"n must be >= 0, got {n}")
     if len(candidates) == 0:
         raise ValueError(f"no weight vector of {space.layout} passes c_max={c_max}")
+    return draw_rows(candidates, n, rng)
+
+
+def draw_rows(candidates: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` rows of ``candidates``: a random permutation of all of them first (each used once),
+    then, past ``len(candidates)``, uniform draws with replacement (:func:`sample_weights`' rule).
+
+    Args:
+        candidates: ``float [M, E + 1]``, M >= 1.
+        n: rows to draw (>= 0).
+        rng: source of randomness.
+
+    Returns:
+        ``candidates[index]``, ``[n, E + 1]``.
+    """
     m = len(candidates)
     index = rng.permutation(m)[: min(n, m)]
     if n > m:

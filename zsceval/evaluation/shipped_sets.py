@@ -70,6 +70,7 @@ from .manifest import (
     MissingFilesError,
     PartnerSetManifest,
     load_manifest,
+    write_manifest,
 )
 
 __all__ = [
@@ -471,7 +472,14 @@ def _levels(manifest: PartnerSetManifest) -> dict[str, int]:
 
 
 def build_validation_set(
-    source: str | Path, layout: str, out: str | Path, *, episodes: int, seed: int = 0, device: str = "cpu"
+    source: str | Path,
+    layout: str,
+    out: str | Path,
+    *,
+    episodes: int,
+    seed: int = 0,
+    device: str = "cpu",
+    suite: str | None = None,
 ) -> Path | None:
     """The validation split of a pipeline folder: every candidate the BR-Div selection kept but did
     not select, at its ``final`` checkpoint with the BR it was trained with (expert level), with
@@ -484,6 +492,7 @@ def build_validation_set(
         episodes: episodes per (partner, seat) for the BR returns.
         seed: seed of the BR-return games.
         device: torch device.
+        suite: the suite recorded in each partner's candidate record.
 
     Returns:
         ``out/manifest.json``, or None when every kept candidate was selected.
@@ -496,9 +505,9 @@ def build_validation_set(
 
     from zsceval.rl.checkpoint import load_policy
 
-    from .manifest import BRReference, PartnerEntry, SelectionRecord, make_file_ref, write_manifest
+    from .export import candidate_record, export_agent
+    from .manifest import BRReference, PartnerEntry, SelectionRecord, make_file_ref
     from .matches import PartnerSpec, evaluate_br_references
-    from .pipeline import _export
     from .selection import br_div, similarity_kernel
 
     lay, base, out = resolve_scenario(layout), Path(source) / resolve_scenario(layout), Path(out)
@@ -514,8 +523,8 @@ def build_validation_set(
     for cid in rest:
         ckpt = base / "candidates" / cid / "train" / evals[cid]["final_checkpoint"]
         pid = f"{cid}_final"
-        specs.append((pid, cid, _export(out / "policies" / pid, ckpt, "biased", device),
-                      _export(out / "brs" / pid, ckpt, "br", device)))  # fmt: skip
+        specs.append((pid, cid, export_agent(out / "policies" / pid, ckpt, "biased", device),
+                      export_agent(out / "brs" / pid, ckpt, "br", device)))  # fmt: skip
     partners = [
         PartnerSpec(pid, "expert", load_policy(p, "biased", device)[0], load_policy(b, "br", device)[0])
         for pid, _, p, b in specs
@@ -527,7 +536,8 @@ def build_validation_set(
     for pid, cid, p_meta, b_meta in specs:
         entries.append(PartnerEntry(pid, "final", make_file_ref(p_meta, out),
                                     BRReference(make_file_ref(b_meta, out), float(br_mean[pid])),
-                                    tuple(evals[cid]["features"]), cid))  # fmt: skip
+                                    tuple(evals[cid]["features"]), cid,
+                                    candidate_record(lay, evals[cid], p_meta, suite)))  # fmt: skip
     features = np.array([evals[c]["features"] for c in kept], dtype=float)
     det = br_div(similarity_kernel(features), [kept.index(c) for c in rest])
     manifest = PartnerSetManifest(
@@ -538,6 +548,18 @@ def build_validation_set(
         partners=tuple(entries),
     )
     return write_manifest(manifest, out / "manifest.json")
+
+
+def _stamp_suite(path: Path, suite: str | None) -> None:
+    """Write the provenance suite into every partner's candidate record of the manifest at ``path``."""
+    manifest = load_manifest(path, verify=False)
+    partners = tuple(
+        p
+        if p.candidate is None
+        else dataclasses.replace(p, candidate=dataclasses.replace(p.candidate, suite=suite))
+        for p in manifest.partners
+    )
+    write_manifest(dataclasses.replace(manifest, partners=partners), path)
 
 
 def _write_index(root: Path, entries: list[dict]) -> None:
@@ -629,12 +651,13 @@ def export_sets(
         for d in SET_DIRS:
             if (src / d).is_dir():
                 shutil.copytree(src / d, tmp / d)
+        _stamp_suite(tmp / "manifest.json", prov.suite)
     added.append(_index_entry(name, version, "test", test_dir, root, prov))
     if validation:
         val_dir = root / "sets" / name / f"v{version}" / "validation"
         with atomic_directory(val_dir) as tmp:
             made = build_validation_set(
-                source, lay, tmp, episodes=episodes, seed=manifest.seed, device=device
+                source, lay, tmp, episodes=episodes, seed=manifest.seed, device=device, suite=prov.suite
             )
         if made is None:
             shutil.rmtree(val_dir, ignore_errors=True)

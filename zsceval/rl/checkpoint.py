@@ -19,9 +19,12 @@ killed process never leaves a half-written checkpoint under a valid name.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import hashlib
 import json
 import subprocess
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,9 @@ from zsceval.rl.agent import agent_class, agent_class_name
 
 __all__ = [
     "CheckpointError",
+    "RefusedCheckpointError",
+    "agent_fingerprint",
+    "refusing",
     "atomic_write_text",
     "check_compatible",
     "decode_state",
@@ -59,6 +65,79 @@ META = "meta.json"
 
 class CheckpointError(RuntimeError):
     """A checkpoint is missing, corrupt, truncated, or incompatible with the requested env."""
+
+
+class RefusedCheckpointError(CheckpointError):
+    """A checkpoint holds an agent that may not be loaded here (an evaluation partner inside a
+    training run: see :func:`refusing`)."""
+
+
+def agent_fingerprint(state: Mapping[str, torch.Tensor]) -> str:
+    """SHA-256 of one agent's parameters: for every key in sorted order its name, dtype, shape and
+    bytes. The same in a training run's checkpoint and in a partner set's export of that agent
+    (which re-saves the agent alone, so the files' own digests differ).
+
+    Args:
+        state: the agent's ``state_dict`` (e.g. :func:`policy_weights` of a checkpoint), any device.
+
+    Returns:
+        64 hex digits.
+    """
+    h = hashlib.sha256()
+    for key in sorted(state):
+        t = state[key].detach().to("cpu").contiguous()
+        h.update(f"{key}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+_REFUSED: dict[str, str] = {}
+"""Digests (:func:`agent_fingerprint`, or a checkpoint's ``meta.json`` SHA-256) that
+:func:`load_checkpoint` refuses in this process, with what each one is."""
+_REFUSED_WHY: list[str] = []
+
+
+@contextlib.contextmanager
+def refusing(digests: Mapping[str, str], why: str) -> Iterator[None]:
+    """Refuse, inside the ``with`` block, every checkpoint whose ``meta.json`` SHA-256 or one of
+    whose agents' :func:`agent_fingerprint` is in ``digests``.
+
+    The training jobs hold the evaluation partners of their layout this way
+    (:func:`zsceval.evaluation.exclusion.training_guard`): no evaluation partner, nor a copy of
+    its checkpoint, can enter a training run (ZSC-Eval Sec. 4: the ego is scored with partners it
+    never trained with). Nested blocks add to the outer one's digests.
+
+    Args:
+        digests: ``{sha256: what it is}``, e.g. ``"evaluation partner c000_final of
+            zsceval:coordination_ring@1/test"``.
+        why: the rule, appended to the error message.
+    """
+    saved, saved_why = dict(_REFUSED), list(_REFUSED_WHY)
+    _REFUSED.update(digests)
+    _REFUSED_WHY[:] = [why]
+    try:
+        yield
+    finally:
+        _REFUSED.clear()
+        _REFUSED.update(saved)
+        _REFUSED_WHY[:] = saved_why
+
+
+def _check_refused(ckpt: Path, meta: dict[str, Any], weights: dict[str, torch.Tensor]) -> None:
+    """Raise :class:`RefusedCheckpointError` when :func:`refusing` holds this checkpoint."""
+    if not _REFUSED:
+        return
+    hits = []
+    digest = _sha256(ckpt / META)
+    if digest in _REFUSED:
+        hits.append(f"its {META} (sha256 {digest}) is that of {_REFUSED[digest]}")
+    for name in agent_entries(meta):
+        fp = agent_fingerprint(policy_weights(weights, name))
+        if fp in _REFUSED:
+            hits.append(f"agent '{name}' has the parameters (sha256 {fp}) of {_REFUSED[fp]}")
+    if hits:
+        why = f" ({_REFUSED_WHY[0]})" if _REFUSED_WHY else ""
+        raise RefusedCheckpointError(f"refusing checkpoint {ckpt}: {'; '.join(hits)}{why}")
 
 
 def git_revision() -> str | None:
@@ -238,12 +317,15 @@ def _load_tensors(path: Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"cannot read {path}: corrupt or truncated ({exc})") from None
 
 
-def load_checkpoint(path: str | Path, with_train_state: bool = False) -> tuple[Path, dict, dict, dict | None]:
+def load_checkpoint(
+    path: str | Path, with_train_state: bool = False, *, guarded: bool = True
+) -> tuple[Path, dict, dict, dict | None]:
     """Read and verify a checkpoint.
 
     Args:
         path: run directory, checkpoint directory or meta.json.
         with_train_state: also decode the resumable training state.
+        guarded: apply :func:`refusing` (False only to fingerprint the refused partners themselves).
 
     Returns:
         ``(checkpoint_dir, meta, weights, train_state)``; weights are CPU tensors keyed
@@ -251,10 +333,13 @@ def load_checkpoint(path: str | Path, with_train_state: bool = False) -> tuple[P
 
     Raises:
         CheckpointError: missing, corrupt, truncated, or not resumable when a train state is asked.
+        RefusedCheckpointError: inside :func:`refusing`, a checkpoint it holds (names both).
     """
     ckpt = find_checkpoint(path)
     meta = _read_meta(ckpt)
     weights = _load_tensors(ckpt / POLICIES)
+    if guarded:
+        _check_refused(ckpt, meta, weights)
     state = None
     if with_train_state:
         if not meta.get("resumable"):
