@@ -95,8 +95,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    record.update({"partner_set": set_name, "manifest": str(manifest), "layout": layout,
-                   "episodes": args.episodes, "seed": args.seed, "run": str(args.run)})  # fmt: skip
+    # no machine paths in the record (it is committed under docs/data): the set by name, the run
+    # by its folder name and each ego job relative to it
+    shown = set_name if entry is not None else os.path.relpath(manifest, args.out)
+    record.update({"partner_set": set_name, "manifest": shown, "layout": layout,
+                   "episodes": args.episodes, "seed": args.seed, "run": args.run.name})  # fmt: skip
     record.setdefault("egos", {})
     for algo, seed, job in egos:
         name = f"{algo}_s{seed}"
@@ -113,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = path.with_suffix(".tmp")
         frame.to_parquet(tmp)
         os.replace(tmp, path)
-        record["egos"][name] = {"job": str(job), **chosen}
+        record["egos"][name] = {"job": os.path.relpath(job, args.run), **chosen}
         print(f"{name}: {ckpt.name}, mean return {frame['sparse_return'].mean():.1f}", flush=True)
     frames = [pd.read_parquet(p) for p in sorted(out_egos.glob("*.parquet"))]
     results = pd.concat(frames, ignore_index=True)

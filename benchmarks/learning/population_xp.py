@@ -28,7 +28,7 @@ matrix), ``summary.csv`` (the per-member rows of every ego), ``final_members.csv
 
 Usage (from the repository root)::
 
-    python benchmarks/learning/population_xp.py /work/runs/quick-cc --layout counter_circuit
+    python benchmarks/learning/population_xp.py runs/quick-cc --layout counter_circuit
     python benchmarks/learning/population_xp.py runs/s12 --layout counter_circuit --algos fcp mep --seeds 0
 """
 

@@ -39,7 +39,7 @@ Usage (from the repository root)::
     python benchmarks/learning/yokai.py --steps 2e6 --out /tmp/yokai_bench
     python benchmarks/learning/yokai.py --steps 3e5 --seeds 0 1 2 --out /tmp/yokai_xp   # + cross-play
     python benchmarks/learning/yokai.py --algo op --steps 3e5 --seeds 0 1 2 --out /tmp/yokai_op  # OP+C+R
-    python benchmarks/learning/yokai.py --out /work/runs/yokai --no-train --json curve.json
+    python benchmarks/learning/yokai.py --out runs/yokai --no-train --json curve.json
     python benchmarks/learning/yokai.py --set model.hidden_size=128 --set ppo.epochs=4
 """
 

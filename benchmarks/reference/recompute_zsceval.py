@@ -17,7 +17,7 @@ the units are pooled with :func:`zsceval.stats.metrics.iqm`.
 Usage::
 
     python benchmarks/reference/recompute_zsceval.py --repo /path/to/ZSC-Eval            # a checkout
-    python benchmarks/reference/recompute_zsceval.py --repo /work/.mirror/sjtu-marl+ZSC-Eval/repo \\
+    python benchmarks/reference/recompute_zsceval.py --repo PATH/TO/ZSC-Eval \\
         --populations 12 24 36 --json /tmp/zsceval_pop.json --validate
 
 ``--repo`` is either a plain checkout (a folder holding ``zsceval/scripts/overcooked/eval/results``)
