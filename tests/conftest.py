@@ -15,8 +15,8 @@ os.environ.setdefault("ZSCEVAL_MAX_THREADS", "1")
 def unimplemented_zsc_algorithm():
     """``pecan``: a name the bench treats as a ZSC-Eval algorithm not implemented yet (all eight of
     ZSC-Eval's are), to exercise the skip path (``pytestmark = pytest.mark.usefixtures(...)``)."""
-    from zsceval.bench import run as bench_mod
+    from zsceval.bench import suite as bench_mod_suite
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(bench_mod, "ZSC_ALGORITHMS", (*bench_mod.ZSC_ALGORITHMS, "pecan"))
+        mp.setattr(bench_mod_suite, "ZSC_ALGORITHMS", (*bench_mod_suite.ZSC_ALGORITHMS, "pecan"))
         yield "pecan"

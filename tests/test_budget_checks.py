@@ -3,7 +3,7 @@
 import pytest
 from click.testing import CliRunner
 
-from zsceval.bench import run as bm
+from zsceval.bench import suite as bm_suite
 from zsceval.cli import main
 
 
@@ -23,10 +23,10 @@ def test_a_suite_whose_candidates_end_no_episode_is_refused(tmp_path):
     path.write_text("name: short\nlayouts: [cramped_room]\nalgorithms: [sp]\noverrides: [env.num_envs=8]\n"
                     "partners: {candidates: 2, candidate_steps: 3000, k: 1}\n")  # fmt: skip
     msg = r"short.yaml: partners.candidate_steps=3,000 ends no episode.*>= 3,200"
-    with pytest.raises(bm.SuiteError, match=msg):
-        bm.load_suite(path)
+    with pytest.raises(bm_suite.SuiteError, match=msg):
+        bm_suite.load_suite(path)
     path.write_text(path.read_text().replace("candidate_steps: 3000", "candidate_steps: 3200"))
-    assert bm.load_suite(path).partners.candidate_steps == 3200
+    assert bm_suite.load_suite(path).partners.candidate_steps == 3200
 
 
 def test_a_training_job_whose_inputs_cannot_work_fails_without_advising_a_rerun(tmp_path):

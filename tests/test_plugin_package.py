@@ -179,7 +179,7 @@ def test_config_reads_load_only_the_algorithm_they_name():
 def test_every_builtin_entry_point_loads_and_registers_its_name():
     """setup.py's entry points and the code agree (a moved module would fail here, by name)."""
     from zsceval import registry
-    from zsceval.bench import run as bench
+    from zsceval.bench import suite as bench_suite
     from zsceval.envs import registry as envs
     from zsceval.execution import jobs
     from zsceval.rl import agent, cores
@@ -200,7 +200,7 @@ def test_every_builtin_entry_point_loads_and_registers_its_name():
         for name in sorted(declared[group]):
             lookup(name)  # raises, naming the entry point, when it cannot be loaded
     assert {"sp", "fcp", "tbs"} <= declared["zsceval.algorithms"]
-    assert {"overcooked", "overcooked-quick"} <= set(bench.list_suites())
+    assert {"overcooked", "overcooked-quick"} <= set(bench_suite.list_suites())
 
 
 def test_missing_entry_points_say_how_to_install():

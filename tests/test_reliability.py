@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.cli_helpers import clean_error, invoke
+from zsceval.bench import run as bench_run
 from zsceval.execution import JobError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -123,12 +124,11 @@ pytestmark = pytest.mark.usefixtures("unimplemented_zsc_algorithm")
 
 @pytest.fixture
 def stop_bench(monkeypatch):
-    from zsceval.bench import run as bench_mod
 
     def fake(*a, **kw):
         raise JobError("stopped by the test", retryable=True)
 
-    monkeypatch.setattr(bench_mod, "run_jobs", fake)
+    monkeypatch.setattr(bench_run, "run_jobs", fake)
 
 
 def test_bench_refuses_another_suite_setting_without_touching_the_folder(tmp_path, stop_bench):
@@ -454,7 +454,7 @@ def test_thread_cap_for_concurrent_jobs_and_note_when_cores_are_busy(monkeypatch
 
 
 def test_bench_caps_threads_when_jobs_run_concurrently(tmp_path, monkeypatch):
-    from zsceval.bench import run as bench_mod
+
     from zsceval.rl.trainer import MAX_THREADS_ENV
 
     seen = []
@@ -464,7 +464,7 @@ def test_bench_caps_threads_when_jobs_run_concurrently(tmp_path, monkeypatch):
         raise JobError("stopped by the test", retryable=True)
 
     monkeypatch.delenv(MAX_THREADS_ENV, raising=False)  # the test suite's own cap (conftest)
-    monkeypatch.setattr(bench_mod, "run_jobs", fake)
+    monkeypatch.setattr(bench_run, "run_jobs", fake)
     monkeypatch.setattr("zsceval.rl.hardware.usable_cores", lambda: 2)
     suite = tmp_path / "tiny.yaml"
     suite.write_text(TINY_SUITE)
@@ -488,7 +488,7 @@ def test_resume_after_a_killed_extension_continues(finished_run, tmp_path):
 
 
 def test_bench_shows_training_progress_inside_a_job_with_the_local_executor(tmp_path, monkeypatch):
-    from zsceval.bench import run as bench_mod
+
     from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
 
     seen = []
@@ -497,7 +497,7 @@ def test_bench_shows_training_progress_inside_a_job_with_the_local_executor(tmp_
         seen.append(os.environ.get(JOB_PROGRESS_ENV))
         raise JobError("stopped by the test", retryable=True)
 
-    monkeypatch.setattr(bench_mod, "run_jobs", fake)
+    monkeypatch.setattr(bench_run, "run_jobs", fake)
     suite = tmp_path / "tiny.yaml"
     suite.write_text(TINY_SUITE)
     invoke("bench", "--suite", suite, "--out", tmp_path / "a")

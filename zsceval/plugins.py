@@ -16,7 +16,7 @@ no core module names a plug-in module:
 * ``zsceval.jobs``: name = job kind (``Job.kind``), value = the job function;
   :mod:`zsceval.execution.jobs`, ``run_job``.
 * ``zsceval.suites``: name = a label of the collection, value = a package whose folder holds
-  ``*.yaml`` suites; :mod:`zsceval.bench.run`, ``load_suite``.
+  ``*.yaml`` suites; :mod:`zsceval.bench.suite`, ``load_suite``.
 
 Convention of every group but ``zsceval.suites``: the entry point's name is the registry name and
 its value is the object, ``module:attr``. Loading it imports the module, whose decorators

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from zsceval.bench.run import build_phases, load_suite
+from zsceval.bench.plan import build_phases
+from zsceval.bench.suite import load_suite
 from zsceval.evaluation.exclusion import OWN_CANDIDATE_SEED, evaluation_partners, training_guard
 from zsceval.evaluation.manifest import load_manifest
 from zsceval.evaluation.shipped_sets import list_sets, resolve_set

@@ -299,7 +299,8 @@ def test_hsp_greedy_max_l1_on_a_hand_made_feature_table():
 
 
 def test_hsp_population_split_and_bench_placement():
-    from zsceval.bench.run import build_phases, load_suite
+    from zsceval.bench.plan import build_phases
+    from zsceval.bench.suite import load_suite
 
     assert hsp().HSP.biased_count(12, 0) == 6  # ZSC-Eval: 6 biased + 2 MEP members x 3
     with pytest.raises(Exception, match="multiple of 3"):
@@ -320,7 +321,7 @@ def test_hsp_trained_alone_builds_the_quick_suites_candidates():
     without importing the bench layer (it sits below it)."""
     import dataclasses
 
-    from zsceval.bench.run import load_suite
+    from zsceval.bench.suite import load_suite
     from zsceval.evaluation.candidates import PartnerBudget
 
     quick = load_suite("overcooked-quick").partners

@@ -6,7 +6,9 @@ import pytest
 import yaml
 
 from zsceval import registry
-from zsceval.bench.run import SuiteError, build_phases, load_suite
+from zsceval.bench import run as bench_run
+from zsceval.bench.plan import build_phases
+from zsceval.bench.suite import SuiteError, load_suite
 from zsceval.execution import run_jobs
 from zsceval.rl.algorithm import Algorithm
 
@@ -68,7 +70,7 @@ def test_multi_stage_jobs_share_a_stage_and_feed_the_ego(plugins, tmp_path):
     shared = "cramped_room/populations/sp_s1000"
     assert shared in first  # declared by both algorithms, listed once
     assert sum(j.id == shared for j in phases[0]) == 1
-    egos = [e.id for e in infos["cramped_room"]["egos"]]
+    egos = [e.id for e in infos["cramped_room"].egos]
     assert egos == ["cramped_room/egos/two_stage_a/s0", "cramped_room/egos/two_stage_b/s0"]
     ego = first[egos[0]]
     assert ego.needs == (shared,) and ego.params["algo"] == "br"
@@ -90,16 +92,16 @@ def test_a_plugin_without_its_ego_job_is_refused(plugins, tmp_path):
 def test_bench_passes_retries_to_the_executor(monkeypatch, tmp_path):
     from click.testing import CliRunner
 
-    from zsceval.bench import run as bench_mod
+    from zsceval.bench import suite as bench_mod_suite
     from zsceval.cli import main
 
     seen = {}
 
     def fake_run_jobs(jobs, root, **kw):
         seen.update(kw)
-        raise bench_mod.SuiteError("stop here")
+        raise bench_mod_suite.SuiteError("stop here")
 
-    monkeypatch.setattr(bench_mod, "run_jobs", fake_run_jobs)
+    monkeypatch.setattr(bench_run, "run_jobs", fake_run_jobs)
     (tmp_path / "s.yaml").write_text(SUITE.replace("[two_stage_a, two_stage_b]", "[sp]"))
     args = ["bench", "--suite", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "o"), "--no-progress"]
     res = CliRunner().invoke(main, [*args, "--executor", "process", "--retries", "3"])

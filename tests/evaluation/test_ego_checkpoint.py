@@ -13,8 +13,8 @@ import pytest
 import torch
 import yaml
 
-from zsceval.bench import run as bench_mod
-from zsceval.bench.run import load_suite
+from zsceval.bench import plan as bench_mod_plan
+from zsceval.bench.suite import load_suite
 from zsceval.evaluation import pipeline
 from zsceval.evaluation.ego_checkpoint import (
     EGO_CHECKPOINTS,
@@ -245,7 +245,7 @@ partners:
 def test_bench_ego_runs_keep_a_trail_of_checkpoints(tmp_path):
     (tmp_path / "s.yaml").write_text(SUITE)
     suite = load_suite(tmp_path / "s.yaml")
-    egos, _ = bench_mod.ego_jobs(suite, "cramped_room", {"layout": "cramped_room", "preset": "quick"})
+    egos, _ = bench_mod_plan.ego_jobs(suite, "cramped_room", {"layout": "cramped_room", "preset": "quick"})
     (ego,) = egos
     assert ego.params["checkpoint_every"] == 3200 // EGO_CHECKPOINTS
     assert ego.params["keep_checkpoints"] == EGO_CHECKPOINTS + 1

@@ -5,7 +5,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from zsceval.bench.run import build_phases, check_suite_record, load_suite
+from zsceval.bench.plan import build_phases
+from zsceval.bench.suite import check_suite_record, load_suite
 from zsceval.cli import main
 from zsceval.evaluation.human_proxy import format_human_proxy, human_proxy_summary
 
@@ -76,9 +77,9 @@ def test_bench_adds_a_proxy_job_and_one_evaluation_per_ego_on_human_data_layouts
     # late phases need the selection's output; build the evaluation jobs from a fake selection record
     import json
 
-    from zsceval.bench.run import late_phases
+    from zsceval.bench.plan import late_phases
 
-    sel = infos["counter_circuit"]["select"]
+    sel = infos["counter_circuit"].select
     (tmp_path / sel.out).mkdir(parents=True)
     (tmp_path / sel.out / "DONE.json").write_text(json.dumps({"result": {"selected_ids": ["c000"]}}))
     evaluations = late_phases(suite, tmp_path, infos)[-1]
@@ -92,7 +93,7 @@ def test_bench_skips_layouts_without_human_data_and_suites_without_the_flag(tmp_
     for layout, human in (("large_room", "true"), ("counter_circuit", "false")):
         phases, infos = build_phases(_suite(tmp_path, layout, human))
         assert not [j for j in phases[0] if j.kind == "partners.human_proxy"]
-        assert all("human_proxy" not in info for info in infos.values())
+        assert all(info.human_proxy is None for info in infos.values())
 
 
 def test_turning_human_proxy_on_does_not_conflict_with_a_finished_run(tmp_path):
@@ -126,13 +127,13 @@ def test_report_prints_the_human_proxy_table(tmp_path):
 
 
 def test_without_the_human_data_the_bench_skips_the_proxy_and_says_why(tmp_path, monkeypatch):
-    from zsceval.bench import run as bench
+    from zsceval.bench import plan as bench_plan
     from zsceval.human import trials
 
     monkeypatch.setenv("ZSCEVAL_HUMAN_DATA", str(tmp_path / "empty"))
     (tmp_path / "empty").mkdir()
     monkeypatch.setattr(trials.importlib.util, "find_spec", lambda name: None)
-    assert not bench.human_data_installed()
+    assert not bench_plan.human_data_installed()
     phases, infos = build_phases(_suite(tmp_path, "counter_circuit", "true"))
     assert not [j for j in phases[0] if j.kind == "partners.human_proxy"]
-    assert "human_proxy" not in infos["counter_circuit"]
+    assert infos["counter_circuit"].human_proxy is None

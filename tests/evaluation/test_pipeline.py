@@ -12,10 +12,14 @@ import torch
 import yaml
 
 from tests.evaluation.tiny_bench import TINY, write_suite
-from zsceval.bench import run as bench_mod
+from zsceval.bench import budget as bench_mod_budget
+from zsceval.bench import plan as bench_mod_plan
+from zsceval.bench import suite as bench_mod_suite
 from zsceval.bench.report import read_tables, summarize
-from zsceval.bench.run import SuiteError, load_suite, run_bench
+from zsceval.bench.run import run_bench
+from zsceval.bench.suite import SuiteError, load_suite
 from zsceval.envs.overcooked import OvercookedEnv
+from zsceval.evaluation import candidates as bench_mod_candidates
 from zsceval.evaluation import pipeline
 from zsceval.evaluation.manifest import ChecksumMismatchError, LayoutMismatchError
 from zsceval.evaluation.matches import PartnerSpec, evaluate_agent, play_games
@@ -49,7 +53,9 @@ def test_tiny_bench_produces_tables_manifest_and_br_prox(tiny_bench):
     assert 0.0 <= row.ci_low <= row.iqm <= row.ci_high <= 1.0
     # the training cost per stage is kept beside the tables: every stage finished, hours logged
     stages = pd.read_parquet(tables["stages"]).set_index("stage")
-    expected = bench_mod.env_step_budget(suite, bench_mod.build_phases(suite)[0], out).set_index("stage")
+    expected = bench_mod_budget.env_step_budget(suite, bench_mod_plan.build_phases(suite)[0], out).set_index(
+        "stage"
+    )
     pd.testing.assert_frame_equal(stages, expected)
     assert (stages["done_steps"] == stages["env_steps"]).all() and (stages["busy_s"] > 0).all()
     assert {"candidates (biased agent + its BR)", "ego: sp", "mid-checkpoint BRs"} <= set(stages.index)
@@ -131,7 +137,7 @@ def test_suite_values_are_coerced_to_their_types(tmp_path):
 def test_unknown_suite_lists_shipped_ones():
     with pytest.raises(SuiteError, match="overcooked-quick"):
         load_suite("no-such-suite")
-    assert {"overcooked", "overcooked-quick"} <= set(bench_mod.list_suites())
+    assert {"overcooked", "overcooked-quick"} <= set(bench_mod_suite.list_suites())
 
 
 def test_selection_refuses_k_larger_than_usable_candidates(tmp_path):
@@ -312,13 +318,13 @@ def test_reference_weight_indexing_wraps_like_the_reference():
     from zsceval.evaluation.reward_space import load_reward_space, sample_weights
 
     grid = load_reward_space("forced_coordination").candidates()  # 30 points
-    budget = bench_mod.PartnerBudget(candidates=35, k=1)
-    weights = bench_mod.candidate_weights("random0", budget, seed=4)
+    budget = bench_mod_candidates.PartnerBudget(candidates=35, k=1)
+    weights = bench_mod_candidates.candidate_weights("random0", budget, seed=4)
     # candidate i trains seed 4 + i and grid point (4 + i) % 30: 4..29, then 0..8
     np.testing.assert_array_equal(weights, grid[[(4 + i) % 30 for i in range(35)]])
     random = dataclasses.replace(budget, weight_sampling="random")
     np.testing.assert_array_equal(
-        bench_mod.candidate_weights("random0", random, seed=4),
+        bench_mod_candidates.candidate_weights("random0", random, seed=4),
         sample_weights(load_reward_space("random0"), 35, np.random.default_rng(4)),
     )
 
@@ -382,7 +388,7 @@ def test_algo_ego_steps_give_an_algorithm_its_own_ego_budget(tmp_path):
     ``algo_ego_steps`` entry get that budget, the others ``ego_steps``."""
     suite = load_suite(write_suite(tmp_path, TINY + "algo_ego_steps:\n  sp: 2.4e4\n"))
     assert suite.ego_budget("sp") == 24_000 and suite.ego_budget("pecan") == 3200
-    egos, _ = bench_mod.ego_jobs(suite, "cramped_room", {"layout": "cramped_room", "preset": "quick"})
+    egos, _ = bench_mod_plan.ego_jobs(suite, "cramped_room", {"layout": "cramped_room", "preset": "quick"})
     assert [(j.params["algo"], j.params["steps"]) for j in egos] == [("sp", 24_000), ("sp", 24_000)]
     assert yaml.safe_load(yaml.safe_dump(suite.to_dict()))["algo_ego_steps"] == {"sp": 24_000}
     # --algos without sp drops its budget, so that the record of such a run matches the full suite's
@@ -436,15 +442,15 @@ def test_suite_record_compares_ego_budgets_of_the_algorithms_both_runs_hold(tmp_
     out.mkdir()
     base = load_suite(write_suite(tmp_path, TINY))
     record = dataclasses.replace(base, algorithms=("sp",)).to_dict()
-    (out / bench_mod.SUITE_RECORD).write_text(yaml.safe_dump(record))
+    (out / bench_mod_suite.SUITE_RECORD).write_text(yaml.safe_dump(record))
     # another algorithm with its own budget only adds jobs
     more = dataclasses.replace(base, algorithms=("pecan",), algo_ego_steps=(("pecan", 9600),))
-    assert bench_mod.check_suite_record(more, out) == []
+    assert bench_mod_suite.check_suite_record(more, out) == []
     # a new budget for an algorithm the folder already ran would redo its egos
     changed = dataclasses.replace(base, algorithms=("sp", "pecan"), algo_ego_steps=(("sp", 6400),))
-    with pytest.raises(bench_mod.SuiteConflictError, match="algo_ego_steps.sp: 3200 -> 6400"):
-        bench_mod.check_suite_record(changed, out)
-    assert bench_mod.check_suite_record(changed, out, force=True) == ["algo_ego_steps.sp: 3200 -> 6400"]
+    with pytest.raises(bench_mod_suite.SuiteConflictError, match="algo_ego_steps.sp: 3200 -> 6400"):
+        bench_mod_suite.check_suite_record(changed, out)
+    assert bench_mod_suite.check_suite_record(changed, out, force=True) == ["algo_ego_steps.sp: 3200 -> 6400"]
 
 
 # -- partner strata in the bench (issue 36 item 3) ------------------------------------------------------
@@ -517,8 +523,8 @@ def test_a_suite_with_strata_off_writes_no_unhelpful_table(tiny_bench, tmp_path,
     suite, out, _ = tiny_bench
     off = load_suite(write_suite(tmp_path, TINY + "  strata: false\n"))
     assert not off.strata
-    _, infos = bench_mod.build_phases(off)
-    kinds = [j.kind for j in bench_mod.late_phases(off, out, infos)[-1]]
+    _, infos = bench_mod_plan.build_phases(off)
+    kinds = [j.kind for j in bench_mod_plan.late_phases(off, out, infos)[-1]]
     assert "ego.unhelpful" not in kinds and kinds.count("ego.evaluate") == 2
     copy = tmp_path / "copy"
     shutil.copytree(out, copy)
@@ -548,11 +554,11 @@ def test_a_record_from_before_a_suite_setting_existed_reads_as_its_default(tmp_p
     record = base.to_dict()
     for key in ("layout_partner_sets", "layout_partners", "algo_overrides", "algo_ego_steps"):
         record.pop(key)
-    (out / bench_mod.SUITE_RECORD).write_text(yaml.safe_dump(record))
-    assert bench_mod.check_suite_record(base, out) == []
+    (out / bench_mod_suite.SUITE_RECORD).write_text(yaml.safe_dump(record))
+    assert bench_mod_suite.check_suite_record(base, out) == []
     shipped = dataclasses.replace(base, layout_partner_sets=(("cramped_room", "zsceval:cramped_room"),))
-    with pytest.raises(bench_mod.SuiteConflictError, match="layout_partner_sets.cramped_room"):
-        bench_mod.check_suite_record(shipped, out)
+    with pytest.raises(bench_mod_suite.SuiteConflictError, match="layout_partner_sets.cramped_room"):
+        bench_mod_suite.check_suite_record(shipped, out)
 
 
 def test_strata_settings_in_the_suite_record(tmp_path):
@@ -566,15 +572,15 @@ def test_strata_settings_in_the_suite_record(tmp_path):
     assert record["evaluation"] == evaluation
     for key in ("strata", "strata_episodes"):
         record["evaluation"].pop(key)  # written before the keys existed
-    (out / bench_mod.SUITE_RECORD).write_text(yaml.safe_dump(record))
-    assert bench_mod.check_suite_record(base, out) == []
-    assert bench_mod.check_suite_record(dataclasses.replace(base, strata=False), out) == []
+    (out / bench_mod_suite.SUITE_RECORD).write_text(yaml.safe_dump(record))
+    assert bench_mod_suite.check_suite_record(base, out) == []
+    assert bench_mod_suite.check_suite_record(dataclasses.replace(base, strata=False), out) == []
     more = load_suite(write_suite(tmp_path, TINY + "  strata_episodes: 5\n"))
     assert more.unhelpful_episodes == 5 and more.evaluation_episodes == 2
-    with pytest.raises(bench_mod.SuiteConflictError, match="evaluation.strata_episodes: None -> 5"):
-        bench_mod.check_suite_record(more, out)
-    egos = bench_mod.build_phases(more)[1]["cramped_room"]["egos"]
-    jobs = bench_mod._evaluation_jobs(more, "cramped_room", {"egos": egos}, "cramped_room/partners/set")
+    with pytest.raises(bench_mod_suite.SuiteConflictError, match="evaluation.strata_episodes: None -> 5"):
+        bench_mod_suite.check_suite_record(more, out)
+    plan = bench_mod_plan.build_phases(more)[1]["cramped_room"]
+    jobs = bench_mod_plan._evaluation_jobs(more, "cramped_room", plan, "cramped_room/partners/set")
     episodes = {j.kind: j.params["episodes"] for j in jobs}
     assert episodes == {"ego.evaluate": 2, "ego.unhelpful": 5}
     with pytest.raises(SuiteError, match="evaluation.strata_episodes=0 must be >= 1"):

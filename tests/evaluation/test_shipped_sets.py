@@ -267,7 +267,8 @@ evaluation:
 
 
 def test_a_bench_evaluates_its_egos_on_a_shipped_set(collection, tmp_path):
-    from zsceval.bench.run import SuiteError, load_suite, run_bench
+    from zsceval.bench.run import run_bench
+    from zsceval.bench.suite import SuiteError, load_suite
 
     coll, _ = collection
     path = tmp_path / "shipped.yaml"

@@ -4,7 +4,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from zsceval.bench import run as bm
+from zsceval.bench import budget as bm_budget
+from zsceval.bench import plan as bm_plan
+from zsceval.bench import suite as bm_suite
 from zsceval.bench.stages import format_budget
 from zsceval.cli import main
 
@@ -32,13 +34,13 @@ def suite_file(tmp_path):
 
 
 def test_algo_overrides_reach_only_that_algorithms_jobs(suite_file):
-    suite = bm.load_suite(suite_file)
+    suite = bm_suite.load_suite(suite_file)
     assert suite.to_dict()["algo_overrides"] == {"cole": ["population.size=9"]}
-    egos = {j.id: j for j in bm.build_phases(suite)[1]["cramped_room"]["egos"]}
+    egos = {j.id: j for j in bm_plan.build_phases(suite)[1]["cramped_room"].egos}
     assert egos["cramped_room/egos/cole/s0"].params["overrides"][-1] == "population.size=9"
     assert "population.size=9" not in egos["cramped_room/egos/fcp/s1"].params["overrides"]
     assert "population.size=9" not in egos["cramped_room/egos/sp/s0"].params["overrides"]
-    assert bm.load_suite(suite_file, algorithms=["sp"]).algo_overrides == ()  # left out with cole
+    assert bm_suite.load_suite(suite_file, algorithms=["sp"]).algo_overrides == ()  # left out with cole
 
 
 def test_algo_option_overrides_reach_only_the_jobs_that_take_them(suite_file):
@@ -52,9 +54,9 @@ def test_algo_option_overrides_reach_only_the_jobs_that_take_them(suite_file):
         "  hsp: [algo.min_return=-1]\n  trajedi: [algo.jsd_weight=0.3]",
     )
     suite_file.write_text(text)
-    static, layouts = bm.build_phases(bm.load_suite(suite_file))
+    static, layouts = bm_plan.build_phases(bm_suite.load_suite(suite_file))
     jobs = {j.id: j for phase in static for j in phase}
-    jobs |= {j.id: j for j in layouts["cramped_room"]["egos"]}
+    jobs |= {j.id: j for j in layouts["cramped_room"].egos}
     assert jobs["cramped_room/egos/hsp/s0"].params["overrides"][-1] == "algo.min_return=-1"
     mep1 = jobs["cramped_room/stage1/mep-stage1"].params["overrides"]
     assert not any(o.startswith("algo.") for o in mep1)  # MEP's own job, shared with HSP
@@ -62,12 +64,12 @@ def test_algo_option_overrides_reach_only_the_jobs_that_take_them(suite_file):
     assert "algo.jsd_weight=0.3" not in jobs["cramped_room/egos/trajedi/s1"].params["overrides"]
     # an option no job of the algorithm has is refused, naming the options there are
     suite_file.write_text(text.replace("algo.jsd_weight=0.3", "algo.jsd_wieght=0.3"))
-    with pytest.raises(bm.SuiteError, match=r"algo_overrides.trajedi: algo.jsd_wieght=0.3.*jsd_weight"):
-        bm.build_phases(bm.load_suite(suite_file))
+    with pytest.raises(bm_suite.SuiteError, match=r"algo_overrides.trajedi: algo.jsd_wieght=0.3.*jsd_weight"):
+        bm_plan.build_phases(bm_suite.load_suite(suite_file))
     # a non-option override of HSP reaches the shared MEP stage 1 too: a conflict, explained
     suite_file.write_text(text.replace("algo.min_return=-1", "algo.min_return=-1, ppo.lr=0.002"))
-    with pytest.raises(bm.SuiteError, match="mep-stage1.*suite's `overrides`"):
-        bm.build_phases(bm.load_suite(suite_file))
+    with pytest.raises(bm_suite.SuiteError, match="mep-stage1.*suite's `overrides`"):
+        bm_plan.build_phases(bm_suite.load_suite(suite_file))
 
 
 def test_an_algo_override_the_plugin_replaces_is_refused(suite_file):
@@ -76,28 +78,30 @@ def test_an_algo_override_the_plugin_replaces_is_refused(suite_file):
         suite_file.read_text().replace("cole: [population.size=9]", "fcp: ['algo.window=[0, 1]']")
     )
     with pytest.raises(
-        bm.SuiteError, match=r"fcp sets these options itself: window \(cramped_room/egos/fcp/s0: "
+        bm_suite.SuiteError, match=r"fcp sets these options itself: window \(cramped_room/egos/fcp/s0: "
     ):
-        bm.build_phases(bm.load_suite(suite_file))
+        bm_plan.build_phases(bm_suite.load_suite(suite_file))
 
 
 def test_algo_overrides_errors_name_the_file_and_key(suite_file):
     text = suite_file.read_text()
     suite_file.write_text(text.replace("cole: [population.size=9]", "e3t: [population.size=9]"))
-    with pytest.raises(bm.SuiteError, match="algo_overrides names 'e3t'.*its algorithms: sp, fcp, cole"):
-        bm.load_suite(suite_file)
+    with pytest.raises(
+        bm_suite.SuiteError, match="algo_overrides names 'e3t'.*its algorithms: sp, fcp, cole"
+    ):
+        bm_suite.load_suite(suite_file)
     suite_file.write_text(text.replace("population.size=9]", "population.sise=9]"))
-    with pytest.raises(bm.SuiteError, match=r"tiny-s12.yaml: algo_overrides.cole: unknown config key"):
-        bm.load_suite(suite_file)
+    with pytest.raises(bm_suite.SuiteError, match=r"tiny-s12.yaml: algo_overrides.cole: unknown config key"):
+        bm_suite.load_suite(suite_file)
     suite_file.write_text(text.replace("cole: [population.size=9]", "cole: {population.size: 9}"))
-    with pytest.raises(bm.SuiteError, match="algo_overrides.cole must be a list"):
-        bm.load_suite(suite_file)
+    with pytest.raises(bm_suite.SuiteError, match="algo_overrides.cole must be a list"):
+        bm_suite.load_suite(suite_file)
 
 
 def test_env_step_budget_counts_every_training_stage(suite_file, tmp_path):
-    suite = bm.load_suite(suite_file)
-    static = bm.build_phases(suite)[0]
-    budget = bm.env_step_budget(suite, static).set_index("stage")
+    suite = bm_suite.load_suite(suite_file)
+    static = bm_plan.build_phases(suite)[0]
+    budget = bm_budget.env_step_budget(suite, static).set_index("stage")
     # population 6 -> ceil(6 / 3 * 5 / 4) = 3 stage-1 members of 400 steps each
     assert budget.loc["candidates (biased agent + its BR)", ["jobs", "env_steps"]].tolist() == [3, 6000]
     assert budget.loc["stage 1: fcp-stage1", "env_steps"] == 1200
@@ -116,7 +120,7 @@ def test_env_step_budget_counts_every_training_stage(suite_file, tmp_path):
     br = root / "cramped_room" / "partners" / "mid_br" / "c000" / "run"
     br.mkdir(parents=True)
     pd.DataFrame({"env_steps": [9999], "wall_time_s": [4.0]}).to_csv(br / "metrics.csv")
-    done = bm.env_step_budget(suite, static, root).set_index("stage")
+    done = bm_budget.env_step_budget(suite, static, root).set_index("stage")
     assert done.loc["ego: sp", "done_steps"] == 1000
     assert done.loc["candidates (biased agent + its BR)", "done_steps"] == 1500
     assert done.loc["mid-checkpoint BRs", "done_steps"] == 400  # capped at its budget
@@ -134,19 +138,22 @@ def test_budget_table_shows_share_done_and_hours():
 
 
 def test_hours_left_from_the_folders_rate_or_the_assumed_one(suite_file):
-    suite = bm.load_suite(suite_file)
+    suite = bm_suite.load_suite(suite_file)
     budget = pd.DataFrame({"stage": ["a", "b"], "jobs": [1, 1], "env_steps": [2_000_000, 5_200_000],
                            "done_steps": [2_000_000, 0], "train_s": [900.0, 0.0],
                            "busy_s": [100.0, 0.0]})  # fmt: skip
-    hours, how = bm.estimate_hours(suite, budget, workers=2)
+    hours, how = bm_budget.estimate_hours(suite, budget, workers=2)
     assert hours == pytest.approx(5_200_000 / (20_000 * 2) / 3600) and "measured" in how
     budget["done_steps"] = [500_000, 0]  # too little to measure: the preset's assumed rate
-    hours, how = bm.estimate_hours(suite, budget)
-    assert hours == pytest.approx(6_700_000 / bm.ASSUMED_RATES[("quick", "cpu")] / 3600) and "assumed" in how
+    hours, how = bm_budget.estimate_hours(suite, budget)
+    assert (
+        hours == pytest.approx(6_700_000 / bm_budget.ASSUMED_RATES[("quick", "cpu")] / 3600)
+        and "assumed" in how
+    )
 
 
 def test_hours_left_use_each_stages_own_rate_and_ignore_waiting(suite_file, tmp_path):
-    suite = bm.load_suite(suite_file)
+    suite = bm_suite.load_suite(suite_file)
     # a run that waited for its core: 1e6 steps in 1000 s of wall time, but its iterations ran at
     # 10k env steps/s when it had the core (the 90th percentile of the per-iteration rates)
     run = tmp_path / "run"
@@ -155,30 +162,30 @@ def test_hours_left_use_each_stages_own_rate_and_ignore_waiting(suite_file, tmp_
     steps, wall = [50_000 * (i + 1) for i in range(20)], [50.0 * (i + 1) for i in range(20)]
     frame = pd.DataFrame({"env_steps": steps, "wall_time_s": wall, "env_steps_per_s": rates})
     frame.to_csv(run / "metrics.csv")
-    done, secs, busy = bm._trained_steps(run)
+    done, secs, busy = bm_budget.trained_steps(run)
     assert (done, secs) == (1_000_000, 1000.0) and busy == pytest.approx(100.0)
     # a log with each iteration's CPU seconds sums them (the rates are then not needed)
     frame["cpu_s"] = [4.0] * 20
     frame.to_csv(run / "metrics.csv")
-    assert bm._trained_steps(run) == (1_000_000, 1000.0, 80.0)
+    assert bm_budget.trained_steps(run) == (1_000_000, 1000.0, 80.0)
     # a log without per-iteration rates falls back to its wall time
     pd.DataFrame({"env_steps": [10], "wall_time_s": [2.0]}).to_csv(run / "metrics.csv")
-    assert bm._trained_steps(run) == (10, 2.0, 2.0)
+    assert bm_budget.trained_steps(run) == (10, 2.0, 2.0)
     # stage a trains at 20k/s, stage b (measured on 200k steps) at 5k/s, stage c has no runs yet
     budget = pd.DataFrame({"stage": ["a", "b", "c"], "jobs": [1, 1, 1],
                            "env_steps": [2_000_000, 1_200_000, 2_100_000],
                            "done_steps": [1_000_000, 200_000, 0], "train_s": [900.0, 900.0, 0.0],
                            "busy_s": [50.0, 40.0, 0.0]})  # fmt: skip
     overall = 1_200_000 / 90.0
-    hours, how = bm.estimate_hours(suite, budget, workers=1)
+    hours, how = bm_budget.estimate_hours(suite, budget, workers=1)
     expected = 1_000_000 / 20_000 + 1_000_000 / 5_000 + 2_100_000 / overall
     assert hours == pytest.approx(expected / 3600) and "per stage" in how
-    assert bm.estimate_hours(suite, budget, workers=2)[0] == pytest.approx(expected / 2 / 3600)
+    assert bm_budget.estimate_hours(suite, budget, workers=2)[0] == pytest.approx(expected / 2 / 3600)
 
 
 def test_shipped_s12_suite_has_the_reference_budgets():
-    suite = bm.load_suite("overcooked-s12")
-    budget = bm.env_step_budget(suite, bm.build_phases(suite)[0]).set_index("stage")
+    suite = bm_suite.load_suite("overcooked-s12")
+    budget = bm_budget.env_step_budget(suite, bm_plan.build_phases(suite)[0]).set_index("stage")
     assert budget.loc["candidates (biased agent + its BR)", "jobs"] == 36
     assert budget.loc["mid-checkpoint BRs", "env_steps"] == 10 * 10_000_000
     assert budget.loc["stage 1: mep-stage1", "env_steps"] == 5 * 10_000_000
@@ -206,8 +213,8 @@ def test_plan_estimates_for_the_workers_of_the_bench_running_in_its_folder(suite
     from zsceval.execution.locks import LOCK_NAME
 
     seen = []
-    real = bm.estimate_hours
-    monkeypatch.setattr(bm, "estimate_hours", lambda s, b, w=1: seen.append(w) or real(s, b, w))
+    real = bm_budget.estimate_hours
+    monkeypatch.setattr(bm_budget, "estimate_hours", lambda s, b, w=1: seen.append(w) or real(s, b, w))
     out = tmp_path / "bench"
     out.mkdir()
     lock = {"pid": os.getpid(), "host": socket.gethostname(), "started": "2026-11-28 10:00:00",

@@ -43,7 +43,7 @@ def test_an_ego_option_stays_in_the_ego_and_leaves_a_shared_stage_alone():
     mep = "counter_circuit/stage1/mep-stage1"
     assert routed[mep].params["algo_options"] == {"entropy_alpha": 0.02}
     assert plain[mep].params.get("algo_options", {}) == {}
-    candidates = [i for i in routed if "/candidates/" in i and routed[i].kind == "train"]
+    candidates = [i for i in routed if "/hsp_candidates/" in i and routed[i].kind == "train"]
     assert candidates and all(routed[i] == plain[i] for i in candidates)  # the plug-in's own weights kept
 
 

@@ -96,7 +96,7 @@ MINI_OVERRIDES = ["env.num_envs=8", "run.eval_episodes=1", "env.horizon=100"]
 def mini_suite(tmp_path: Path):
     """The pipeline tests' TINY suite with smaller budgets (one ego seed, two candidates)."""
     from tests.evaluation.test_pipeline import TINY
-    from zsceval.bench.run import load_suite
+    from zsceval.bench.suite import load_suite
 
     data = yaml.safe_load(TINY)
     data.update(algorithms=["sp", "pecan"], ego_seeds=1, ego_steps=800, overrides=MINI_OVERRIDES)
@@ -110,11 +110,12 @@ def mini_suite(tmp_path: Path):
 
 @pytest.mark.slow
 def test_tiny_bench_on_ray_matches_the_local_executors_tables(tmp_path, monkeypatch):
-    from zsceval.bench import run as bench_mod
+    from zsceval.bench import suite as bench_mod_suite
     from zsceval.bench.report import read_tables
     from zsceval.bench.run import run_bench
 
-    monkeypatch.setattr(bench_mod, "ZSC_ALGORITHMS", (*bench_mod.ZSC_ALGORITHMS, "pecan"))  # not implemented
+    algos = (*bench_mod_suite.ZSC_ALGORITHMS, "pecan")  # not implemented
+    monkeypatch.setattr(bench_mod_suite, "ZSC_ALGORITHMS", algos)
     suite = mini_suite(tmp_path)
     out = tmp_path / "ray"
     quiet = dict(progress=False, log=lambda *_: None)

@@ -247,6 +247,7 @@ class HSP(PopulationEgo):
         with the quick suite's partner budget when trained alone), and the ego."""
         from zsceval.evaluation.candidates import PartnerBudget, candidate_jobs
         from zsceval.evaluation.exclusion import OWN_CANDIDATE_SEED, evaluation_partners, excluded_weights
+        from zsceval.execution import job_ids
         from zsceval.rl.config import check_episode_budget, resolve_config
 
         check_players(cls.name, num_players(ctx.layout), cls.max_players)  # before any job of the chain
@@ -267,7 +268,7 @@ class HSP(PopulationEgo):
         )
         k = int(ctx.ego_options.get("k", ego_cfg.algo.get("k", 0)))
         window = sliding_window(stage1_size(s1), (size - cls.biased_count(size, k)) // 3, ctx.seed)
-        s1_id = f"{ctx.layout}/stage1/{cls.stage1_algo}"
+        s1_id = job_ids.stage1(ctx.layout, cls.stage1_algo)
         stage1 = ctx.train_job(s1_id, algo=cls.stage1_algo, seed=0, steps=s1.run.total_steps)
         jobs = [stage1]
         if ctx.partners is not None:
@@ -285,7 +286,7 @@ class HSP(PopulationEgo):
             )
             exclude = excluded_weights(evaluation_partners(ctx.layout))
             t, e, _ = candidate_jobs(
-                ctx.layout, budget, OWN_CANDIDATE_SEED, common, exclude=exclude, group="hsp_candidates"
+                ctx.layout, budget, OWN_CANDIDATE_SEED, common, exclude=exclude, group=job_ids.HSP_CANDIDATES
             )
             jobs += [*t, *e]
             trains, evaluates, exclude = [j.id for j in t], [j.id for j in e], []

@@ -1,7 +1,7 @@
 """Which training jobs take a user's ``algo.*`` option: every one whose algorithm declares it.
 
 One rule for both ways of giving an algorithm options: a suite's ``algo_overrides`` in
-``zsceval bench`` (:func:`zsceval.bench.run.scope_algo_options`) and ``zsceval train --set algo.KEY=V``
+``zsceval bench`` (:func:`zsceval.bench.plan.scope_algo_options`) and ``zsceval train --set algo.KEY=V``
 of a multi-stage algorithm (:func:`route_chain_options`). TrajeDi's ``jsd_weight`` reaches its
 stage-1 population (``trajedi-stage1`` declares it; the ego does not); HSP's ``min_return`` reaches
 its ego and not the MEP stage 1 it shares; an option that no job takes is refused before any job

@@ -1,7 +1,7 @@
 """Evaluation partners made in a working folder: the jobs of ``zsceval partners generate / select``.
 
-The partner phases of a bench (:mod:`zsceval.bench.run`) for one layout, with no ego: a
-partners-only :class:`~zsceval.bench.run.Suite` (:func:`partner_suite`) whose jobs
+The partner phases of a bench (:mod:`zsceval.bench.plan`) for one layout, with no ego: a
+partners-only :class:`~zsceval.bench.suite.Suite` (:func:`partner_suite`) whose jobs
 (:mod:`zsceval.evaluation.pipeline`) run into the folder. :func:`generate_partners` trains the
 behavior-preferring candidates (pi_w with its BR) and their behavior features;
 :func:`select_partners` selects k of them by BR-Div, trains BRs of their mid checkpoints and writes
@@ -20,7 +20,10 @@ from typing import Any
 
 import yaml
 
-from zsceval.bench.run import PartnerBudget, Suite, _validate, build_phases, check_device, late_phases
+from zsceval.bench.plan import build_phases, late_phases
+from zsceval.bench.suite import Suite, check_device, validate_suite
+from zsceval.evaluation.candidates import PartnerBudget
+from zsceval.execution import job_ids
 from zsceval.execution.locks import FolderLock
 from zsceval.io import atomic_write_text
 from zsceval.stats.records import differences
@@ -123,7 +126,7 @@ def partner_suite(settings: dict[str, Any], k: int = 1, min_return: float | None
         min_return: drop candidates whose return with their BR is <= this (default: the budget's).
 
     Returns:
-        A :class:`~zsceval.bench.run.Suite` named ``partners``; ``steps`` (when not None) is
+        A :class:`~zsceval.bench.suite.Suite` named ``partners``; ``steps`` (when not None) is
         the env-step budget of every candidate and every mid-checkpoint BR.
     """
     candidates = settings["candidates"]
@@ -157,7 +160,7 @@ def check_partner_suite(suite: Suite, what: str) -> None:
     Raises:
         SuiteError: a bad budget, preset or override, or a device this machine does not have.
     """
-    _validate(suite, what)
+    validate_suite(suite, what)
     check_device(suite)
 
 
@@ -178,10 +181,11 @@ def generate_partners(suite: Suite, out: str | Path) -> list[tuple[str, float]]:
     phases, _ = build_phases(suite)
     with FolderLock(out, "partner folder"):
         results = run_jobs(phases[0] + phases[1], out, modules=PIPELINE)
+    parsed = {job_id: job_ids.parse(job_id) for job_id in results}
     return [
-        (job_id.split("/")[-2], res["final_return"])
+        (parsed[job_id].candidate, res["final_return"])
         for job_id, res in sorted(results.items())
-        if job_id.endswith("/evaluate")
+        if parsed[job_id].kind == "candidate" and parsed[job_id].step == "evaluate"
     ]
 
 
@@ -211,4 +215,4 @@ def select_partners(suite: Suite, out: str | Path) -> Path:
 
 def manifest_path(out: str | Path, layout: str) -> Path:
     """Where :func:`select_partners` writes ``layout``'s partner-set manifest in ``out``."""
-    return Path(out) / layout / "partners" / "set" / "manifest.json"
+    return Path(out) / job_ids.partner_set(layout) / "manifest.json"

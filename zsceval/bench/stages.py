@@ -1,7 +1,7 @@
 """The training cost of a bench, stage by stage: env steps, the share done and the hours logged.
 
 ``zsceval bench --plan`` prints it before a run; at the end of a run the bench keeps it as
-``stages.parquet`` beside its result tables (:func:`zsceval.bench.run.env_step_budget`), and
+``stages.parquet`` beside its result tables (:func:`zsceval.bench.budget.env_step_budget`), and
 ``zsceval report`` prints it from there, so the cost of a result travels with it.
 """
 
@@ -13,17 +13,17 @@ __all__ = ["STAGES_TABLE", "format_budget"]
 
 STAGES_TABLE = "stages.parquet"
 """Env steps and hours of every training stage, written by ``zsceval bench`` at the end of a run
-(:func:`zsceval.bench.run.env_step_budget`); the report prints it as the training cost."""
+(:func:`zsceval.bench.budget.env_step_budget`); the report prints it as the training cost."""
 
 
 def format_budget(budget: pd.DataFrame) -> str:
     """The budget table as text: stage, jobs, env steps, the share done, and the hours its runs
     have logged (``train h``: their training wall-clock summed over jobs, waits for a core
-    included; ``core h``: their busy seconds, :func:`zsceval.bench.run._trained_steps`). Jobs of one
+    included; ``core h``: their busy seconds, :func:`zsceval.bench.budget.trained_steps`). Jobs of one
     stage run side by side, so ``train h`` is compute spent, not the stage's elapsed time.
 
     Args:
-        budget: :func:`zsceval.bench.run.env_step_budget` output (also ``stages.parquet``).
+        budget: :func:`zsceval.bench.budget.env_step_budget` output (also ``stages.parquet``).
     """
     lines = [f"{'stage':<36} {'jobs':>5} {'env steps':>15} {'done':>7} {'train h':>8} {'core h':>7}"]
     for row in budget.itertuples():

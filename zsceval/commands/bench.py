@@ -74,17 +74,8 @@ def bench(
     """
     import dataclasses
 
-    from zsceval.bench.run import (
-        SuiteError,
-        build_phases,
-        check_device,
-        check_suite_record,
-        env_step_budget,
-        estimate_hours,
-        load_suite,
-        run_bench,
-    )
-    from zsceval.bench.stages import format_budget
+    from zsceval.bench.run import run_bench
+    from zsceval.bench.suite import SuiteError, check_device, check_suite_record, load_suite
     from zsceval.commands._common import check_writable, job_failure, write_error
     from zsceval.execution import JobError
     from zsceval.plugins import PluginLoadError
@@ -108,24 +99,9 @@ def bench(
         raise click.ClickException(str(exc)) from None
     if not plan:
         check_writable(out)
-    click.echo(
-        f"suite {suite.name}: layouts {', '.join(suite.layouts)}; algorithms {', '.join(suite.algorithms)}"
-    )
-    budgets = {}
-    for algo in suite.algorithms:
-        budgets.setdefault(suite.ego_budget(algo), []).append(algo)
-    click.echo("ego env steps: " + "; ".join(f"{', '.join(a)} {n:,}" for n, a in budgets.items()))
-    try:
-        budget = env_step_budget(suite, build_phases(suite)[0], out)
-    except (ValueError, OSError, PluginLoadError) as exc:
-        raise click.ClickException(str(exc)) from None
-    click.echo(format_budget(budget))
     if plan:
         executor, workers = _running_bench_workers(out, executor, workers)
-    hours, how = estimate_hours(suite, budget, workers if executor != "local" else 1)
-    click.echo(
-        f"training left: about {hours:.1f} h ({how})" if hours is not None else f"training left: {how}"
-    )
+    _print_plan(suite, out, executor, workers)
     if plan:
         return
     try:
@@ -141,19 +117,50 @@ def bench(
         raise write_error(exc) from None
     click.echo(f"results in {out}: " + ", ".join(f"{k}.parquet" for k in tables if k != "skipped_algorithms"))
     if report and "results" in tables:
-        import pandas as pd
+        _print_report(out, tables, levels)
 
-        from zsceval.bench import report as rep
-        from zsceval.evaluation.strata import unhelpful_summary
 
-        results, br, features = rep.read_tables(out)
-        click.echo("\n".join(rep.bench_notes(out, features, br)))
-        summary = rep.summarize(results, br, levels=levels)
-        click.echo(rep.format_table(summary))
-        unhelpful = unhelpful_summary(pd.read_parquet(tables["unhelpful"])) if "unhelpful" in tables else None
-        strata = rep.strata_rows(summary, unhelpful)
-        click.echo("\n" + rep.format_strata(strata, levels=levels, unhelpful_games=unhelpful is not None))
-        click.echo(f"figures and JSON: zsceval report {out}")
+def _print_plan(suite, out: str, executor: str, workers: int) -> None:
+    """The suite's layouts, algorithms and ego budgets, the env steps per stage (with what ``out``
+    already holds) and the hours left."""
+    from zsceval.bench.budget import env_step_budget, estimate_hours
+    from zsceval.bench.plan import build_phases
+    from zsceval.bench.stages import format_budget
+    from zsceval.plugins import PluginLoadError
+
+    click.echo(
+        f"suite {suite.name}: layouts {', '.join(suite.layouts)}; algorithms {', '.join(suite.algorithms)}"
+    )
+    budgets = {}
+    for algo in suite.algorithms:
+        budgets.setdefault(suite.ego_budget(algo), []).append(algo)
+    click.echo("ego env steps: " + "; ".join(f"{', '.join(a)} {n:,}" for n, a in budgets.items()))
+    try:
+        budget = env_step_budget(suite, build_phases(suite)[0], out)
+    except (ValueError, OSError, PluginLoadError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(format_budget(budget))
+    hours, how = estimate_hours(suite, budget, workers if executor != "local" else 1)
+    click.echo(
+        f"training left: about {hours:.1f} h ({how})" if hours is not None else f"training left: {how}"
+    )
+
+
+def _print_report(out: str, tables: dict, levels) -> None:
+    """The report's table and strata after a bench (``zsceval report`` has the figures)."""
+    import pandas as pd
+
+    from zsceval.bench import report as rep
+    from zsceval.evaluation.strata import unhelpful_summary
+
+    results, br, features = rep.read_tables(out)
+    click.echo("\n".join(rep.bench_notes(out, features, br)))
+    summary = rep.summarize(results, br, levels=levels)
+    click.echo(rep.format_table(summary))
+    unhelpful = unhelpful_summary(pd.read_parquet(tables["unhelpful"])) if "unhelpful" in tables else None
+    strata = rep.strata_rows(summary, unhelpful)
+    click.echo("\n" + rep.format_strata(strata, levels=levels, unhelpful_games=unhelpful is not None))
+    click.echo(f"figures and JSON: zsceval report {out}")
 
 
 def _running_bench_workers(out: str, executor: str, workers: int) -> tuple[str, int]:

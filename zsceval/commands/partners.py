@@ -70,7 +70,7 @@ def _settings(out: str, layout: str, given: dict, force: bool) -> dict:
 
 def _check(suite, what: str) -> None:
     from zsceval.bench.partner_runs import check_partner_suite
-    from zsceval.bench.run import SuiteError
+    from zsceval.bench.suite import SuiteError
 
     try:
         check_partner_suite(suite, what)

@@ -2,7 +2,7 @@
 feature-evaluation jobs, and the BR-Div selection job over them (ZSC-Eval Alg. 1 steps 1-3, Sec. 4.2).
 
 The partner budget (:class:`PartnerBudget`) is a suite's ``partners`` section; a bench
-(:mod:`zsceval.bench.run`) and HSP's chain (which trains its own biased candidates when it has no
+(:mod:`zsceval.bench.plan`) and HSP's chain (which trains its own biased candidates when it has no
 bench) both build candidates here.
 """
 
@@ -15,6 +15,7 @@ import numpy as np
 from zsceval.envs.scenarios import resolve_scenario
 from zsceval.evaluation.reward_space import draw_rows, load_reward_space, pick_weights
 from zsceval.execution import Job
+from zsceval.execution import job_ids as ids
 
 __all__ = ["WEIGHT_SAMPLING", "PartnerBudget", "validate_budget", "candidate_weights", "candidate_jobs"]
 
@@ -104,7 +105,7 @@ def candidate_jobs(
     common: dict,
     *,
     exclude: np.ndarray | None = None,
-    group: str = "candidates",
+    group: str = ids.CANDIDATES,
 ) -> tuple[list[Job], list[Job], Job]:
     """The behavior-preferring candidates of one layout as jobs (ZSC-Eval Alg. 1 steps 1-3).
 
@@ -122,8 +123,8 @@ def candidate_jobs(
     weights = candidate_weights(layout, pb, seed, exclude)
     trains, evals = [], []
     for i, w in enumerate(weights):
-        cid = f"c{i:03d}"
-        tid, eid = f"{layout}/{group}/{cid}/train", f"{layout}/{group}/{cid}/evaluate"
+        cid = ids.candidate_name(i)
+        tid, eid = ids.candidate_train(layout, cid, group), ids.candidate_evaluate(layout, cid, group)
         trains.append(
             Job(
                 tid,
@@ -156,7 +157,7 @@ def candidate_jobs(
                 out=eid,
             )
         )
-    sel_id = f"{layout}/partners/select"
+    sel_id = ids.select(layout)
     select = Job(
         sel_id,
         "partners.select",

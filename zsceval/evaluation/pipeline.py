@@ -40,6 +40,7 @@ import torch
 
 from zsceval.envs.overcooked import load_layout
 from zsceval.envs.scenarios import env_flags, is_football, num_players, resolve_scenario
+from zsceval.execution import job_ids
 from zsceval.execution.jobs import JobInputError, job_kind
 from zsceval.rl.checkpoint import (
     CheckpointError,
@@ -245,7 +246,7 @@ def partners_select(params: dict, out: Path, needs: dict) -> dict:
         ValueError: fewer usable candidates than K (before any sampling).
     """
     # needs: {".../candidates/<cid>/evaluate": path}
-    results = {job_id.split("/")[-2]: _result(path) for job_id, path in needs.items()}
+    results = {job_ids.parse(job_id).candidate: _result(path) for job_id, path in needs.items()}
     kept = {cid: r for cid, r in results.items() if r["final_return"] > params.get("min_return", 10.0)}
     k = int(params["k"])
     if len(kept) < k:

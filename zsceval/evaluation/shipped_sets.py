@@ -58,6 +58,7 @@ import yaml
 
 from zsceval import __version__
 from zsceval.envs.scenarios import is_football, num_players, resolve_scenario
+from zsceval.execution import job_ids
 from zsceval.execution.jobs import job_kind
 from zsceval.io import atomic_directory, atomic_write_text, sha256_file
 from zsceval.plugins import PluginGroup
@@ -510,18 +511,18 @@ def build_validation_set(
     from .matches import PartnerSpec, evaluate_br_references
     from .selection import br_div, similarity_kernel
 
-    lay, base, out = resolve_scenario(layout), Path(source) / resolve_scenario(layout), Path(out)
+    lay, out = resolve_scenario(layout), Path(out)
     if num_players(lay) > 2:
         raise PartnerSetError(f"{lay}: validation sets of games of more than two players are not supported")
-    select = _job_result(base / "partners" / "select")
+    select = _job_result(Path(source) / job_ids.select(lay))
     kept, chosen = list(select["candidate_ids"]), set(select["selected_ids"])
     rest = [c for c in kept if c not in chosen]
     if not rest:
         return None
-    evals = {c: _job_result(base / "candidates" / c / "evaluate") for c in kept}
+    evals = {c: _job_result(Path(source) / job_ids.candidate_evaluate(lay, c)) for c in kept}
     specs, entries = [], []
     for cid in rest:
-        ckpt = base / "candidates" / cid / "train" / evals[cid]["final_checkpoint"]
+        ckpt = Path(source) / job_ids.candidate_train(lay, cid) / evals[cid]["final_checkpoint"]
         pid = f"{cid}_final"
         specs.append((pid, cid, export_agent(out / "policies" / pid, ckpt, "biased", device),
                       export_agent(out / "brs" / pid, ckpt, "br", device)))  # fmt: skip
@@ -632,7 +633,7 @@ def export_sets(
     name = name or lay
     if not re.fullmatch(_NAME, name):
         raise PartnerSetError(f"bad set name {name!r}: lowercase letters, digits, '_', '.', '-'")
-    src = source / lay / "partners" / "set"
+    src = source / job_ids.partner_set(lay)
     if not (src / "DONE.json").is_file():
         raise PartnerSetError(
             f"{src} holds no finished partner set; run `zsceval partners select` or a bench first"

@@ -8,7 +8,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from zsceval.bench.run import _partner_set_br_jobs, build_phases, load_suite
+from zsceval.bench.plan import _partner_set_br_jobs, build_phases
+from zsceval.bench.suite import load_suite
 from zsceval.evaluation.combinations import num_seat_combinations
 
 
@@ -18,7 +19,7 @@ def test_football_suites_load_and_build(name):
     assert suite.layouts == ("academy_3_vs_1_with_keeper",)
     phases, infos = build_phases(suite)
     pb = suite.budget("football")
-    assert len(infos["academy_3_vs_1_with_keeper"]["trains"]) == pb.candidates
+    assert len(infos["academy_3_vs_1_with_keeper"].candidates) == pb.candidates
     train = phases[0][0]
     assert train.params["algo"] == "biased" and len(train.params["algo_options"]["weights"]) == 8
 

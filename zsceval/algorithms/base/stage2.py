@@ -32,6 +32,7 @@ import torch
 
 from zsceval.algorithms.base.stage1 import DEFAULT_SIZE, member_name, stage1_size
 from zsceval.envs.scenarios import env_flags, num_players
+from zsceval.execution import job_ids
 from zsceval.rl.algorithm import Algorithm, JobContext
 from zsceval.rl.config import ConfigError, TrainConfig, check_episode_budget, population_size
 from zsceval.rl.policy import Policy
@@ -281,7 +282,7 @@ class PopulationEgo(Algorithm):
         reader = "stage 2 (each member's init / mid / final checkpoints)"
         per_member = s1.env.num_envs // total
         check_episode_budget(s1, "population.stage1_steps", s1.population.stage1_steps, per_member, reader)
-        s1_id = f"{ctx.layout}/stage1/{cls.stage1_algo}"
+        s1_id = job_ids.stage1(ctx.layout, cls.stage1_algo)
         stage1 = ctx.train_job(s1_id, algo=cls.stage1_algo, seed=0, steps=s1.run.total_steps)
         window = sliding_window(total, population_size(s1) // 3, ctx.seed)
         ego = ctx.train_job(algo_options={"window": window}, algo_inputs={"population": [s1_id]})
