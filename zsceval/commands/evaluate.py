@@ -82,135 +82,66 @@ def evaluate(
       zsceval eval --agent runs/sp_counter_circuit_s0 --layout counter_circuit --partner-set human-proxy
       zsceval eval --agent runs/sp_counter_circuit_s0 --partner-set zsceval:counter_circuit --strata
     """
-    from zsceval.evaluation.cross_play import cross_play, cross_play_interdependence  # torch: not for --help
+    from zsceval.evaluation.manifest import ManifestError  # torch: imported here, not for --help
+    from zsceval.evaluation.requests import EvalRequest, EvalRequestError, evaluate_request
     from zsceval.rl.checkpoint import CheckpointError
 
-    if strata and partner is not None:
-        raise click.UsageError("--strata works with --partner-set (or alone), not with --partner")
-    strata_alone = strata and partner is None and partner_set is None
-    if (partner is None) == (partner_set is None) and not strata_alone:
-        raise click.UsageError("give exactly one of --partner and --partner-set")
-    shipped = None
-    if partner_set is not None:
-        from zsceval.evaluation.manifest import ManifestError
-        from zsceval.evaluation.shipped_sets import is_set_name, resolve_partner_set
-
-        if is_set_name(partner_set):  # a shipped set: resolved and verified before any game
-            try:
-                manifest, layout, shipped = resolve_partner_set(partner_set, layout)
-            except (ManifestError, ValueError) as exc:
-                raise click.ClickException(str(exc)) from None
-            partner_set = str(manifest)
-    if layout is None:
-        raise click.UsageError("Missing option '--layout' (only a named --partner-set implies it)")
-    human = None
-    if partner_set is not None:
-        from zsceval.evaluation.partner_set import human_proxy_partner
-
-        try:
-            proxy = human_proxy_partner(partner_set, layout)
-        except ValueError as exc:  # HumanProxyError, unknown layout
-            raise click.ClickException(str(exc)) from None
-        if proxy is not None:  # play the human model as the partner
-            partner, human = proxy
-            partner_set = None
-    if save_trajectories is not None and partner_set is not None:
-        raise click.UsageError("--save-trajectories works with --partner, not with --partner-set")
-    if interdependence and partner is None:
-        raise click.UsageError("--interdependence works with --partner or --partner-set human-proxy")
-    if gif_dir is not None and partner is None:
-        raise click.UsageError("--gif works with --partner (not --partner-set)")
-    if gif_dir is not None:  # output folders are checked before any episode is played
-        check_writable(gif_dir, "--gif")
-    if save_trajectories is not None:
-        check_writable(save_trajectories, "--save-trajectories")
-    unhelpful = None
-    if strata:
-        if human is not None:
-            raise click.UsageError("--strata works with a set of trained partners, not the human model")
-        from zsceval.evaluation.strata import unhelpful_play
-
-        try:
-            unhelpful = unhelpful_play(agent, layout, episodes, device, seed)
-        except (CheckpointError, ValueError) as exc:  # ConfigError, or an env with no known no-op
-            raise click.ClickException(str(exc)) from None
-        if partner_set is None:
-            if as_json:
-                click.echo(json.dumps({"layout": layout, "agent": agent, "unhelpful": unhelpful}, indent=2))
-                return
-            click.echo(f"layout {layout}: {episodes} episodes per seating")
-            _echo_unhelpful(unhelpful)
-            return
-    if partner_set is not None:
-        from zsceval.evaluation.partner_set import partner_set_play
-
-        try:
-            out = partner_set_play(agent, partner_set, layout, episodes, device, seed)
-        except (CheckpointError, ConfigError, ManifestError) as exc:
-            raise click.ClickException(str(exc)) from None
-        out["shipped_set"] = shipped.full_name if shipped is not None else None
-        if unhelpful is not None:
-            out["unhelpful"] = unhelpful
-        if as_json:
-            click.echo(json.dumps(out, indent=2, default=float))
-            return
-        where = f"partner set {shipped.full_name}, " if shipped is not None else ""
-        click.echo(f"layout {out['layout']}: {where}{episodes} episodes per (partner, seat)")
-        for u in out["units"]:
-            click.echo(
-                f"  {u['partner']:<14} {u['partner_level']:<9} seat {u['seat']}: "
-                f"return {u['sparse_return']:6.1f}  BR {u['br_return']:6.1f}  BR-Prox {u['br_prox']:.3f}"
-            )
-        click.echo(f"  BR-Prox IQM over {len(out['units'])} (partner, seat) units: {out['br_prox_iqm']:.3f}")
-        for level, r in out["summary"].items():
-            click.echo(
-                f"  BR-Prox IQM {level:<8} {r['iqm']:.3f} (95% CI {r['ci_low']:.3f}..{r['ci_high']:.3f}) "
-                f"over {r['num_partners']} partners, {r['num_units']} units"
-            )
-        if unhelpful is not None:
-            click.echo("  strata:")
-            for stratum, level in (("skilled", "expert"), ("semi-skilled", "moderate")):
-                r = out["summary"].get(level)
-                if r is None:
-                    click.echo(f"    {stratum:<13} ({level}): no such partners in this set")
-                    continue
-                click.echo(
-                    f"    {stratum:<13} ({level}): BR-Prox IQM {r['iqm']:.3f} "
-                    f"(95% CI {r['ci_low']:.3f}..{r['ci_high']:.3f})"
-                )
-            _echo_unhelpful(unhelpful, indent="    ")
-        return
+    req = EvalRequest(agent, partner, partner_set, layout, episodes, device, seed, save_trajectories, gif_dir,
+                      interdependence, strata)  # fmt: skip
     try:
-        out = cross_play(agent, partner, layout, episodes, device, seed)
-        if save_trajectories is not None:
-            from zsceval.evaluation.cross_play import record_cross_play
-
-            try:
-                out["trajectory_files"] = record_cross_play(
-                    save_trajectories, agent, partner, layout, episodes, device, seed
-                )
-            except (OSError, ValueError) as exc:
-                raise click.ClickException(f"--save-trajectories {save_trajectories}: {exc}") from None
-    except (CheckpointError, ConfigError) as exc:
+        out = evaluate_request(req, check_writable)
+    except EvalRequestError as exc:
+        raise click.UsageError(str(exc)) from None
+    except (CheckpointError, ConfigError, ManifestError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    if human is not None:
-        out["human_proxy"] = human
-    if interdependence:
-        out["interdependence"] = cross_play_interdependence(agent, partner, layout, episodes, device, seed)
-    if gif_dir is not None:
-        from zsceval.render.seating import seating_gifs
-
-        try:
-            out["gifs"] = seating_gifs(agent, partner, layout, gif_dir, device, seed)
-        except CheckpointError as exc:
-            raise click.ClickException(str(exc)) from None
-        if not as_json:
-            click.echo(f"wrote {', '.join(out['gifs'])}")
+    mode = out.pop("mode")
     if as_json:
-        click.echo(json.dumps(out, indent=2))
+        click.echo(json.dumps(out, indent=2, default=float))
+    elif mode == "unhelpful":
+        click.echo(f"layout {out['layout']}: {episodes} episodes per seating")
+        _echo_unhelpful(out["unhelpful"])
+    elif mode == "partner_set":
+        _echo_partner_set(out, episodes)
+    else:
+        _echo_cross_play(out, episodes)
+
+
+def _echo_partner_set(out: dict, episodes: int) -> None:
+    """Each (partner, seat) unit's BR-Prox, the IQM per level with CIs, and the strata if played."""
+    where = f"partner set {out['shipped_set']}, " if out.get("shipped_set") else ""
+    click.echo(f"layout {out['layout']}: {where}{episodes} episodes per (partner, seat)")
+    for u in out["units"]:
+        click.echo(
+            f"  {u['partner']:<14} {u['partner_level']:<9} seat {u['seat']}: "
+            f"return {u['sparse_return']:6.1f}  BR {u['br_return']:6.1f}  BR-Prox {u['br_prox']:.3f}"
+        )
+    click.echo(f"  BR-Prox IQM over {len(out['units'])} (partner, seat) units: {out['br_prox_iqm']:.3f}")
+    for level, r in out["summary"].items():
+        click.echo(
+            f"  BR-Prox IQM {level:<8} {r['iqm']:.3f} (95% CI {r['ci_low']:.3f}..{r['ci_high']:.3f}) "
+            f"over {r['num_partners']} partners, {r['num_units']} units"
+        )
+    if "unhelpful" not in out:
         return
+    click.echo("  strata:")
+    for stratum, level in (("skilled", "expert"), ("semi-skilled", "moderate")):
+        r = out["summary"].get(level)
+        if r is None:
+            click.echo(f"    {stratum:<13} ({level}): no such partners in this set")
+            continue
+        click.echo(
+            f"    {stratum:<13} ({level}): BR-Prox IQM {r['iqm']:.3f} "
+            f"(95% CI {r['ci_low']:.3f}..{r['ci_high']:.3f})"
+        )
+    _echo_unhelpful(out["unhelpful"], indent="    ")
+
+
+def _echo_cross_play(out: dict, episodes: int) -> None:
+    """Each seating's return with its CI and mean events, the pooled return, and what was asked beside."""
+    if "gifs" in out:
+        click.echo(f"wrote {', '.join(out['gifs'])}")
     click.echo(f"layout {out['layout']}: {episodes} episodes per seating")
-    if human is not None:
+    if "human_proxy" in out:
         click.echo("  partner: the behavior-cloned human model (human-proxy score = pooled return)")
     for s in out["seatings"]:
         lo, hi = s["sparse_return_ci95"]
@@ -232,7 +163,7 @@ def evaluate(
     )
     if "yle_metrics" in p:
         click.echo(f"  pooled {_yle_line(p['yle_metrics'])}")
-    if interdependence:
+    if "interdependence" in out:
         click.echo("  interdependence (paper 002), mean per episode:")
         for s in out["interdependence"]["seatings"]:
             click.echo(

@@ -8,11 +8,8 @@ import click
 import yaml
 
 from zsceval import registry
-from zsceval.bench.chain import chain_jobs, config_file_overrides, missing_inputs, run_chain, saved_chain
-from zsceval.rl.config import ConfigError, config_to_dict, list_presets, resolve_config
-
-DEFAULT_PRESET = "quick"
-"""The preset of `zsceval train` without --preset or --config."""
+from zsceval.bench.chain import run_chain
+from zsceval.rl.config import ConfigError, config_to_dict
 
 
 def _fail(exc: Exception) -> click.ClickException:
@@ -47,17 +44,6 @@ def _report(summary: dict, out) -> None:
         line += f"; self-play sparse return {sp['sparse_return_mean']:.1f} (95% CI {lo:.1f}..{hi:.1f})"
     click.echo(line)
     click.echo(f"run directory: {out}")
-
-
-def _finished_steps(out) -> int | None:
-    """Env steps of a finished run (its ``eval.json``), else None."""
-    import json
-
-    path = Path(out) / "eval.json"
-    try:
-        return int(json.loads(path.read_text())["env_steps"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 @click.command(name="train")
@@ -169,123 +155,44 @@ def train(
       pqn          the value-based core (vdn, tbs): lr, epsilon_*, rollout_length
       algo.*       the algorithm's own options (`zsceval algos`)
     """
+    from zsceval.bench.training import (
+        OutputFolderError,
+        TrainRequest,
+        TrainRequestError,
+        plan_training,
+        train_run,
+    )
     from zsceval.commands._common import check_writable, parse_steps, write_error
-    from zsceval.envs.scenarios import is_football
-    from zsceval.evaluation.exclusion import training_guard
     from zsceval.rl.checkpoint import CheckpointError
-    from zsceval.rl.trainer import RunExistsError, Trainer, load_run_config
+    from zsceval.rl.trainer import RunExistsError
 
-    steps = parse_steps(steps)
+    req = TrainRequest(
+        algo, env_name, layout, seed, parse_steps(steps), preset, config_file, tuple(overrides), device, out,
+        resume, tuple(redo), workers,
+    )  # fmt: skip
     try:
-        if resume and out is not None and saved_chain(out) is not None:
-            if overrides or any(
-                v is not None for v in (algo, env_name, layout, seed, preset, config_file, device, steps)
-            ):
-                raise click.UsageError(
-                    "--resume of a multi-stage run takes only --out (and --redo, --workers, --no-progress)"
-                )
-            _finish_chain(saved_chain(out), out, progress, redo, workers)
+        plan = plan_training(req, print_config=print_config)
+        if plan.action == "finished":
+            click.echo(plan.message, err=True)
             return
-        if resume:
-            if out is None:
-                raise click.UsageError("--resume needs --out RUN_DIR (the run to continue)")
-            if redo or workers > 1:
-                flag = "--redo" if redo else "--workers"
-                raise click.UsageError(f"{flag} applies to a multi-stage run (a job chain); {out} holds none")
-            given = {
-                "--algo": algo, "--env": env_name, "--layout": layout, "--seed": seed, "--preset": preset,
-                "--config": config_file, "--device": device,
-            }  # fmt: skip
-            clash = [k for k, v in given.items() if v is not None] + (["--set"] if overrides else [])
-            if clash:
-                raise click.UsageError(
-                    f"--resume continues with the run's saved config.yaml; drop {', '.join(clash)} "
-                    "(only --steps may be raised)"
-                )
-            cfg = load_run_config(out)
-            saved = cfg.run.total_steps
-            if steps is not None and steps < saved:
-                raise click.UsageError(
-                    f"--steps {steps:,} is below the run's saved budget of {saved:,} env steps; --resume "
-                    f"only raises it (omit --steps to finish the run at {saved:,})"
-                )
-            done = _finished_steps(out)
-            if done is not None and done >= saved and (steps is None or steps <= done):
-                click.echo(
-                    f"{out} already finished training at {done:,} env steps (eval.json); nothing to do. "
-                    f"Pass --steps above {done:,} to train it further.",
-                    err=True,
-                )
-                return
-            if steps is not None:
-                cfg = resolve_config(overrides=[f"run.total_steps={steps}"], base=cfg)
-        else:
-            if preset is not None and preset not in list_presets():
-                raise ConfigError(f"unknown preset '{preset}'. Valid presets: {', '.join(list_presets())}.")
-            if preset is None:
-                preset = DEFAULT_PRESET
-            if env_name is None and layout is not None and is_football(layout):
-                env_name = "football"  # `--layout football` / `--layout academy_3_vs_1_with_keeper`
-            if layout is not None and layout.endswith(".layout") and Path(layout).is_file():
-                layout = str(Path(layout).resolve())  # recorded absolute: --resume works from any folder
-            cfg = resolve_config(
-                preset=preset,
-                config_file=config_file,
-                overrides=overrides,
-                **{
-                    "run.algo": algo,
-                    "env.name": env_name,
-                    "env.layout": layout,
-                    "run.seed": seed,
-                    "run.total_steps": steps,
-                    "run.device": device,
-                },
-            )
-            algo_cls = registry.get(cfg.run.algo)  # fail before creating anything
-            if out is None:
-                where = cfg.env.layout if cfg.env.name == "overcooked" else cfg.env.name
-                out = str(Path("runs") / f"{cfg.run.algo}_{where}_s{cfg.run.seed}")
-            chain_layout = cfg.env.layout
-            if cfg.env.name == "football" and not is_football(chain_layout):
-                chain_layout = "football"  # `--env football` alone: the jobs' env flags need the scenario
-            chain = {
-                "algo": cfg.run.algo, "layout": chain_layout, "seed": cfg.run.seed, "steps": steps,
-                "preset": preset, "device": cfg.run.device,
-                "overrides": [*config_file_overrides(config_file), *overrides],
-            }  # fmt: skip
-            if not print_config and missing_inputs(algo_cls, cfg, chain):
-                chain_jobs(chain)  # the algo.* options' routing checked before anything is written
-                check_writable(out)
-                _finish_chain(chain, out, progress, redo, workers)
-                return
-            if redo or workers > 1:
-                flag = "--redo" if redo else "--workers"
-                raise click.UsageError(
-                    f"{flag} applies to a multi-stage run (a job chain); '{cfg.run.algo}' trains in one run"
-                )
         if print_config:
-            click.echo(yaml.safe_dump(config_to_dict(cfg), sort_keys=False), nl=False)
+            click.echo(yaml.safe_dump(config_to_dict(plan.cfg), sort_keys=False), nl=False)
             return
-        with training_guard(cfg.env.layout):  # no evaluation partner of the layout may enter training
-            try:  # validates first (nothing written on a config error), then takes the folder's lock
-                trainer = Trainer(cfg, out, resume=resume, progress=progress)
-            except OSError as exc:
-                reason = exc.strerror or type(exc).__name__
-                raise click.ClickException(
-                    f"cannot write to --out {out}: {reason}; choose a writable folder with --out"
-                ) from None
-            check_writable(out)
-            for note in trainer.notes:
-                click.echo(note, err=True)
-            if resume and trainer.resumed_from is None:
-                click.echo(
-                    f"{out} was stopped before its first checkpoint (nothing trained was saved): "
-                    "starting it over from scratch with its saved config.yaml",
-                    err=True,
-                )
-            elif resume:
-                click.echo(f"resuming {out} at {trainer.env_steps:,} env steps", err=True)
-            summary = trainer.train()
+        if plan.action == "chain":
+            if not resume:
+                check_writable(plan.out)
+            _finish_chain(plan.chain, plan.out, progress, redo, workers)
+            return
+        summary = train_run(
+            plan.cfg, plan.out, resume=resume, progress=progress, ready=check_writable,
+            log=lambda line: click.echo(line, err=True),
+        )  # fmt: skip
+    except TrainRequestError as exc:
+        raise click.UsageError(str(exc)) from None
+    except OutputFolderError as exc:
+        raise click.ClickException(
+            f"cannot write to --out {plan.out}: {exc.strerror}; choose a writable folder with --out"
+        ) from None
     except OSError as exc:
         kept = f"; what was saved before is kept: `zsceval train --resume --out {out}` continues from it"
         raise click.ClickException(write_error(exc).message + (kept if out else "")) from None
@@ -297,4 +204,4 @@ def train(
         registry.PluginLoadError,
     ) as exc:
         raise _fail(exc) from None
-    _report(summary, out)
+    _report(summary, plan.out)

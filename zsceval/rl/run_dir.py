@@ -16,9 +16,18 @@ from pathlib import Path
 import yaml
 
 from zsceval.rl.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
-from zsceval.rl.config import TrainConfig, config_from_dict
+from zsceval.rl.config import TrainConfig, config_from_dict, resolve_config
 
-__all__ = ["CONFIG", "EVAL", "METRICS", "RunDirectory", "RunExistsError", "load_run_config"]
+__all__ = [
+    "CONFIG",
+    "EVAL",
+    "METRICS",
+    "RunDirectory",
+    "RunExistsError",
+    "finished_steps",
+    "load_run_config",
+    "resume_config",
+]
 
 CONFIG = "config.yaml"
 METRICS = "metrics.csv"
@@ -39,6 +48,41 @@ def load_run_config(run_dir: str | Path) -> TrainConfig:
     if not path.is_file():
         raise CheckpointError(f"cannot resume: {run_dir} holds no run (no {CONFIG})")
     return config_from_dict(yaml.safe_load(path.read_text()) or {})
+
+
+def finished_steps(run_dir: str | Path) -> int | None:
+    """Env steps of a finished run (its ``eval.json``), else None."""
+    try:
+        return int(json.loads((Path(run_dir) / EVAL).read_text())["env_steps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def resume_config(run_dir: str | Path, steps: int | None = None) -> tuple[TrainConfig, int | None]:
+    """The config a resume of ``run_dir`` continues with: the saved ``config.yaml``, its
+    ``run.total_steps`` raised to ``steps`` when given (a resume only raises the budget).
+
+    Returns:
+        ``(config, finished)``: ``finished`` is the env steps of a run that already trained its
+        budget (and ``steps`` asks no more), i.e. nothing to do; else None.
+
+    Raises:
+        CheckpointError: the folder holds no run.
+        ValueError: ``steps`` below the saved budget.
+    """
+    cfg = load_run_config(run_dir)
+    saved = cfg.run.total_steps
+    if steps is not None and steps < saved:
+        raise ValueError(
+            f"--steps {steps:,} is below the run's saved budget of {saved:,} env steps; --resume only "
+            f"raises it (omit --steps to finish the run at {saved:,})"
+        )
+    done = finished_steps(run_dir)
+    if done is not None and done >= saved and (steps is None or steps <= done):
+        return cfg, done
+    if steps is not None:
+        cfg = resolve_config(overrides=[f"run.total_steps={steps}"], base=cfg)
+    return cfg, None
 
 
 class RunDirectory:
