@@ -77,7 +77,7 @@ def test_every_partner_of_every_newest_shipped_set_records_its_candidate():
             meta = json.loads(manifest.resolve(p.checkpoint).read_text())
             assert meta["seed"] == c.seed  # the exported checkpoint's own record of its training seed
     # the records agree with the sets' provenance (the script that wrote them, in check mode)
-    script = REPO / "benchmarks" / "sets" / "record_candidates.py"
+    script = REPO / "benchmarks" / "sets" / "backfill_manifests.py"
     res = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
 

@@ -10,6 +10,7 @@ resumes from its last checkpoint when the same command (or ``--resume --out``) i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -67,9 +68,14 @@ def chain_jobs(params: dict[str, Any]) -> list:
     from zsceval.bench.algo_options import describe_options, plugin_conflicts, route_chain_options
 
     ctx = _context(params)
-    jobs = registry.get(params["algo"]).jobs(ctx)
+    algo_cls = registry.get(params["algo"])
+    _check_ego_values(algo_cls, ctx.ego_options)
+    jobs = algo_cls.jobs(ctx)
     if len(jobs) == 1:  # a one-stage algorithm: its run validates its options itself
         return jobs
+    ego = next((j for j in jobs if j.id == ctx.ego_id), None)
+    if ego is not None and ego.kind != "train":  # the chain reads its options itself (TBS): all are its own
+        algo_cls.parse_options(ctx.ego_options)
     taken = [c for j in jobs if j.id == ctx.ego_id for c in plugin_conflicts(j, ctx.ego_options)]
     if taken:
         raise ConfigError(f"{params['algo']} sets these options itself, so --set cannot: {'; '.join(taken)}")
@@ -79,6 +85,20 @@ def chain_jobs(params: dict[str, Any]) -> list:
         raise ConfigError(f"{keys}: no training job of {params['algo']} has this option (the options of its "
                           f"jobs' algorithms: {describe_options(jobs)})")  # fmt: skip
     return jobs
+
+
+def _check_ego_values(algo_cls: type, options: dict[str, Any]) -> None:
+    """The values of the options the ego's algorithm declares, coerced to their types before its
+    jobs are built (``algo.pool_size=abc`` is one line naming the key, not a traceback); options of
+    the chain's other algorithms are routed and checked by the jobs that take them.
+
+    Raises:
+        ConfigError: a value of the wrong type.
+    """
+    if algo_cls.Options is None:
+        return
+    names = {f.name for f in dataclasses.fields(algo_cls.Options)}
+    algo_cls.parse_options({k: v for k, v in options.items() if k in names})
 
 
 def chain_threads(params: dict[str, Any]) -> int:
@@ -109,8 +129,11 @@ def missing_inputs(algo_cls: type, cfg: TrainConfig, params: dict[str, Any]) -> 
             outputs, so the run is refused with the inputs given and missing named.
     """
     # the plug-in's own jobs, before the options are routed: a user who gave every input trains the
-    # ego alone, with any option (FCP's window too), so nothing here refuses one
-    jobs = algo_cls.jobs(_context(params))
+    # ego alone, with any option (FCP's window too), so nothing here refuses one (but a bad value of
+    # one of the ego's own options is one line, not a traceback from inside the plug-in)
+    ctx = _context(params)
+    _check_ego_values(algo_cls, ctx.ego_options)
+    jobs = algo_cls.jobs(ctx)
     ego = next(j for j in jobs if j.id == EGO)
     inputs = list(ego.params.get("algo_inputs", {}))
     missing = [k for k in inputs if not cfg.algo.get(k)]

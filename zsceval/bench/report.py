@@ -306,8 +306,8 @@ def format_strata(
               f"(moderate): the others (--levels median); both by IQM BR-Prox [{level:.0%} CI]")
     )  # fmt: skip
     lines = [
-        "Partner strata (issue 36): ZSC-Eval's expert and moderate partners are the skilled and "
-        "semi-skilled strata",
+        "Partner strata (after Hypothetical Minds): ZSC-Eval's expert and moderate partners are the skilled "
+        "and semi-skilled strata",
         *(f"  {line}" for line in split),
         f"  unhelpful: mean sparse return per episode [{level:.0%} CI] with a partner that only stays",
         "  (unhelpful-stay) or acts uniformly at random (unhelpful-random); no best response, so no BR-Prox",

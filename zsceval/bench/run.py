@@ -100,7 +100,7 @@ def _run_locked(suite, root, diffs, executor, workers, retries, progress, log) -
     all_jobs: list[Job] = []
 
     def run_phase(name: str, jobs: list[Job]) -> None:
-        log(f"phase: {name} ({len(jobs)} jobs)")
+        log(f"phase: {name} ({len(jobs)} job{'' if len(jobs) == 1 else 's'})")
         all_jobs.extend(jobs)  # earlier phases' jobs are done: they are skipped, not rerun
         # progress inside a job (env steps of training) where one job runs at a time in this process
         inner = progress and executor == "local"

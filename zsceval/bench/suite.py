@@ -466,10 +466,14 @@ def validate_suite(suite: Suite, path: Path) -> None:
         if algo not in registered and algo not in ZSC_ALGORITHMS:
             close = difflib.get_close_matches(algo, sorted(registered | set(ZSC_ALGORITHMS)), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise SuiteError(
-                f"{path}: unknown algorithm {algo!r}{hint}; registered: {', '.join(sorted(registered))}; "
-                f"ZSC-Eval algorithms (skipped until implemented): {', '.join(ZSC_ALGORITHMS)}"
+            pending = [a for a in ZSC_ALGORITHMS if a not in registered]
+            later = (
+                f"; ZSC-Eval algorithms not implemented yet (skipped): {', '.join(pending)}"
+                if pending
+                else ""
             )
+            known = ", ".join(sorted(registered))
+            raise SuiteError(f"{path}: unknown algorithm {algo!r}{hint}; registered: {known}{later}")
     for algo, _ in suite.algo_ego_steps:
         if algo not in suite.algorithms:
             raise SuiteError(
@@ -565,6 +569,28 @@ def _ego_budget_differences(old: dict, new: dict) -> list[str]:
     ]
 
 
+OTHER_KINDS = {
+    "config.yaml": "a training run (`zsceval train`)",
+    "chain.json": "a multi-stage training run (`zsceval train`)",
+    "partners.yaml": "an evaluation-partner folder (`zsceval partners`)",
+}
+"""Records of the other kinds of output folder, and what each holds."""
+
+
+def _check_not_another_kind(out: Path) -> None:
+    """Refuse a folder that holds another kind of output (its own record names it).
+
+    Raises:
+        SuiteConflictError: names the folder, the record and what it holds.
+    """
+    for record, what in OTHER_KINDS.items():
+        if (out / record).is_file() and not (out / SUITE_RECORD).is_file():
+            raise SuiteConflictError(
+                f"{out} holds {what} ({out / record}), not a bench; a bench would mix its jobs into it. "
+                "Choose another --out."
+            )
+
+
 def check_suite_record(suite: Suite, out: str | Path, *, force: bool = False) -> list[str]:
     """Compare ``suite`` with the suite recorded in ``out/suite.yaml`` (if any).
 
@@ -573,10 +599,12 @@ def check_suite_record(suite: Suite, out: str | Path, *, force: bool = False) ->
         the folder is new or holds the same suite.
 
     Raises:
-        SuiteConflictError: differences and not ``force`` (names them and the way out).
+        SuiteConflictError: differences and not ``force`` (names them and the way out); a folder
+            that holds another kind of output (a training run, a partner folder), even with ``force``.
     """
     from zsceval.stats.records import differences
 
+    _check_not_another_kind(Path(out))
     path = Path(out) / SUITE_RECORD
     if not path.is_file():
         return []

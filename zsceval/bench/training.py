@@ -126,6 +126,7 @@ def plan_training(req: TrainRequest, *, print_config: bool = False) -> TrainPlan
         chain_jobs(chain)  # the algo.* options' routing checked before anything is written
         return TrainPlan("chain", out, chain=chain)
     _single_run_only(req, f"'{cfg.run.algo}' trains in one run")
+    algo_cls.parse_options(dict(cfg.algo))  # unknown keys and bad values, before anything is written
     return TrainPlan("run", out, cfg=cfg)
 
 

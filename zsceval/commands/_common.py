@@ -30,6 +30,35 @@ def parse_steps(value, flag: str = "--steps") -> int | None:
     return steps
 
 
+class Count(click.ParamType):
+    """A whole number >= 1 written as ``--steps`` takes it: ``1000``, ``1e3`` or ``5e6``."""
+
+    name = "count"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            count = value
+        else:
+            try:
+                count = int(float(value))
+            except (TypeError, ValueError, OverflowError):
+                self.fail(f"{value!r} is not a whole number (e.g. 50 or 1e3)", param, ctx)
+            if float(value) != count:
+                self.fail(f"{value!r} is not a whole number", param, ctx)
+        if count < 1:
+            self.fail(f"{value!r} must be at least 1", param, ctx)
+        return count
+
+
+COUNT = Count()
+"""The ``--episodes`` type of every command: what ``--steps`` accepts."""
+
+
+def plural(count: int, word: str) -> str:
+    """``1 partner``, ``2 partners``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def unwritable_reason(folder: str | Path) -> str | None:
     """Create ``folder`` and write a file in it; the OS's reason when that fails, else None."""
     try:

@@ -6,7 +6,8 @@ import json
 
 import click
 
-from zsceval.commands._common import check_writable
+from zsceval.commands._common import COUNT, check_writable
+from zsceval.commands._common import plural as _n
 from zsceval.rl.config import ConfigError
 
 
@@ -24,9 +25,7 @@ from zsceval.rl.config import ConfigError
 @click.option(
     "--layout", default=None, help="Layout both agents were trained on. [required; default: a named set's]"
 )
-@click.option(
-    "--episodes", type=click.IntRange(min=1), default=20, show_default=True, help="Episodes per seating."
-)
+@click.option("--episodes", type=COUNT, default=20, show_default=True, help="Episodes per seating.")
 @click.option("--device", default="cpu", show_default=True, help="Torch device.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of env and action sampling.")
 @click.option(
@@ -43,16 +42,18 @@ from zsceval.rl.config import ConfigError
     "--interdependence",
     is_flag=True,
     default=False,
-    help="With --partner (or a human-proxy set): also count each episode's interdependencies (paper 002: "
-    "constructive, looping, irrelevant; who triggered, who accepted), docs/interdependence.md.",
+    help="With --partner (or a human-proxy set): also count each episode's interdependencies (Biswas et al., "
+    "'Who is Helping Whom?': constructive, looping, irrelevant; who triggered, who accepted), "
+    "docs/interdependence.md.",
 )
 @click.option(
     "--strata",
     is_flag=True,
     default=False,
-    help="Report the partner strata (issue 36): skilled (the set's final, ZSC-Eval's expert partners) and "
-    "semi-skilled (mid, moderate) by BR-Prox, and unhelpful partners (one that only stays, one that acts "
-    "uniformly at random) by the agent's return with them. With --partner-set, or alone (unhelpful only).",
+    help="Report the partner strata (after Hypothetical Minds): skilled (the set's final, ZSC-Eval's expert "
+    "partners) and semi-skilled (mid, moderate) by BR-Prox, and unhelpful partners (one that only stays, "
+    "one that acts uniformly at random) by the agent's return with them. With --partner-set, or alone "
+    "(unhelpful only).",
 )
 def evaluate(
     agent,
@@ -77,7 +78,7 @@ def evaluate(
       zsceval eval --agent runs/sp_counter_circuit_s0 --partner runs/sp_counter_circuit_s1 \\
                    --layout counter_circuit --episodes 50
       zsceval eval --agent runs/sp_counter_circuit_s0 --layout counter_circuit \\
-                   --partner-set eval_partners/counter_circuit/counter_circuit/partners/set/manifest.json
+                   --partner-set BENCH_DIR/counter_circuit/partners/set/manifest.json
       zsceval eval --agent runs/sp_counter_circuit_s0 --partner-set zsceval:counter_circuit
       zsceval eval --agent runs/sp_counter_circuit_s0 --layout counter_circuit --partner-set human-proxy
       zsceval eval --agent runs/sp_counter_circuit_s0 --partner-set zsceval:counter_circuit --strata
@@ -98,7 +99,7 @@ def evaluate(
     if as_json:
         click.echo(json.dumps(out, indent=2, default=float))
     elif mode == "unhelpful":
-        click.echo(f"layout {out['layout']}: {episodes} episodes per seating")
+        click.echo(f"layout {out['layout']}: {_n(episodes, 'episode')} per seating")
         _echo_unhelpful(out["unhelpful"])
     elif mode == "partner_set":
         _echo_partner_set(out, episodes)
@@ -109,7 +110,7 @@ def evaluate(
 def _echo_partner_set(out: dict, episodes: int) -> None:
     """Each (partner, seat) unit's BR-Prox, the IQM per level with CIs, and the strata if played."""
     where = f"partner set {out['shipped_set']}, " if out.get("shipped_set") else ""
-    click.echo(f"layout {out['layout']}: {where}{episodes} episodes per (partner, seat)")
+    click.echo(f"layout {out['layout']}: {where}{_n(episodes, 'episode')} per (partner, seat)")
     for u in out["units"]:
         click.echo(
             f"  {u['partner']:<14} {u['partner_level']:<9} seat {u['seat']}: "
@@ -119,7 +120,7 @@ def _echo_partner_set(out: dict, episodes: int) -> None:
     for level, r in out["summary"].items():
         click.echo(
             f"  BR-Prox IQM {level:<8} {r['iqm']:.3f} (95% CI {r['ci_low']:.3f}..{r['ci_high']:.3f}) "
-            f"over {r['num_partners']} partners, {r['num_units']} units"
+            f"over {_n(r['num_partners'], 'partner')}, {_n(r['num_units'], 'unit')}"
         )
     if "unhelpful" not in out:
         return
@@ -140,7 +141,7 @@ def _echo_cross_play(out: dict, episodes: int) -> None:
     """Each seating's return with its CI and mean events, the pooled return, and what was asked beside."""
     if "gifs" in out:
         click.echo(f"wrote {', '.join(out['gifs'])}")
-    click.echo(f"layout {out['layout']}: {episodes} episodes per seating")
+    click.echo(f"layout {out['layout']}: {_n(episodes, 'episode')} per seating")
     if "human_proxy" in out:
         click.echo("  partner: the behavior-cloned human model (human-proxy score = pooled return)")
     for s in out["seatings"]:
@@ -159,12 +160,12 @@ def _echo_cross_play(out: dict, episodes: int) -> None:
     lo, hi = p["sparse_return_ci95"]
     click.echo(
         f"  pooled: sparse return {p['sparse_return_mean']:.1f} (95% CI {lo:.1f}..{hi:.1f}) "
-        f"over {p['episodes']} episodes"
+        f"over {_n(p['episodes'], 'episode')}"
     )
     if "yle_metrics" in p:
         click.echo(f"  pooled {_yle_line(p['yle_metrics'])}")
     if "interdependence" in out:
-        click.echo("  interdependence (paper 002), mean per episode:")
+        click.echo("  interdependence (Biswas et al., 'Who is Helping Whom?'), mean per episode:")
         for s in out["interdependence"]["seatings"]:
             click.echo(
                 f"    agent in seat {s['seat']}: constructive {s['constructive']:.1f} (triggered by the "
@@ -192,5 +193,5 @@ def _echo_unhelpful(unhelpful: dict, indent: str = "  ") -> None:
         what = "a partner that only stays" if name == "stay" else "a uniformly random partner"
         click.echo(
             f"{indent}unhelpful ({name}): sparse return {r['sparse_return_mean']:.1f} "
-            f"(95% CI {lo:.1f}..{hi:.1f}) with {what}, over {r['episodes']} episodes"
+            f"(95% CI {lo:.1f}..{hi:.1f}) with {what}, over {_n(r['episodes'], 'episode')}"
         )

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from zsceval.commands._common import check_writable, job_failure, parse_steps, write_error
+from zsceval.commands._common import COUNT, check_writable, job_failure, parse_steps, write_error
+from zsceval.commands._common import plural as _n
 
 
 @click.group(name="partners")
@@ -270,12 +271,13 @@ def human_proxy(layout, out, epochs, seed, class_balance, data_dir, as_json) -> 
     type=click.Choice(["onion_passer", "supplier", "cook"]),
     default="onion_passer",
     show_default=True,
-    help="onion_passer: paper 002's probe (puts onions on a shared counter); supplier: also passes "
-    "dishes; cook: the other side of the kitchen.",
+    help="onion_passer: the scripted probe of Biswas et al., 'Who is Helping Whom?' (puts onions on a shared "
+    "counter); supplier: also passes dishes; cook: the other side of the kitchen.",
 )
 @click.option("--out", default=None, help="Output folder [default: eval_partners/<layout>/probe-<role>].")
 def probe(layout, role, out) -> None:
-    """Save paper 002's scripted probe partner as a checkpoint that `zsceval eval --partner` plays.
+    """Save the scripted probe partner of Biswas et al. ('Who is Helping Whom?') as a checkpoint that
+    `zsceval eval --partner` plays.
 
     \b
     Examples:
@@ -324,7 +326,9 @@ def list_sets(as_json) -> None:
     for s in sets:
         levels = ", ".join(f"{n} {lvl}" for lvl, n in s.levels.items())
         p = s.provenance
-        click.echo(f"{s.full_name}: layout {s.layout}, {s.split} split, {s.partners} partners ({levels})")
+        click.echo(
+            f"{s.full_name}: layout {s.layout}, {s.split} split, {_n(s.partners, 'partner')} ({levels})"
+        )
         click.echo(
             f"    suite {p.suite}, seed {p.seed}, commit {(p.commit or 'unknown')[:12]}, {p.date}, "
             f"zsceval {s.engine_version}; budgets: "
@@ -347,7 +351,7 @@ def list_sets(as_json) -> None:
     "--version", type=click.IntRange(min=1), default=1, show_default=True, help="The set's version."
 )
 @click.option(
-    "--episodes", type=click.IntRange(min=1), default=50, show_default=True,
+    "--episodes", type=COUNT, default=50, show_default=True,
     help="Episodes per (partner, seat) for the validation split's BR returns.",
 )  # fmt: skip
 @click.option(
@@ -378,4 +382,4 @@ def export(source, layout, root, name, version, episodes, validation, suite, com
     except OSError as exc:
         raise write_error(exc) from None
     for s in added:
-        click.echo(f"added {s.name}@{s.version}/{s.split}: {s.partners} partners -> {s.folder}")
+        click.echo(f"added {s.name}@{s.version}/{s.split}: {_n(s.partners, 'partner')} -> {s.folder}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from zsceval.commands._common import check_writable
+from zsceval.commands._common import COUNT, check_writable
 
 
 def _layout(name: str):
@@ -70,7 +70,7 @@ def _check_state(state, layout, what: str) -> None:
 )
 @click.option(
     "--steps",
-    type=click.IntRange(min=1),
+    type=COUNT,
     default=None,
     help="Play/draw at most this many steps (default: the whole episode).",
 )

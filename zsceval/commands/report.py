@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from zsceval.commands._common import COUNT
+
 
 @click.command(name="report")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
@@ -76,7 +78,7 @@ import click
 )
 @click.option(
     "--episodes",
-    type=click.IntRange(min=1),
+    type=COUNT,
     default=500,
     show_default=True,
     help="Yōkai runs: episodes per seating of each pair of agents (2 players: 2x games per cell).",

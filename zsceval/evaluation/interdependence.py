@@ -101,8 +101,9 @@ def interdependence_summary(
 def format_interdependence(summary: pd.DataFrame, partner: str = "human proxy") -> str:
     """A text table of :func:`interdependence_summary` (per layout and algorithm)."""
     lines = [
-        f"Interdependence with the {partner} (paper 002), mean per episode: constructive (triggered by "
-        "the ego / by the partner), looping, irrelevant; trigger actions of the ego / the partner"
+        f"Interdependence with the {partner} (Biswas et al., 'Who is Helping Whom?'), mean per episode: "
+        "constructive (triggered by the ego / by the partner), looping, irrelevant; trigger actions of the "
+        "ego / the partner"
     ]
     for lay, g in summary.groupby("layout", sort=True):
         lines.append(f"\n{lay}")

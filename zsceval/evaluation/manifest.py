@@ -20,7 +20,8 @@ constants"; the reference copied selections by hand into a Python file). It is a
          "candidate": {"weights": [0.0, ...], "seed": 3, "suite": "overcooked-s12",
                        "layout": "counter_circuit", "policy_sha256": "..."}},
         ...
-      ]
+      ],
+      "tables": [{"path": "br_returns.parquet", "sha256": "..."}]
     }
 
 Paths are relative to the manifest's folder (POSIX separators) so a partner set moves as one folder.
@@ -202,6 +203,9 @@ class PartnerSetManifest:
         selection: the selection record.
         partners: the partners (``final`` and ``mid``).
         combination_brs: BRs of partner sets of two or more (n > 2 players; empty otherwise).
+        tables: the set's tables that scores read (``br_returns.parquet``: the BR-Prox
+            denominators per seat), verified like the checkpoints (empty in manifests written
+            before they were recorded).
         created_by: package and version that wrote it.
         format_version: manifest format version.
         root: folder the relative paths resolve against (set by :func:`load_manifest`; not stored).
@@ -213,6 +217,7 @@ class PartnerSetManifest:
     selection: SelectionRecord
     partners: tuple[PartnerEntry, ...]
     combination_brs: tuple[CombinationBR, ...] = ()
+    tables: tuple[FileRef, ...] = ()
     created_by: str = f"zsceval {__version__}"
     format_version: int = MANIFEST_VERSION
     root: Path | None = field(default=None, compare=False)
@@ -223,11 +228,15 @@ class PartnerSetManifest:
             raise ManifestError("manifest has no root folder; load it with load_manifest()")
         return self.root / ref.path
 
-    def file_refs(self) -> list[FileRef]:
-        """Every referenced file: each partner's checkpoint, then its BR's checkpoint, then the
-        combination BRs' checkpoints."""
+    def checkpoint_refs(self) -> list[FileRef]:
+        """The checkpoints' ``meta.json`` files: each partner's, then its BR's, then the combination
+        BRs'."""
         refs = [ref for p in self.partners for ref in (p.checkpoint, p.br.checkpoint)]
         return refs + [c.checkpoint for c in self.combination_brs]
+
+    def file_refs(self) -> list[FileRef]:
+        """Every referenced file: :meth:`checkpoint_refs`, then the tables."""
+        return self.checkpoint_refs() + list(self.tables)
 
 
 def make_file_ref(file: str | Path, manifest_dir: str | Path) -> FileRef:
@@ -264,6 +273,8 @@ def manifest_to_dict(manifest: PartnerSetManifest) -> dict:
         },
         "partners": [_partner_to_dict(p) for p in manifest.partners],
     }
+    if manifest.tables:
+        out["tables"] = [_ref_to_dict(t) for t in manifest.tables]
     if manifest.combination_brs:
         out["combination_brs"] = [
             {"partners": list(c.partners), "checkpoint": _ref_to_dict(c.checkpoint), "return": c.br_return}
@@ -424,6 +435,7 @@ def _manifest_from_dict(data: object, path: Path) -> PartnerSetManifest:
             selection=selection,
             partners=partners,
             combination_brs=combination_brs,
+            tables=tuple(FileRef(str(t["path"]), str(t["sha256"])) for t in data.get("tables", [])),
             created_by=str(data["created_by"]),
             format_version=int(version),
             root=path.resolve().parent,
@@ -458,6 +470,9 @@ def _validate(manifest: PartnerSetManifest, path: Path) -> None:
             problems.append(f"combination BR {list(c.partners)}: unknown partner ids")
         if Path(c.checkpoint.path).is_absolute():
             problems.append(f"combination BR {list(c.partners)}: path must be relative to the manifest")
+    for t in manifest.tables:
+        if Path(t.path).is_absolute():
+            problems.append(f"table {t.path}: path must be relative to the manifest")
     if not set(manifest.selection.selected_ids) <= set(manifest.selection.candidate_ids):
         problems.append("selection.selected_ids are not all in selection.candidate_ids")
     if problems:

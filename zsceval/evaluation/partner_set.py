@@ -76,16 +76,26 @@ def set_br_returns(manifest: str | Path, layout: str) -> pd.DataFrame:
         partner (no ``seat``) with the manifest's stored BR return.
 
     Raises:
-        ManifestError: the manifest cannot be read (without ``br_returns.parquet``).
+        ManifestError: the manifest cannot be read (without ``br_returns.parquet``), or that file is
+            corrupt, truncated or lacks its columns (named).
     """
     import pandas as pd
 
     from zsceval.envs.scenarios import resolve_scenario
-    from zsceval.evaluation.manifest import load_manifest
+    from zsceval.evaluation.manifest import ManifestError, load_manifest
 
     br_file = Path(manifest).parent / "br_returns.parquet"
     if br_file.is_file():
-        table = pd.read_parquet(br_file)
+        try:
+            table = pd.read_parquet(br_file)
+        except Exception as exc:  # pyarrow's errors (a truncated or corrupt file) share no base class
+            raise ManifestError(
+                f"cannot read {br_file}: corrupt or truncated ({type(exc).__name__})"
+            ) from None
+        if not {"partner", "br_return"} <= set(table.columns):
+            raise ManifestError(
+                f"{br_file} lacks the columns partner and br_return (has {list(table.columns)})"
+            )
     else:
         stored = {p.id: p.br.br_return for p in load_manifest(manifest, verify=False).partners}
         table = pd.DataFrame({"partner": list(stored), "br_return": list(stored.values())})

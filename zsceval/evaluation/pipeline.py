@@ -373,6 +373,7 @@ def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
         ),
         partners=tuple(entries),
         combination_brs=tuple(combination_brs),
+        tables=(make_file_ref(out / "br_returns.parquet", out),),
     )
     write_manifest(manifest, out / "manifest.json")
     return {"manifest": "manifest.json", "partners": [e.id for e in entries], "br_returns": dict(br_mean)}

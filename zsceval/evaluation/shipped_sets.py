@@ -397,7 +397,7 @@ def verify_set(entry: ShippedSet, layout: str | None = None) -> PartnerSetManife
 def _verify_checkpoint_files(entry: ShippedSet, manifest: PartnerSetManifest) -> None:
     """Check the files each checkpoint's ``meta.json`` lists (weights) against their SHA-256 there
     (the manifest's checksums cover the meta.json files themselves)."""
-    for ref in manifest.file_refs():
+    for ref in manifest.checkpoint_refs():
         meta_path = manifest.resolve(ref)
         for name, expected in sorted(json.loads(meta_path.read_text()).get("files", {}).items()):
             f = meta_path.parent / name
@@ -547,6 +547,7 @@ def build_validation_set(
         feature_names=tuple(evals[kept[0]]["feature_names"]),
         selection=SelectionRecord("complement", "BR-Div", float(det), len(rest), 0, tuple(kept), tuple(rest)),
         partners=tuple(entries),
+        tables=(make_file_ref(out / "br_returns.parquet", out),),
     )
     return write_manifest(manifest, out / "manifest.json")
 

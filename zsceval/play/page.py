@@ -41,7 +41,7 @@ _PAGE = """<!doctype html>
   <img id="frame" alt="the kitchen">
   <div class="bar" id="status">Press <kbd>Enter</kbd> or Start to play.</div>
   <button id="start">Start</button>
-  <p>You are chef __SEAT_NAME__ (__SEAT_COLOR__). Move with the <kbd>arrow keys</kbd>, pick up, put
+  <p>You are the chef of seat __SEAT_NAME__ (__SEAT_COLOR__). Move with the <kbd>arrow keys</kbd>, pick up, put
     down and serve with <kbd>space</kbd>. The game runs at __FPS__ steps per second.</p>
 </div>
 <script>
@@ -128,7 +128,7 @@ def render_page(config: dict) -> str:
     subs = {
         "__TITLE__": html.escape(f"{config['layout']} with {config['agent']}"),
         "__HORIZON__": str(int(config["horizon"])),
-        "__SEAT_NAME__": str(seat + 1),
+        "__SEAT_NAME__": str(seat),
         "__SEAT_COLOR__": colors[seat % len(colors)],
         "__FPS__": f"{float(config['fps']):.3g}",
         # </ cannot end the script element early

@@ -203,7 +203,7 @@ def _chef(d: ImageDraw.ImageDraw, player: dict, seat: int, tile: int) -> None:
     r = tile * 0.34
     color = SEAT_COLORS[seat % len(SEAT_COLORS)]
     _disc(d, cx, cy, r, color, outline=(0, 0, 0), width=max(1, tile // 24))
-    d.text((cx, cy), str(seat + 1), fill=COLORS["text"], font=_font(max(8, int(tile * 0.36))), anchor="mm")
+    d.text((cx, cy), str(seat), fill=COLORS["text"], font=_font(max(8, int(tile * 0.36))), anchor="mm")
     dx, dy = ori
     px, py = -dy, dx  # perpendicular
     tip = (cx + dx * (r + tile * 0.13), cy + dy * (r + tile * 0.13))

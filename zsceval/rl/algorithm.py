@@ -223,7 +223,10 @@ class Algorithm:
             if key not in names:
                 close = difflib.get_close_matches(key, names, n=1)
                 hint = f"; did you mean 'algo.{close[0]}'?" if close else ""
-                raise ConfigError(f"unknown config key 'algo.{key}' for algorithm '{cls.name}'{hint}")
+                raise ConfigError(
+                    f"unknown config key 'algo.{key}' for algorithm '{cls.name}'{hint} (its options: "
+                    f"{', '.join(names) or 'none'})"
+                )
         from zsceval.rl.config import coerce_value
 
         try:

@@ -42,12 +42,27 @@ def load_run_config(run_dir: str | Path) -> TrainConfig:
     """Read a run's resolved ``config.yaml``.
 
     Raises:
-        CheckpointError: the directory holds no run.
+        CheckpointError: the directory holds no run, or its ``config.yaml`` is not valid YAML (the
+            file, line and column named).
+        ConfigError: a config whose keys or values are not this zsceval's.
     """
     path = Path(run_dir) / CONFIG
     if not path.is_file():
         raise CheckpointError(f"cannot resume: {run_dir} holds no run (no {CONFIG})")
-    return config_from_dict(yaml.safe_load(path.read_text()) or {})
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise CheckpointError(
+            f"{where}: the run's saved config is not valid YAML ({getattr(exc, 'problem', exc)}); "
+            "repair the file or start a new run with another --out"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"cannot read {path}: {exc}") from None
+    if data is not None and not isinstance(data, dict):
+        raise CheckpointError(f"{path}: the run's saved config is not a mapping of sections")
+    return config_from_dict(data or {})
 
 
 def finished_steps(run_dir: str | Path) -> int | None:

@@ -1,4 +1,5 @@
-"""Write each shipped partner's candidate record into its set's manifest (and the new checksum
+"""Write into each shipped set's manifest what manifests record since it was exported: every
+partner's candidate record and the checksums of the set's tables (then the manifest's new checksum
 into ``eval_partners/index.yaml``).
 
 The sets exported before manifests carried a ``candidate`` record (weights, seed, suite, layout,
@@ -7,11 +8,13 @@ provenance: candidate ``cNNN`` of a bench with suite seed ``s`` trained with see
 the weight vector :func:`zsceval.evaluation.candidates.candidate_weights` gives row ``NNN`` for the
 recorded budget (``candidates``, ``weight_sampling``); that code has not changed since the first
 set was made. Each partner's exported checkpoint records its training seed, which is checked
-against ``s + NNN``. The partners, their checkpoints and BR returns are untouched.
+against ``s + NNN``. The tables (``br_returns.parquet``) are recorded with the SHA-256 the index
+already holds for them, so a table altered since the export is refused, not recorded. The
+partners, their checkpoints and BR returns are untouched.
 
-    python benchmarks/sets/record_candidates.py [--root eval_partners] [--check]
+    python benchmarks/sets/backfill_manifests.py [--root eval_partners] [--check]
 
-``--check`` writes nothing and exits 1 when a manifest lacks or disagrees with its record.
+``--check`` writes nothing and exits 1 when a manifest lacks or disagrees with its records.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import yaml
 
 from zsceval.evaluation.candidates import PartnerBudget, candidate_weights
 from zsceval.evaluation.exclusion import partner_fingerprint
-from zsceval.evaluation.manifest import CandidateRecord, load_manifest, write_manifest
+from zsceval.evaluation.manifest import CandidateRecord, FileRef, load_manifest, write_manifest
 from zsceval.io import sha256_file
 
 ROOT = Path(__file__).resolve().parents[2] / "eval_partners"
@@ -54,6 +57,18 @@ def records(manifest, prov: dict) -> dict[str, CandidateRecord]:
     return out
 
 
+def tables_of(folder: Path, entry: dict) -> tuple[FileRef, ...]:
+    """The set's ``br_returns.parquet`` with the SHA-256 the index recorded at export.
+
+    Raises:
+        SystemExit: the file no longer has that checksum.
+    """
+    name = "br_returns.parquet"
+    if sha256_file(folder / name) != entry["files"][name]:
+        raise SystemExit(f"{folder / name} differs from the checksum {entry['files'][name]} in the index")
+    return (FileRef(name, entry["files"][name]),)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", type=Path, default=ROOT, help="the collection folder (holds index.yaml)")
@@ -68,13 +83,15 @@ def main(argv: list[str] | None = None) -> int:
         folder = args.root / entry["path"]
         manifest = load_manifest(folder / "manifest.json", verify=True)
         wanted = records(manifest, entry["provenance"])
-        if all(p.candidate == wanted[p.id] for p in manifest.partners):
+        tables = tables_of(folder, entry)
+        if all(p.candidate == wanted[p.id] for p in manifest.partners) and manifest.tables == tables:
             continue
         stale.append(f"{entry['name']}@{entry['version']}/{entry['split']}")
         if args.check:
             continue
         partners = tuple(dataclasses.replace(p, candidate=wanted[p.id]) for p in manifest.partners)
-        write_manifest(dataclasses.replace(manifest, partners=partners), folder / "manifest.json")
+        updated = dataclasses.replace(manifest, partners=partners, tables=tables)
+        write_manifest(updated, folder / "manifest.json")
         entry["files"]["manifest.json"] = sha256_file(folder / "manifest.json")
     if stale and not args.check:
         index_path.write_text(header + yaml.safe_dump(index, sort_keys=False))
