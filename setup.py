@@ -114,7 +114,7 @@ setup(
             "unhelpful-stay = zsceval.evaluation.strata:StayAgent",
         ],
         "zsceval.cores": [
-            "ppo = zsceval.rl.update:PPOCore",
+            "ppo = zsceval.rl.ppo:PPOCore",
             "pqn = zsceval.rl.pqn:PQNCore",
         ],
         "zsceval.envs": [

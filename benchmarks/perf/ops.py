@@ -118,18 +118,18 @@ def _core_rows(layout: str, B: int, on: bool) -> list[tuple[str, int, float, str
         core.collect(tr.runner, 0)
         core.bootstrap(tr.runner)
         adv, ret = core.advantages()
-        step = core._learner_step
+        step = core.group.step
         counts, seconds = [], []
 
-        def counted(k, mb, ent):
+        def counted(parts, ent):
             t = time.perf_counter()
             with count_ops() as c:
-                out = step(k, mb, ent)
+                out = step(parts, ent)
             seconds.append(time.perf_counter() - t)
             counts.append(sum(c.values()))
             return out
 
-        core._learner_step = counted
+        core.group.step = counted
         t = time.perf_counter()
         core.learn(adv, ret, 0, torch.Generator().manual_seed(0))
         learn_s = time.perf_counter() - t

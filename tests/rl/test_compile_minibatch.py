@@ -14,9 +14,9 @@ import torch
 import torch._dynamo as dynamo
 
 from zsceval.rl.config import ModelConfig, PPOConfig
+from zsceval.rl.loss import clip_and_step, minibatch_loss
 from zsceval.rl.policy import Policy, network_spec
 from zsceval.rl.trainer import Trainer
-from zsceval.rl.update import clip_and_step, minibatch_loss
 
 OBS = (5, 4, 20)
 CFG = PPOConfig()

@@ -7,8 +7,8 @@ import torch
 
 from zsceval.rl.config import ModelConfig
 from zsceval.rl.policy import Policy, network_spec
+from zsceval.rl.ppo import _chunks
 from zsceval.rl.trainer import Trainer
-from zsceval.rl.update import _chunks
 
 
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])

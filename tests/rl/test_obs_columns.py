@@ -78,7 +78,7 @@ def _first_update_grads(tmp_path, on: bool, *extra):
     grads = []
     try:
         core = tr.core
-        for opt in (o for opts in core.optimizers.values() for o in opts.values()):
+        for opt in (o for opts in core.group.optimizers.values() for o in opts.values()):
             step = opt.step
 
             def capture(*a, _step=step, _opt=opt, **kw):

@@ -16,6 +16,7 @@ from zsceval.rl.agent import ActOutput
 from zsceval.rl.algorithm import Algorithm
 from zsceval.rl.checkpoint import CheckpointError, load_agent, save_checkpoint
 from zsceval.rl.config import resolve_config
+from zsceval.rl.learner_group import SeparateLearners, StackedLearners
 from zsceval.rl.policy import Policy
 from zsceval.rl.population import MixtureAgent, PolicyPool
 from zsceval.rl.seating import Arm, ego_partner_arms
@@ -147,7 +148,7 @@ def _head_grad_after_update(tmp_path, coef, name):
     weight0 = policy.actor.head.weight.detach().clone()
     bias0 = policy.actor.head.bias.detach().clone()
     grads = {}
-    opt = tr.core.optimizers["ego"]["actor"]
+    opt = tr.core.group.optimizers["ego"]["actor"]
     opt.step = lambda *a, **k: grads.update(
         w=policy.actor.head.weight.grad.clone(), b=policy.actor.head.bias.grad.clone()
     )
@@ -298,7 +299,9 @@ def test_stacked_learners_update_like_separate_learners(plugin, tmp_path, recurr
         runs[algo] = (tr, before)
     separate, before = runs["four_sp_test"]
     stacked, _ = runs["four_sp_stacked_test"]
-    assert stacked.core.stacked is not None and separate.core.stacked is None
+    assert isinstance(stacked.core.group, StackedLearners) and isinstance(
+        separate.core.group, SeparateLearners
+    )
     for name, policy in separate.learners.items():
         moved = max(float((policy.state_dict()[k] - before[name][k]).abs().max()) for k in before[name])
         assert moved > 1e-3  # the update did something
@@ -307,8 +310,8 @@ def test_stacked_learners_update_like_separate_learners(plugin, tmp_path, recurr
     # resume restores the stacked optimizer state
     resumed = Trainer(_config("run.algo=four_sp_stacked_test", *common), tmp_path / "four_sp_stacked_test",
                       resume=True, progress=False)  # fmt: skip
-    a = resumed.core.stacked_optimizers["actor"].state_dict()["state"]
-    b = stacked.core.stacked_optimizers["actor"].state_dict()["state"]
+    a = resumed.core.group.optimizers["actor"].state_dict()["state"]
+    b = stacked.core.group.optimizers["actor"].state_dict()["state"]
     assert all(torch.equal(a[i]["exp_avg"], b[i]["exp_avg"]) for i in b)
 
 

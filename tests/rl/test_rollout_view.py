@@ -80,7 +80,7 @@ def test_a_plugin_reading_per_seat_rewards_fails_on_the_value_based_core_when_bu
 def test_builtin_plugins_declare_what_their_hooks_read():
     assert set(registry.get("mep-stage1").rollout_fields) >= {"obs", "actions", "actor", "rewards"}
     assert "rewards" not in registry.get("trajedi-stage1").rollout_fields  # it steps the actor only
-    from zsceval.rl.update import PPOCore
+    from zsceval.rl.ppo import PPOCore
 
     for algo in ("mep-stage1", "trajedi-stage1"):
         check_rollout_fields(algo, registry.get(algo).rollout_fields, "ppo", PPOCore.rollout_fields)

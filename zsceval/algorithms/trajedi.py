@@ -20,7 +20,7 @@ the members take one step on ``-weight * JSD`` (weight 0.1) with their PPO actor
 the normal PPO update, as ZSC-Eval's separate JSD actor step (``traj_use_co_update`` off;
 ``zsceval/algorithms/population/traj.py: Traj_Trainer.train`` then ``r_mappo.py:
 R_MAPPO.update_actor``; algorithms-facts section 3). The step shares Adam's moments with PPO's
-updates (:meth:`~zsceval.rl.update.PPOCore.actor_step`), so it scales with the weight against
+updates (:meth:`~zsceval.rl.ppo.PPOCore.actor_step`), so it scales with the weight against
 PPO's gradients; a separate Adam would move each weight about one learning rate whatever the
 weight. As there, each member's actor gradient is clipped at ``ppo.max_grad_norm``; unlike there
 (defect 3), gradients are zeroed before the step, so none are left from the last PPO minibatch.
@@ -141,7 +141,7 @@ class TrajeDiStage1(PopulationSelfPlay):
 
     def on_rollout(self, rollout: Rollout, episodes: Any) -> None:
         """One step of every member's PPO actor optimizer on ``-jsd_weight * JSD`` (gradients zeroed
-        before and after, per-member clipping; :meth:`~zsceval.rl.update.PPOCore.actor_step`).
+        before and after, per-member clipping; :meth:`~zsceval.rl.ppo.PPOCore.actor_step`).
 
         Raises:
             RuntimeError: the learning core has no ``actor_step`` (TrajeDi needs the ``ppo`` core).

@@ -261,7 +261,7 @@ class RunConfig:
     ``off``, all eager; ``step``, the env step as one graph (envs with ``compile_step``,
     deterministic starts; others stay eager with a note); ``full``, the env step, acting (each
     policy that drives every row), the critic's values and the PPO minibatch step (loss and its
-    backward, then clipping and Adam: :meth:`~zsceval.rl.update.PPOCore.compile`), with a rollout
+    backward, then clipping and Adam: :meth:`~zsceval.rl.ppo.PPOCore.compile`), with a rollout
     that reads no tensor on the host for one-arm runs (SP); the ``ppo`` core only, which then
     turns ``ppo.obs_columns`` off; ``auto``, ``step`` on CUDA and ``off`` on CPU (on CPU the
     compile takes minutes and the compiled step was not faster: docs/performance.md)."""

@@ -5,13 +5,15 @@ A core is a learner group class (a :class:`LearningCore`) constructed as
 (``iteration(runner, env_steps, generator, on_rollout)``: by default ``collect``, the plug-in's hook
 on the core's :class:`~zsceval.rl.rollout.Rollout` view, ``update``), names the rollout fields it
 provides (``rollout_fields``) and saves its state (``state_dict()``, ``load_state_dict(state)``).
-See :class:`zsceval.rl.update.PPOCore` (CleanRL's order, in one method) and
-:class:`zsceval.rl.pqn.PQNCore`.
+Its ``collect`` plays the rollout with :meth:`EpisodeRunner.rollout
+<zsceval.rl.runner.EpisodeRunner.rollout>`, storing its part of each step through its
+:class:`~zsceval.rl.runner.StepHooks`. See :class:`zsceval.rl.ppo.PPOCore` (CleanRL's order, in one
+method) and :class:`zsceval.rl.pqn.PQNCore`.
 
 The registry is filled from the entry-point group ``zsceval.cores`` (:mod:`zsceval.plugins`): the
 entry point's name is the core's name and its value the class, ``module:Class``, registered under
 that name unless importing its module called :func:`register_core` itself. The built-ins ``ppo``
-(:class:`~zsceval.rl.update.PPOCore`) and ``pqn`` (:class:`~zsceval.rl.pqn.PQNCore`) are declared
+(:class:`~zsceval.rl.ppo.PPOCore`) and ``pqn`` (:class:`~zsceval.rl.pqn.PQNCore`) are declared
 in ``setup.py`` the same way. :func:`get_core` loads the entry point of the name it is asked for
 only.
 """
@@ -65,7 +67,7 @@ class LearningCore:
 
     sync_free: bool = False
     """Whether :meth:`collect` avoids host reads inside its step loop (``run.compile: full`` sets it
-    on a core that offers it; see :attr:`zsceval.rl.update.PPOCore.sync_free`)."""
+    on a core that offers it; see :attr:`zsceval.rl.ppo.PPOCore.sync_free`)."""
 
     def compile(self, backend: str = "inductor", mode: str | None = None) -> list[str]:
         """``run.compile: full``: compile the core's hot paths with ``torch.compile`` (``backend``,

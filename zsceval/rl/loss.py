@@ -1,13 +1,22 @@
-"""The MAPPO losses for one minibatch (Yu et al. 2022; ZSC-Eval's defaults)."""
+"""The MAPPO losses for one minibatch (Yu et al. 2022; ZSC-Eval's defaults) and the clipped
+optimizer step of a learner (the two halves of a PPO gradient step, :mod:`zsceval.rl.learner_group`).
+"""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.nn import functional as F
 
-__all__ = ["PPOLoss", "ppo_loss"]
+if TYPE_CHECKING:
+    from zsceval.rl.config import PPOConfig
+    from zsceval.rl.policy import Policy
+
+__all__ = ["PPOLoss", "clip_and_step", "minibatch_loss", "ppo_loss", "ppo_terms"]
 
 
 @dataclass
@@ -86,3 +95,87 @@ def ppo_loss(
         approx_kl = mean((ratio - 1) - log_ratio)
         clip_fraction = mean(((ratio - 1.0).abs() > clip).float())
     return PPOLoss(total, policy.detach(), value.detach(), ent.detach(), approx_kl, clip_fraction)
+
+
+def minibatch_loss(policy: Policy, mb: dict[str, Any], entropy_coef: float | torch.Tensor, cfg: PPOConfig
+                   ) -> tuple[torch.Tensor, dict[str, torch.Tensor], dict[str, torch.Tensor]]:  # fmt: skip
+    """PPO loss of one minibatch: re-evaluate its actions, clipped policy and value losses, entropy.
+
+    A function of tensors with static shapes (no host read, no data-dependent shape), so
+    ``torch.compile(fullgraph=True, dynamic=False)`` traces it as one graph (``run.compile: full``;
+    pass ``entropy_coef`` as a 0-dim tensor there, or each new value compiles anew).
+
+    Args:
+        policy: the learner.
+        mb: the minibatch (:meth:`PPOCore._minibatch <zsceval.rl.ppo.PPOCore._minibatch>`):
+            ``obs``/``critic_obs`` ``[L, S, ...]``, ``avail bool [L, S, A]``, ``actions int64
+            [L, S]``, ``old_log_probs``, ``old_values``, ``advantages``, ``targets`` ``float32 [L,
+            S]``, ``starts bool [L, S]``, ``h_actor``/``h_critic`` ``float32 [S, hidden]``, ``weight
+            float32 [L, S]`` or None; optionally ``critic_extra float32 [L, S, E]`` and
+            ``obs_columns``.
+        entropy_coef: the entropy bonus coefficient.
+        cfg: ``ppo`` (clip, value coefficient, Huber delta, value clipping).
+
+    Returns:
+        ``(total loss, statistics, outputs)``: statistics are 0-dim tensors (``policy_loss``,
+        ``value_loss``, ``entropy``, ``approx_kl``, ``clip_fraction``); outputs ``log_probs``,
+        ``entropy``, ``values`` ``float32 [L, S]`` (for a plug-in's extra loss).
+    """
+    logp, entropy, values = policy.evaluate(
+        mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
+        mb["h_actor"], mb["h_critic"], mb["starts"], mb.get("critic_extra"), mb.get("obs_columns"),
+    )  # fmt: skip
+    total, stats = ppo_terms(mb, logp, entropy, values, entropy_coef, mb["weight"], cfg)
+    return total, stats, {"log_probs": logp, "entropy": entropy, "values": values}
+
+
+def ppo_terms(mb: dict[str, Any], logp: torch.Tensor, entropy: torch.Tensor, values: torch.Tensor,
+              entropy_coef: float | torch.Tensor, weight: torch.Tensor | None, cfg: PPOConfig
+              ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:  # fmt: skip
+    """:func:`ppo_loss` of a minibatch's re-evaluated ``logp``, ``entropy`` and ``values``
+    (``float32 [L, S]``) against its stored ``old_log_probs``, ``advantages``, ``old_values`` and
+    ``targets``, with ``cfg``'s clip, value coefficient and Huber delta.
+
+    Returns:
+        ``(total loss, statistics)``: 0-dim tensors ``policy_loss``, ``value_loss``, ``entropy``,
+        ``approx_kl``, ``clip_fraction``.
+    """
+    loss = ppo_loss(
+        logp, mb["old_log_probs"], mb["advantages"], entropy, values, mb["old_values"],
+        mb["targets"], clip=cfg.clip, entropy_coef=entropy_coef, value_coef=cfg.value_loss_coef,
+        huber_delta=cfg.huber_delta, clip_value_loss=cfg.clip_value_loss, weight=weight,
+    )  # fmt: skip
+    stats = {
+        "policy_loss": loss.policy,
+        "value_loss": loss.value,
+        "entropy": loss.entropy,
+        "approx_kl": loss.approx_kl,
+        "clip_fraction": loss.clip_fraction,
+    }
+    return loss.total, stats
+
+
+def clip_and_step(groups: Sequence[Sequence[torch.nn.Parameter]], optimizers: Iterable[torch.optim.Optimizer],
+                  max_norm: float, *, raw_step: bool = False) -> list[torch.Tensor]:  # fmt: skip
+    """Clip the gradients of each parameter group at ``max_norm`` apart, then step every optimizer.
+
+    Args:
+        groups: parameter groups clipped separately (the actor's, the critic's).
+        optimizers: stepped in order after clipping.
+        max_norm: gradient-norm limit of each group.
+        raw_step: call the optimizer's step function without ``Optimizer.step``'s wrapper, whose
+            deliberate ``torch._dynamo.graph_break()`` (around its no-grad switch) would split a
+            compiled graph; the wrapper's profiler record and step hooks are skipped. Set for
+            ``torch.compile(fullgraph=True)``; the eager update keeps ``opt.step()``.
+
+    Returns:
+        ``float32 []`` gradient norm of each group before clipping.
+    """
+    with torch.no_grad():
+        norms = [torch.nn.utils.clip_grad_norm_(g, max_norm) for g in groups]
+        for opt in optimizers:
+            if raw_step:
+                inspect.unwrap(type(opt).step)(opt)
+            else:
+                opt.step()
+    return norms

@@ -48,7 +48,7 @@ from zsceval.rl.networks import ObsColumns, compress_observation, observation_co
 from zsceval.rl.population.functional import Layout, StepForward, static_slots
 from zsceval.rl.qpolicy import QPolicy, epsilon_greedy
 from zsceval.rl.rollout import Rollout
-from zsceval.rl.runner import EpisodeRunner, EpisodeTable, _Episodes
+from zsceval.rl.runner import EpisodeRunner, EpisodeTable, StepHooks
 from zsceval.rl.schedules import shaping_factor
 
 __all__ = ["PQNCore", "epsilon_at", "lambda_returns", "pqn_preset"]
@@ -269,10 +269,10 @@ class PQNCore(LearningCore):
         return q.float().reshape(L * C, -1).index_select(0, pos.clamp(max=L * C - 1))
 
     @torch.no_grad()
-    def _learner_q(self, runner: EpisodeRunner, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(learner bool [N], q float32 [N, A])``: the rows learners drive now and the Q-values of
-        every row (meaningless where ``learner`` is False)."""
-        actor = runner.seat_actor.reshape(-1)
+    def _learner_q(self, seat_actor: torch.Tensor, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(learner bool [N], q float32 [N, A])``: the rows learners drive (``seat_actor int64
+        [B, n]``) and the Q-values of every row of ``obs`` (meaningless where ``learner`` is False)."""
+        actor = seat_actor.reshape(-1)
         columns = self.obs_columns(obs) if obs.device.type == "cpu" else None  # a host read: CPU only
         x = self.varying(obs, columns)
         q = self.q_rows(x.reshape(self.N, *x.shape[2:]), actor, columns=columns)
@@ -288,50 +288,17 @@ class PQNCore(LearningCore):
     def collect(self, runner: EpisodeRunner, env_steps: int) -> EpisodeTable:
         """One rollout of T steps with epsilon-greedy learners; returns the finished episodes.
 
-        Each step runs one forward over all learner rows (acting, and ``M`` of the previous step)
-        and the partners' own forwards (``runner.act`` with the learners skipped). When every arm
+        The runner steps (:meth:`EpisodeRunner.rollout <zsceval.rl.runner.EpisodeRunner.rollout>`);
+        each step runs one forward over all learner rows (acting, and ``M`` of the previous step)
+        and the partners' own forwards (the runner's, with the learners skipped). When every arm
         seats learners only, the learners' part of a step has static shapes and reads nothing
         back to the host; with partners in some seats, the exploration draws are taken for the
         learner rows only (as before), which reads their rows once per seating (per episode with
         an env in lockstep, see :attr:`EpisodeRunner.static_seating`).
         """
-        cfg, B, N = self.cfg, self.B, self.N
         L = len(self.policies)
-        episodes = _Episodes()
-        eps = self.epsilon
-        learners = frozenset(range(L))
-        all_learners = bool((runner.arm_table.actor < L).all())  # host, once per rollout
-        s = runner.step_out
-        learner, q = self._learner_q(runner, s.obs)
-        seated, rows = None, None  # the seating the learner rows ``rows`` were read for
-        for t in range(self.T):
-            s = runner.step_out
-            self.obs[t].copy_(s.obs)
-            self.actor[t].copy_(runner.seat_actor)
-            actions = runner.act(skip=learners)
-            avail = s.avail_actions.reshape(N, -1)
-            if all_learners:
-                actions, _ = epsilon_greedy(q, avail, eps, runner.generator)
-            else:  # the generator's draws for the learner rows only, as the runs before
-                if runner.seat_actor is not seated:  # re-seated: once per episode, not per step
-                    seated, rows = runner.seat_actor, learner.nonzero().squeeze(-1)
-                drawn, _ = epsilon_greedy(q.index_select(0, rows), avail.index_select(0, rows), eps,
-                                          runner.generator)  # fmt: skip
-                actions.index_copy_(0, rows, drawn)
-            self.actions[t].view(N).copy_(actions)
-            rsf = shaping_factor(env_steps + t * B, cfg.shaping.initial_factor, cfg.shaping.horizon)
-            s2, seating, done = runner.env_step(actions)
-            self.rewards[t].copy_(self.algorithm.team_reward(s2, rsf, seating))
-            self.terminated[t].copy_(s2.terminated)
-            self.truncated[t].copy_(s2.truncated)
-            if s2.final_obs is not None:  # some game ended; the seating of the ended episode
-                # (read by lambda_returns only where truncated)
-                l_final, q_final = self._learner_q(runner, s2.final_obs)
-                self.final_max_q[t].copy_(self._sum_max(l_final, q_final, s2.avail_actions))
-            runner.finish_step(s2, done, episodes)
-            learner, q = self._learner_q(runner, runner.step_out.obs)
-            self.next_max_q[t].copy_(self._sum_max(learner, q, runner.step_out.avail_actions))
-        return episodes.table(runner.arm_table.arms, tuple(runner.env.event_names), self.n, runner.E)
+        hooks = _PQNStep(self, runner.seats_only(L), env_steps)  # one host read per rollout
+        return runner.table(runner.rollout(self.T, hooks))
 
     # -- update ---------------------------------------------------------------------------------------
     def targets(self) -> torch.Tensor:
@@ -502,3 +469,62 @@ class PQNCore(LearningCore):
         self.optimizer.load_state_dict(state["optimizer"])
         self.grad_steps = int(state["grad_steps"])
         self.updates = int(state["updates"])
+
+
+class _PQNStep(StepHooks):
+    """The PQN core's part of each rollout step: store the step, act epsilon-greedily for the
+    learners (one forward over their rows), the group reward, and ``M`` of the final and the
+    next observations (:meth:`PQNCore.collect`)."""
+
+    acts_for_learners = True
+
+    def __init__(self, core: PQNCore, all_learners: bool, env_steps: int) -> None:
+        self.core, self.all_learners, self.env_steps = core, all_learners, env_steps
+        self.learners = len(core.policies)
+        self.eps = core.epsilon
+        self.learner: torch.Tensor | None = None
+        """``bool [N]`` the rows learners drive at the current observation (with :attr:`q`)."""
+        self.q: torch.Tensor | None = None
+        """``float32 [N, A]`` Q-values of the current observation: computed at the rollout's first
+        step, then after each step (where they also give ``M_{t+1}``)."""
+        self.seated: torch.Tensor | None = None
+        self.rows: torch.Tensor | None = None
+        """The learner rows, read for the seating :attr:`seated`."""
+
+    def observe(self, t, s, seating, starts):
+        core = self.core
+        if self.q is None:
+            self.learner, self.q = core._learner_q(seating.actor, s.obs)
+        core.obs[t].copy_(s.obs)
+        core.actor[t].copy_(seating.actor)
+        return None
+
+    def act(self, t, s, seating, actions, generator):
+        core = self.core
+        avail = s.avail_actions.reshape(core.N, -1)
+        if self.all_learners:
+            actions, _ = epsilon_greedy(self.q, avail, self.eps, generator)
+        else:  # the generator's draws for the learner rows only, as the runs before
+            if seating.actor is not self.seated:  # re-seated: once per episode, not per step
+                self.seated, self.rows = seating.actor, self.learner.nonzero().squeeze(-1)
+            drawn, _ = epsilon_greedy(self.q.index_select(0, self.rows), avail.index_select(0, self.rows),
+                                      self.eps, generator)  # fmt: skip
+            actions.index_copy_(0, self.rows, drawn)
+        core.actions[t].view(core.N).copy_(actions)
+        return actions
+
+    def stepped(self, t, step, seating):
+        core, cfg = self.core, self.core.cfg
+        rsf = shaping_factor(self.env_steps + t * core.B, cfg.shaping.initial_factor, cfg.shaping.horizon)
+        core.rewards[t].copy_(core.algorithm.team_reward(step, rsf, seating))
+        core.terminated[t].copy_(step.terminated)
+        core.truncated[t].copy_(step.truncated)
+        if step.final_obs is not None:  # some game ended; the seating of the ended episode
+            # (read by lambda_returns only where truncated)
+            l_final, q_final = core._learner_q(seating.actor, step.final_obs)
+            core.final_max_q[t].copy_(core._sum_max(l_final, q_final, step.avail_actions))
+
+    def advanced(self, t, s, seating):
+        core = self.core
+        self.learner, self.q = core._learner_q(seating.actor, s.obs)
+        core.next_max_q[t].copy_(core._sum_max(self.learner, self.q, s.avail_actions))

@@ -1,8 +1,9 @@
 """The episode runner: one loop that steps a batched env with seated agents, for training
-(:meth:`EpisodeRunner.collect` fills a rollout buffer), for ``zsceval eval`` and for the evaluation
-core (:meth:`EpisodeRunner.play`: one episode per game).
+(:meth:`EpisodeRunner.rollout`: T steps, each learning core storing its part through
+:class:`StepHooks`), for ``zsceval eval`` and for the evaluation core (:meth:`EpisodeRunner.play`:
+one episode per game).
 
-Glossary (shared with :mod:`zsceval.rl.trainer` and :mod:`zsceval.rl.update`):
+Glossary (shared with :mod:`zsceval.rl.trainer` and :mod:`zsceval.rl.ppo`):
 
 * **env step**: one joint action in one game. A batched call ``env.step`` on B games is B env
   steps; budgets, schedules and throughput are all counted in env steps.
@@ -34,7 +35,7 @@ from zsceval.envs.base import Step
 from zsceval.rl.policy import Policy
 from zsceval.rl.seating import Arm, ArmTable, Seating
 
-__all__ = ["EpisodeRunner", "EpisodeTable", "uniform_assign"]
+__all__ = ["EpisodeRunner", "EpisodeTable", "StepHooks", "uniform_assign"]
 
 
 def uniform_assign(num_arms: int) -> Callable[[torch.Tensor, torch.Generator | None], torch.Tensor]:
@@ -139,6 +140,43 @@ class _Episodes:
         game, arm, sparse, shaped, events = (torch.cat(c).cpu() for c in cols)
         ego_seat = torch.tensor([a.ego_seat for a in arms], dtype=torch.int64).index_select(0, arm)
         return EpisodeTable(game, arm, ego_seat, sparse, shaped, events, arms, event_names)
+
+
+class StepHooks:
+    """A learning core's part of each step of :meth:`EpisodeRunner.rollout` (override what it needs;
+    the defaults do nothing). ``t`` is the step index in the rollout; ``N = B * n`` rows.
+
+    Attributes:
+        learners: the core's learners are actors ``0 .. learners - 1``.
+        acts_for_learners: the core picks its learners' actions itself (in :meth:`act`: PQN's
+            epsilon-greedy over one batched forward); otherwise they act through the runner with
+            the other actors.
+    """
+
+    learners: int = 0
+    acts_for_learners: bool = False
+
+    def observe(self, t: int, s: Step, seating: Seating, starts: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor] | None:  # fmt: skip
+        """Step t begins at ``s`` (s_t) with ``seating``; ``starts bool [N]`` marks episode starts.
+        Store what the core keeps of s_t. Return ``(state float32 [N, hidden], log_probs float32
+        [N])`` to have the runner write into them, for the learners' rows, each learner's recurrent
+        state before acting and the log-probabilities of its actions (None: nothing recorded)."""
+        return None
+
+    def act(self, t: int, s: Step, seating: Seating, actions: torch.Tensor,
+            generator: torch.Generator | None) -> torch.Tensor:  # fmt: skip
+        """The actors have acted: ``actions int64 [N]`` (the learners' rows unset when
+        :attr:`acts_for_learners`). Returns the actions to step the env with (draws from
+        ``generator``, the runner's, come after the actors' own)."""
+        return actions
+
+    def stepped(self, t: int, step: Step, seating: Seating) -> None:
+        """The env stepped: ``step`` holds r_t and the episode ends (``final_obs`` where games
+        reset), ``seating`` is the seating that acted (before any re-seat)."""
+
+    def advanced(self, t: int, s: Step, seating: Seating) -> None:
+        """After step t: ``s`` is s_{t+1}, ``seating`` its seating (games that reset re-seated)."""
 
 
 class EpisodeRunner:
@@ -282,6 +320,32 @@ class EpisodeRunner:
         rows = self.rows[k]
         return rows is None or rows.numel() > 0
 
+    def per_actor(
+        self, actors: int, fn: Callable[..., tuple[torch.Tensor, ...]],
+        inputs: Sequence[torch.Tensor | list[torch.Tensor] | None],
+        outputs: Sequence[torch.Tensor | list[torch.Tensor] | None],
+    ) -> None:  # fmt: skip
+        """Run ``fn`` on the rows of each of the actors ``0 .. actors - 1`` that drives any row now.
+
+        ``fn(k, every_row, *rows)`` gets actor k, whether it drives every row (static shapes), and
+        its rows of each input: of a ``[N, ...]`` tensor, of ``inputs[i][k]`` for a list (one
+        ``[N, ...]`` tensor per actor), or None for None. Its i-th result is written into actor k's
+        rows of ``outputs[i]`` (``outputs[i][k]`` for a list; None: dropped). No host read.
+        """
+
+        def rows_of(x, k: int):
+            if x is None:
+                return None
+            return self.select(x[k] if isinstance(x, list) else x, k)
+
+        for k in range(actors):
+            if not self.active(k):
+                continue
+            results = fn(k, self.rows[k] is None, *(rows_of(x, k) for x in inputs))
+            for dst, src in zip(outputs, results):
+                if dst is not None:
+                    self.put(dst[k] if isinstance(dst, list) else dst, k, src)
+
     @torch.no_grad()
     def act(
         self, deterministic: bool = False, on_actor=None, skip: frozenset[int] = frozenset()
@@ -397,6 +461,49 @@ class EpisodeRunner:
         self.starts = done.unsqueeze(-1).expand(self.B, self.n).reshape(self.N)
         self.step_out = s
 
+    # -- training -----------------------------------------------------------------------------------
+    def seats_only(self, actors: int) -> bool:
+        """Whether every arm seats only actors ``0 .. actors - 1`` (one host read)."""
+        return bool((self.arm_table.actor < actors).all())
+
+    @torch.no_grad()
+    def rollout(self, T: int, hooks: StepHooks) -> _Episodes:
+        """Play T steps from the current state (a rollout), a learning core storing its part of each
+        step through ``hooks``; returns the records of the episodes that ended (:meth:`table`).
+
+        Each step t: the core observes s_t (:meth:`StepHooks.observe`), every actor acts on its
+        rows (:meth:`act`; the learners' states and log-probabilities recorded where the core asks),
+        the core completes the actions (:meth:`StepHooks.act`), the env steps (:meth:`env_step`),
+        the core stores the reward and the ends (:meth:`StepHooks.stepped`), the runner records the
+        finished episodes, re-seats the games that reset and advances (:meth:`finish_step`), and
+        the core sees s_{t+1} (:meth:`StepHooks.advanced`). With :attr:`static_seating` and hooks
+        that read no tensor on the host, no op here does (tests/rl/test_sync_free_rollout.py).
+        """
+        episodes = _Episodes()
+        L = hooks.learners
+        skip = frozenset(range(L)) if hooks.acts_for_learners else frozenset()
+        record: tuple[torch.Tensor, torch.Tensor] | None = None
+
+        def on_actor(k: int, h: torch.Tensor, logp: torch.Tensor) -> None:
+            if k < L:
+                self.put(record[0], k, h)
+                self.put(record[1], k, logp)
+
+        for t in range(T):
+            s, seating = self.step_out, self.seating
+            record = hooks.observe(t, s, seating, self.starts)
+            actions = self.act(on_actor=None if record is None else on_actor, skip=skip)
+            actions = hooks.act(t, s, seating, actions, self.generator)
+            s2, seating, done = self.env_step(actions)
+            hooks.stepped(t, s2, seating)
+            self.finish_step(s2, done, episodes)
+            hooks.advanced(t, self.step_out, self.seating)
+        return episodes
+
+    def table(self, episodes: _Episodes) -> EpisodeTable:
+        """The episode table of ``episodes`` (host work, once per rollout or match)."""
+        return episodes.table(self.arm_table.arms, tuple(self.env.event_names), self.n, self.E)
+
     # -- evaluation ---------------------------------------------------------------------------------
     @torch.no_grad()
     def play(self, deterministic: bool = False, max_steps: int | None = None) -> EpisodeTable:
@@ -420,7 +527,7 @@ class EpisodeRunner:
                 break
         else:
             raise RuntimeError(f"not every game finished an episode within {limit} steps")
-        table = episodes.table(self.arm_table.arms, tuple(self.env.event_names), self.n, self.E)
+        table = self.table(episodes)
         order = torch.argsort(table.game)
         for f in ("game", "arm", "ego_seat", "sparse", "shaped", "events"):
             setattr(table, f, getattr(table, f)[order])

@@ -5,7 +5,7 @@ T = the core's ``rollout_length`` batched steps over B = ``env.num_envs`` games 
 steps**) followed by the core's update (PPO: ``ppo.epochs`` **epochs** of ``ppo.num_minibatches``
 **minibatches** per learner). ``run.total_steps`` counts env steps; the loop stops after the first
 iteration that reaches it. One iteration is :meth:`LearningCore.iteration
-<zsceval.rl.cores.LearningCore.iteration>` (for PPO, :meth:`zsceval.rl.update.PPOCore.iteration`
+<zsceval.rl.cores.LearningCore.iteration>` (for PPO, :meth:`zsceval.rl.ppo.PPOCore.iteration`
 reads top to bottom in CleanRL's order); the trainer logs it (:meth:`Trainer._iteration`).
 
 Building a trainer (:meth:`Trainer._build`): the run folder (:class:`~zsceval.rl.run_dir.RunDirectory`:
