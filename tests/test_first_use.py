@@ -54,8 +54,8 @@ def test_an_altered_br_returns_table_is_refused_when_the_set_is_used_by_path(tmp
     table = pd.read_parquet(copy / "br_returns.parquet")
     table["br_return"] *= 3  # the edit that moved the IQM from 0.672 to 0.348 without a word
     table.to_parquet(copy / "br_returns.parquet")
-    res = invoke("eval", "--agent", agent, "--partner-set", copy / "manifest.json", "--layout", "cramped_room",
-                 "--episodes", "1")  # fmt: skip
+    res = invoke("eval", "--agent", agent, "--partner-set", copy / "manifest.json",
+                 "--layout", "cramped_room", "--episodes", "1")  # fmt: skip
     clean_error(res, "br_returns.parquet", "sha256")
 
 
@@ -110,7 +110,7 @@ user's own output folders, and CAPITALS are placeholders."""
 def test_no_help_text_names_an_issue_a_paper_number_or_a_missing_repository_path():
     from zsceval.cli import main
 
-    for path, cmd in _commands(main):
+    for path, _ in _commands(main):
         text = invoke(*path, "--help").output
         assert not re.search(r"\bissue [0-9]|\bpaper 00[0-9]", text, re.I), (path, text)
         for token in re.findall(r"[\w./<>-]+/[\w./<>-]+", text):

@@ -41,8 +41,8 @@ _PAGE = """<!doctype html>
   <img id="frame" alt="the kitchen">
   <div class="bar" id="status">Press <kbd>Enter</kbd> or Start to play.</div>
   <button id="start">Start</button>
-  <p>You are the chef of seat __SEAT_NAME__ (__SEAT_COLOR__). Move with the <kbd>arrow keys</kbd>, pick up, put
-    down and serve with <kbd>space</kbd>. The game runs at __FPS__ steps per second.</p>
+  <p>You are the chef of seat __SEAT_NAME__ (__SEAT_COLOR__). Move with the <kbd>arrow keys</kbd>, pick
+    up, put down and serve with <kbd>space</kbd>. The game runs at __FPS__ steps per second.</p>
 </div>
 <script>
 "use strict";
