@@ -136,3 +136,77 @@ def test_an_unknown_suite_algorithm_does_not_call_implemented_ones_pending(tmp_p
     res = invoke("bench", "--suite", suite, "--plan")
     clean_error(res, "unknown algorithm 'spp'", "did you mean 'sp'")
     assert "not implemented yet" not in res.output and "skipped until implemented" not in res.output
+
+
+# -- a diverged run stops, and nothing scores its weights ---------------------------------------------------
+@pytest.mark.parametrize("algo", ["sp", "vdn"])
+def test_a_diverged_run_stops_with_one_message_and_is_not_marked_done(tmp_path, algo):
+    core = "pqn" if algo == "vdn" else "ppo"
+    out = tmp_path / "run"
+    res = invoke("train", "--algo", algo, "--layout", "cramped_room", "--no-progress", "--out", out,
+                 "--set", f"{core}.lr=1e12", "--set", "env.num_envs=8", "--set", "run.eval_episodes=0",
+                 "--steps", "30000")  # fmt: skip
+    clean_error(res, "training diverged at iteration", "not finite", f"{core}.lr")
+    assert not (out / "eval.json").exists()
+    rows = pd.read_csv(out / "metrics.csv")
+    assert len(rows) >= 1  # the row that shows the divergence is kept
+
+
+def test_a_checkpoint_with_non_finite_weights_is_refused_by_name(tmp_path):
+    import torch
+
+    from zsceval.rl.checkpoint import CheckpointError, load_agent, save_checkpoint
+
+    entry = resolve_set("zsceval:cramped_room@1")
+    agent, meta = load_agent(next((entry.folder / "policies" / "c002_final").glob("step_*")))
+    with torch.no_grad():
+        next(agent.parameters()).fill_(float("nan"))
+    path = save_checkpoint(tmp_path / "nan", 100, {"biased": agent},
+                           {k: meta[k] for k in ("layout", "env_spec")} | {"ego": "biased"})  # fmt: skip
+    with pytest.raises(CheckpointError, match="non-finite weights"):
+        load_agent(path)
+    res = invoke("eval", "--agent", path, "--partner-set", "zsceval:cramped_room", "--episodes", "1")
+    clean_error(res, str(path), "non-finite")
+
+
+# -- what a score means --------------------------------------------------------------------------------------
+def test_a_set_score_comes_with_its_definition_the_baselines_and_a_small_set_note(tmp_path):
+    _, agent = _set_copy(tmp_path)
+    base = ("eval", "--agent", agent, "--partner-set", "zsceval:cramped_room", "--episodes", "1")
+    res = invoke(*base)
+    assert res.exit_code == 0, res.output
+    assert "BR-Prox = min(1, R(agent, partner) / R(BR, partner))" in res.output
+    assert "> this agent" in res.output and "SP             0.673" in res.output  # the shipped baselines
+    assert "3 candidates per level: too few for these intervals to inform" in res.output
+    out = json.loads(invoke(*base, "--json").output)
+    assert out["definition"].startswith("BR-Prox = ") and out["baselines"]["iqm"]["sp"] == 0.673
+    assert out["summary"]["all"]["num_candidates"] == 3 and out["summary"]["all"]["informative"] is False
+
+
+def test_an_interval_of_returns_never_reaches_below_zero():
+    import torch
+
+    from zsceval.rl.play import mean_ci
+
+    returns = torch.tensor([0.0] * 9 + [20.0])  # a partner that only stays: mostly nothing
+    mean, lo, hi = mean_ci(returns)
+    assert lo < 0  # the plain t interval
+    assert mean_ci(returns, low_bound=0.0) == (mean, 0.0, hi)
+
+
+# -- time before work ------------------------------------------------------------------------------------------
+PLANS = [
+    ("sp", ["ego: sp"]),
+    ("tbs", ["tbs/pool_n6_s0", "tbs/heldout_n6_s1000"]),
+    ("hsp", ["stage 1: mep-stage1", "HSP's own candidates", "ego: hsp"]),
+]
+
+
+@pytest.mark.parametrize(("algo", "stages"), PLANS)
+def test_train_plan_prints_each_jobs_env_steps_and_the_hours_and_trains_nothing(tmp_path, algo, stages):
+    out = tmp_path / "run"
+    res = invoke("train", "--algo", algo, "--layout", "cramped_room", "--plan", "--out", out)
+    assert res.exit_code == 0, res.output
+    assert all(s in res.output for s in stages) and "left h" in res.output
+    assert re.search(r"training left: about (\d+ min|[\d.]+ h)", res.output)
+    assert not out.exists()

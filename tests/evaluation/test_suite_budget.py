@@ -200,9 +200,23 @@ def test_plan_prints_the_budget_and_runs_nothing(suite_file, tmp_path):
     res = CliRunner().invoke(main, ["bench", "--suite", str(suite_file), "--out", str(out), "--plan",
                                     "--device", "cuda"])  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert "34,000" in res.output and "training left:" in res.output
-    assert "no figure for preset 'quick' on cuda" in res.output
+    assert "34,000" in res.output and "training left: about" in res.output
+    assert "assumed for preset 'quick' on cuda (nothing has run yet)" in res.output  # every device
+    assert "left h" in res.output and " 0.00\n" not in res.output and "about 0.0 h" not in res.output
     assert not out.exists()
+
+
+def test_hours_are_never_zero_for_work_that_is_left():
+    from zsceval.bench.stages import format_left
+
+    budget = pd.DataFrame({"stage": ["a", "b"], "jobs": [1, 1], "env_steps": [3_000, 0],
+                           "done_steps": [0, 0], "train_s": [0.0, 0.0], "busy_s": [0.0, 0.0]})  # fmt: skip
+    hours, how, per_stage = bm_budget.hours_left("quick", "cpu", budget)
+    assert 0 < hours < 0.01 and list(map(bm_budget.format_hours, per_stage)) == ["<0.01", "0"]
+    assert format_left(hours, how).startswith("training left: about 1 min")
+    assert format_left(0.0, how).startswith("training left: none")
+    _, how, _ = bm_budget.hours_left("quick", "mps", budget)
+    assert "no figure for this pair" in how
 
 
 def test_plan_estimates_for_the_workers_of_the_bench_running_in_its_folder(suite_file, tmp_path, monkeypatch):
@@ -213,8 +227,8 @@ def test_plan_estimates_for_the_workers_of_the_bench_running_in_its_folder(suite
     from zsceval.execution.locks import LOCK_NAME
 
     seen = []
-    real = bm_budget.estimate_hours
-    monkeypatch.setattr(bm_budget, "estimate_hours", lambda s, b, w=1: seen.append(w) or real(s, b, w))
+    real = bm_budget.hours_left
+    monkeypatch.setattr(bm_budget, "hours_left", lambda p, d, b, w=1: seen.append(w) or real(p, d, b, w))
     out = tmp_path / "bench"
     out.mkdir()
     lock = {"pid": os.getpid(), "host": socket.gethostname(), "started": "2026-11-28 10:00:00",

@@ -28,6 +28,7 @@ __all__ = [
     "TrainRequest",
     "TrainRequestError",
     "default_out",
+    "plan_budget",
     "plan_training",
     "train_run",
 ]
@@ -169,6 +170,41 @@ def _single_run_only(req: TrainRequest, why: str) -> None:
     if req.redo or req.workers > 1:
         flag = "--redo" if req.redo else "--workers"
         raise TrainRequestError(f"{flag} applies to a multi-stage run (a job chain); {why}")
+
+
+def plan_budget(plan: TrainPlan, workers: int = 1) -> tuple[Any, float, str, Any]:
+    """The env steps of a plan's training jobs and the hours left (``zsceval train --plan``), by the
+    model of ``zsceval bench --plan`` (:func:`zsceval.bench.budget.hours_left`).
+
+    Returns:
+        ``(budget, hours, how, per-stage hours)``: ``budget`` has the columns of
+        :func:`~zsceval.bench.budget.env_step_budget`, one row per stage (a single run is one
+        ``ego`` row; a chain's rows are its stages), with what ``plan.out`` already holds.
+    """
+    import pandas as pd
+
+    from zsceval.bench.budget import COLUMNS, hours_left, jobs_budget, trained_steps
+
+    if plan.action == "chain":
+        chain = plan.chain
+        overrides = [o for o in chain["overrides"] if not o.strip().startswith("algo.")]
+        ego_cfg = resolve_config(preset=chain["preset"], overrides=overrides,
+                                 **{"run.algo": chain["algo"], "env.layout": chain["layout"]})  # fmt: skip
+        steps = chain["steps"] or ego_cfg.run.total_steps
+        budget = jobs_budget(chain_jobs(chain), plan.out, default_steps=steps)
+        budget["stage"] = budget["stage"].replace({"ego": f"ego: {chain['algo']}"})  # the chain's ego id
+        preset, device = chain["preset"], str(chain["device"])
+    else:
+        cfg = plan.cfg
+        done, secs, busy = trained_steps(Path(plan.out))
+        total = int(cfg.run.total_steps)
+        row = {"stage": f"ego: {cfg.run.algo}", "jobs": 1, "env_steps": total, "done_steps": min(done, total),
+               "train_s": secs, "busy_s": busy}  # fmt: skip
+        budget = pd.DataFrame([row], columns=COLUMNS)
+        # the assumed rates are the presets' networks': the paper preset's CNN or the quick one's MLP
+        preset, device = ("paper" if cfg.model.kind == "cnn" else "quick"), str(cfg.run.device)
+    hours, how, per_stage = hours_left(preset, device, budget, workers)
+    return budget, hours, how, per_stage
 
 
 def train_run(

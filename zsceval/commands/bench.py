@@ -123,9 +123,9 @@ def bench(
 def _print_plan(suite, out: str, executor: str, workers: int) -> None:
     """The suite's layouts, algorithms and ego budgets, the env steps per stage (with what ``out``
     already holds) and the hours left."""
-    from zsceval.bench.budget import env_step_budget, estimate_hours
+    from zsceval.bench.budget import env_step_budget, hours_left
     from zsceval.bench.plan import build_phases
-    from zsceval.bench.stages import format_budget
+    from zsceval.bench.stages import format_budget, format_left
     from zsceval.plugins import PluginLoadError
 
     click.echo(
@@ -139,11 +139,11 @@ def _print_plan(suite, out: str, executor: str, workers: int) -> None:
         budget = env_step_budget(suite, build_phases(suite)[0], out)
     except (ValueError, OSError, PluginLoadError) as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(format_budget(budget))
-    hours, how = estimate_hours(suite, budget, workers if executor != "local" else 1)
-    click.echo(
-        f"training left: about {hours:.1f} h ({how})" if hours is not None else f"training left: {how}"
+    hours, how, per_stage = hours_left(
+        suite.preset, str(suite.device), budget, workers if executor != "local" else 1
     )
+    click.echo(format_budget(budget, per_stage))
+    click.echo(format_left(hours, how))
 
 
 def _print_report(out: str, tables: dict, levels) -> None:

@@ -116,12 +116,22 @@ def _echo_partner_set(out: dict, episodes: int) -> None:
             f"  {u['partner']:<14} {u['partner_level']:<9} seat {u['seat']}: "
             f"return {u['sparse_return']:6.1f}  BR {u['br_return']:6.1f}  BR-Prox {u['br_prox']:.3f}"
         )
+    click.echo(f"  {out['definition']}")
     click.echo(f"  BR-Prox IQM over {len(out['units'])} (partner, seat) units: {out['br_prox_iqm']:.3f}")
     for level, r in out["summary"].items():
         click.echo(
             f"  BR-Prox IQM {level:<8} {r['iqm']:.3f} (95% CI {r['ci_low']:.3f}..{r['ci_high']:.3f}) "
             f"over {_n(r['num_partners'], 'partner')}, {_n(r['num_units'], 'unit')}"
         )
+    few = min(
+        (r["num_candidates"] for r in out["summary"].values() if not r.get("informative", True)), default=0
+    )
+    if few:
+        click.echo(
+            f"  (the set has {_n(few, 'candidate')} per level: too few for these intervals to inform; "
+            "compare on a larger set, e.g. zsceval:counter_circuit@2)"
+        )
+    _echo_baselines(out.get("baselines") or {}, out["br_prox_iqm"])
     if "unhelpful" not in out:
         return
     click.echo("  strata:")
@@ -135,6 +145,17 @@ def _echo_partner_set(out: dict, episodes: int) -> None:
             f"(95% CI {r['ci_low']:.3f}..{r['ci_high']:.3f})"
         )
     _echo_unhelpful(out["unhelpful"], indent="    ")
+
+
+def _echo_baselines(baselines: dict, agent_iqm: float) -> None:
+    """The published baselines' IQMs on the same set, the agent's among them."""
+    if not baselines.get("iqm"):
+        return
+    click.echo(f"  on this set ({baselines['egos']}):")
+    names = {"trajedi": "TrajeDi", "this agent": "> this agent"}
+    rows = sorted([*baselines["iqm"].items(), ("this agent", agent_iqm)], key=lambda kv: -kv[1])
+    for name, value in rows:
+        click.echo(f"    {names.get(name, name.upper()):<14} {value:.3f}")
 
 
 def _echo_cross_play(out: dict, episodes: int) -> None:

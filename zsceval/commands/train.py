@@ -33,6 +33,18 @@ def _finish_chain(params: dict, out, progress: bool, redo: tuple[str, ...] = (),
         click.echo(extra.read_text().rstrip())
 
 
+def _print_plan(plan, workers: int) -> None:
+    """``--plan``: each stage's env steps, the share done, the hours logged and left."""
+    from zsceval.bench.stages import format_budget, format_left
+    from zsceval.bench.training import plan_budget
+
+    budget, hours, how, per_stage = plan_budget(plan, workers)
+    what = "a multi-stage run (a chain of jobs)" if plan.action == "chain" else "one training run"
+    click.echo(f"{what} into {plan.out}")
+    click.echo(format_budget(budget, per_stage))
+    click.echo(format_left(hours, how))
+
+
 def _report(summary: dict, out) -> None:
     sp = summary.get("self_play")
     if "env_steps" not in summary:  # an ego that is not one training run (a composite agent)
@@ -113,6 +125,14 @@ def _report(summary: dict, out) -> None:
 )
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
 @click.option(
+    "--plan/--no-plan",
+    "show_plan",
+    default=False,
+    show_default=True,
+    help="Print the env steps of every training job (a multi-stage run's stages too), what --out already "
+    "holds, and the hours left; train nothing.",
+)
+@click.option(
     "--print-config/--no-print-config",
     default=False,
     show_default=True,
@@ -134,6 +154,7 @@ def train(
     workers,
     progress,
     print_config,
+    show_plan=False,
 ) -> None:
     """Train an algorithm on a layout; writes config, metrics, checkpoints and eval.json to --out.
 
@@ -164,7 +185,7 @@ def train(
     )
     from zsceval.commands._common import check_writable, parse_steps, write_error
     from zsceval.rl.checkpoint import CheckpointError
-    from zsceval.rl.trainer import RunExistsError
+    from zsceval.rl.trainer import NonFiniteError, RunExistsError
 
     req = TrainRequest(
         algo, env_name, layout, seed, parse_steps(steps), preset, config_file, tuple(overrides), device, out,
@@ -177,6 +198,9 @@ def train(
             return
         if print_config:
             click.echo(yaml.safe_dump(config_to_dict(plan.cfg), sort_keys=False), nl=False)
+            return
+        if show_plan:
+            _print_plan(plan, workers)
             return
         if plan.action == "chain":
             if not resume:
@@ -199,6 +223,7 @@ def train(
     except (
         ConfigError,
         CheckpointError,
+        NonFiniteError,
         RunExistsError,
         registry.UnknownAlgorithmError,
         registry.PluginLoadError,

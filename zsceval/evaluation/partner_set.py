@@ -18,7 +18,25 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["evaluate_partner_set", "human_proxy_partner", "partner_set_play", "set_br_returns"]
+__all__ = [
+    "BR_PROX_DEFINITION",
+    "MIN_CANDIDATES",
+    "evaluate_partner_set",
+    "human_proxy_partner",
+    "partner_set_play",
+    "set_br_returns",
+]
+
+BR_PROX_DEFINITION = (
+    "BR-Prox = min(1, R(agent, partner) / R(BR, partner)) per (partner, seat), 1 where the partner's "
+    "best response scores R(BR, partner) <= 0; 1 means the agent does as well with the partner as its "
+    "best response (ZSC-Eval Sec. 4.3)"
+)
+"""The one-line definition that scores print beside the number."""
+
+MIN_CANDIDATES = 5
+"""Candidates a level of a set needs for its bootstrap interval to inform: with fewer, the interval
+spans most of [0, 1] whatever the agent does (a 3-candidate set's runs 0.12-1.00)."""
 
 CI_REPS = 2000
 """Bootstrap replicates of the BR-Prox IQM's confidence intervals."""
@@ -128,10 +146,12 @@ def partner_set_play(
         reps: bootstrap replicates of the confidence intervals.
 
     Returns:
-        JSON-able dict: ``layout, agent, partner_set, episodes_per_seat``, ``br_prox_iqm`` (IQM over
-        the units), ``summary``: per level ``all``, ``moderate``, ``expert`` (those the set has) the
-        ``iqm, ci_low, ci_high`` (95% percentile bootstrap over partners, a partner with both its
-        seats: :func:`~zsceval.stats.metrics.br_prox_summary`) and ``num_partners, num_units``; and
+        JSON-able dict: ``layout, agent, definition`` (:data:`BR_PROX_DEFINITION`), ``partner_set,
+        episodes_per_seat``, ``br_prox_iqm`` (IQM over the units), ``summary``: per level ``all``,
+        ``moderate``, ``expert`` (those the set has) the ``iqm, ci_low, ci_high`` (95% percentile
+        bootstrap over partners, a partner with both its seats:
+        :func:`~zsceval.stats.metrics.br_prox_summary`), ``num_partners, num_units, num_candidates``
+        and ``informative`` (at least :data:`MIN_CANDIDATES` candidates); and
         ``units``: one record per (partner, seat) with ``partner, partner_level, seat,
         sparse_return`` (mean over the episodes), ``br_return`` and ``br_prox``.
 
@@ -166,20 +186,35 @@ def partner_set_play(
     units = units.merge(br_table.groupby(keys, as_index=False)["br_return"].mean(), on=keys)
     units["br_prox"] = br_prox(units["sparse_return"].to_numpy(), units["br_return"].to_numpy())
     rows = br_prox_summary(frame, br_table, rng=np.random.default_rng(seed), reps=reps)
+    candidates = _candidates_per_level(manifest, units)
     summary = {
         r.partner_level: {"iqm": float(r.iqm), "ci_low": float(r.ci_low), "ci_high": float(r.ci_high),
-                          "num_partners": int(r.num_partners), "num_units": int(r.num_units)}
+                          "num_partners": int(r.num_partners), "num_units": int(r.num_units),
+                          "num_candidates": candidates[r.partner_level],
+                          "informative": candidates[r.partner_level] >= MIN_CANDIDATES}
         for r in rows.itertuples()
     }  # fmt: skip
     return {
         "layout": layout,
         "agent": agent_path,
+        "definition": BR_PROX_DEFINITION,
         "partner_set": str(manifest),
         "episodes_per_seat": episodes,
         "br_prox_iqm": float(iqm(units["br_prox"].to_numpy())),
         "summary": summary,
         "units": units.to_dict(orient="records"),
     }
+
+
+def _candidates_per_level(manifest: str, units) -> dict[str, int]:
+    """Distinct candidates (a candidate's mid and final are one) per level, ``all`` included."""
+    from zsceval.evaluation.manifest import load_manifest
+
+    of = {p.id: p.candidate_id for p in load_manifest(manifest, verify=False).partners}
+    out = {"all": len({of[p] for p in units["partner"]})}
+    for level, g in units.groupby("partner_level"):
+        out[str(level)] = len({of[p] for p in g["partner"]})
+    return out
 
 
 def human_proxy_partner(partner_set: str, layout: str) -> tuple[str, dict] | None:

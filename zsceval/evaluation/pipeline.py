@@ -142,7 +142,7 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
     the checkpoint and the partner).
     """
     from zsceval.rl.config import ConfigError, config_from_dict, resolve_config
-    from zsceval.rl.trainer import Trainer
+    from zsceval.rl.trainer import NonFiniteError, Trainer
 
     options = dict(params.get("algo_options", {}))
     for option, ids in params.get("algo_inputs", {}).items():
@@ -194,6 +194,8 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
             raise JobInputError(f"{params.get('algo')} on {params.get('layout')}: {exc}") from None
         try:
             summary = trainer.train()
+        except NonFiniteError as exc:  # a rerun diverges the same way: change the setting first
+            raise JobInputError(f"{params.get('algo')} on {params.get('layout')}: {exc}") from None
         finally:
             trainer.close()
     return {"run": "run", "self_play_return": summary.get("self_play", {}).get("sparse_return_mean")}

@@ -92,6 +92,7 @@ def evaluate_request(req: EvalRequest, check_writable=lambda folder, flag: None)
 
         out = partner_set_play(req.agent, partner_set, layout, req.episodes, req.device, req.seed)
         out["shipped_set"] = shipped.full_name if shipped is not None else None
+        out["baselines"] = dict(shipped.baselines) if shipped is not None else {}
         if unhelpful is not None:
             out["unhelpful"] = unhelpful
         return {"mode": "partner_set", **out}

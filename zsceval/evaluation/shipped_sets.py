@@ -160,6 +160,9 @@ class ShippedSet:
         engine_version: the zsceval version that made the set.
         env_spec: the env spec its partners were trained on (a checkpoint's ``env_spec``).
         provenance: where it comes from.
+        baselines: the published baselines' scores on the set (``metric``, ``egos``: the suite
+            and budgets they were trained at, ``iqm``: ``{algorithm: IQM BR-Prox}``); empty when
+            none were scored on it.
     """
 
     label: str
@@ -174,6 +177,7 @@ class ShippedSet:
     engine_version: str
     env_spec: dict | None
     provenance: Provenance
+    baselines: dict = field(default_factory=dict)
 
     @property
     def full_name(self) -> str:
@@ -196,6 +200,7 @@ class ShippedSet:
             "levels": dict(self.levels),
             "engine": {"zsceval": self.engine_version},
             "provenance": dataclasses.asdict(self.provenance),
+            "baselines": dict(self.baselines),
             "manifest": str(self.manifest),
         }
 
@@ -272,6 +277,7 @@ def read_index(root: str | Path, label: str) -> list[ShippedSet]:
                     engine_version=str(e["engine"]["zsceval"]),
                     env_spec=e["engine"].get("env_spec"),
                     provenance=Provenance(**{k: prov.get(k) for k in Provenance.__dataclass_fields__}),
+                    baselines=dict(e.get("baselines") or {}),
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

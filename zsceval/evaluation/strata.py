@@ -162,7 +162,7 @@ def unhelpful_play(agent_path: str, layout: str, episodes: int, device: str = "c
             seats[seat] = agent
             returns.append(play(env, seats, episodes, gen).sparse)
         sparse = torch.cat(returns)
-        mean, lo, hi = mean_ci(sparse)
+        mean, lo, hi = mean_ci(sparse, low_bound=0.0 if env_cfg.name == "overcooked" else None)
         out[name] = {"sparse_return_mean": mean, "sparse_return_ci95": [lo, hi],
                      "episodes": int(sparse.numel())}  # fmt: skip
         if hasattr(env, "close"):

@@ -332,12 +332,19 @@ def load_checkpoint(
         ``<policy>.<param>``; ``train_state`` is None unless requested.
 
     Raises:
-        CheckpointError: missing, corrupt, truncated, or not resumable when a train state is asked.
+        CheckpointError: missing, corrupt, truncated, with NaN or infinite weights, or not resumable
+            when a train state is asked.
         RefusedCheckpointError: inside :func:`refusing`, a checkpoint it holds (names both).
     """
     ckpt = find_checkpoint(path)
     meta = _read_meta(ckpt)
     weights = _load_tensors(ckpt / POLICIES)
+    broken = [k for k, t in weights.items() if t.is_floating_point() and not bool(torch.isfinite(t).all())]
+    if broken:
+        raise CheckpointError(
+            f"checkpoint {ckpt} holds non-finite weights ({', '.join(broken[:3])}"
+            f"{' ...' if len(broken) > 3 else ''}): its run diverged; use an earlier checkpoint"
+        )
     if guarded:
         _check_refused(ckpt, meta, weights)
     state = None

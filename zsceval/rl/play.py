@@ -30,12 +30,16 @@ class PlayResult:
     event_names: tuple[str, ...]
 
 
-def mean_ci(x: torch.Tensor, level: float = 0.95) -> tuple[float, float, float]:
+def mean_ci(
+    x: torch.Tensor, level: float = 0.95, low_bound: float | None = None
+) -> tuple[float, float, float]:
     """Mean and Student-t confidence interval of i.i.d. episode returns.
 
     Args:
         x: ``float [M]``.
         level: confidence level.
+        low_bound: the least value a return can take (Overcooked's sparse return: 0); the
+            interval is clipped there, so it never reaches below what can happen.
 
     Returns:
         ``(mean, low, high)``; low = high = mean when M < 2.
@@ -47,7 +51,8 @@ def mean_ci(x: torch.Tensor, level: float = 0.95) -> tuple[float, float, float]:
     if x.numel() < 2:
         return m, m, m
     half = float(stats.t.ppf(0.5 + level / 2, x.numel() - 1)) * float(x.std()) / math.sqrt(x.numel())
-    return m, m - half, m + half
+    low = m - half if low_bound is None else max(m - half, low_bound)
+    return m, low, m + half
 
 
 @torch.no_grad()

@@ -65,7 +65,12 @@ from zsceval.rl.run_dir import RunDirectory, RunExistsError, load_run_config
 from zsceval.rl.runner import EpisodeRunner
 from zsceval.rl.schedules import shaping_factor
 
-__all__ = ["RunExistsError", "Trainer", "load_run_config"]
+__all__ = ["NonFiniteError", "RunExistsError", "Trainer", "load_run_config"]
+
+
+class NonFiniteError(RuntimeError):
+    """Training produced a NaN or infinite loss, gradient norm or weight: the run stopped there and is
+    not marked done (no ``eval.json``); its earlier checkpoints hold finite weights."""
 
 
 def resolve_device(name: str) -> torch.device:
@@ -473,6 +478,41 @@ class Trainer:
         self.last_episodes = episodes
         return {**head, **row}
 
+    def _check_finite(self, row: dict[str, Any]) -> None:
+        """Stop a diverged run: every loss statistic of the iteration's row and every learner weight
+        must be finite (one host synchronization per iteration).
+
+        Raises:
+            NonFiniteError: names the iteration, the quantity, the last checkpoint and a hint; the
+                row is written to ``metrics.csv`` first, no checkpoint is saved.
+        """
+        bad = [f"{k} = {v}" for k, v in row.items() if isinstance(v, float) and not np.isfinite(v)]
+        if not bad:
+            params = [(f"{name}.{p_name}", p) for name, learner in self.learners.items()
+                      for p_name, p in learner.named_parameters()]  # fmt: skip
+            finite = torch.stack([torch.isfinite(p).all() for _, p in params]) if params else None
+            if finite is not None and not bool(finite.all()):
+                bad = [f"weight {n}" for (n, _), ok in zip(params, finite.tolist(), strict=True) if not ok]
+        if not bad:
+            return
+        self._write_metrics()
+        saved = list_checkpoints(self.run_dir)
+        last = (
+            f"the last checkpoint, {saved[-1]}, holds finite weights" if saved else "no checkpoint was saved"
+        )
+        section = "pqn" if getattr(self.core, "name", "ppo") == "pqn" else "ppo"  # the core's config section
+        lr = getattr(getattr(self.cfg, section, None), "lr", None)
+        hint = (
+            f"lower the learning rate ({section}.lr = {lr:g})"
+            if lr is not None
+            else "lower the learning rate"
+        )
+        raise NonFiniteError(
+            f"training diverged at iteration {self.iteration} ({self.env_steps:,} env steps): "
+            f"{', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''} is not finite. The run stops and is not "
+            f"marked done; {last}. Try again in a new --out and {hint}."
+        )
+
     def train(self, on_iteration: Callable[[Trainer, dict], None] | None = None) -> dict[str, Any]:
         """Run until ``run.total_steps`` env steps, then save the final checkpoint and evaluation.
 
@@ -506,6 +546,7 @@ class Trainer:
             while self.env_steps < cfg.run.total_steps:
                 row = self._iteration()
                 self.metrics.append(row)
+                self._check_finite(row)
                 session_steps += cfg.steps_per_iteration
                 bar.update(min(cfg.steps_per_iteration, cfg.run.total_steps - bar.n))
                 recent = (
