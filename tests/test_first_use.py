@@ -194,7 +194,7 @@ def test_an_interval_of_returns_never_reaches_below_zero():
     assert mean_ci(returns, low_bound=0.0) == (mean, 0.0, hi)
 
 
-# -- time before work ------------------------------------------------------------------------------------------
+# -- time before work -------------------------------------------------------------------------------
 PLANS = [
     ("sp", ["ego: sp"]),
     ("tbs", ["tbs/pool_n6_s0", "tbs/heldout_n6_s1000"]),
