@@ -15,6 +15,8 @@ setup(
     long_description=(HERE / "README.md").read_text(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
+    license="MIT",
+    license_files=["LICENSE"],
     packages=find_packages(include=["zsceval", "zsceval.*"])
     + ["zsceval.layouts", "zsceval.suites", "zsceval.partner_sets"],
     package_dir={
@@ -60,6 +62,8 @@ setup(
             "import-linter>=2.1",
             "pytest-xdist>=3.5",
             "filelock>=3.12",
+            # cffconvert: the CITATION.cff schema check (tests/test_release_files.py).
+            "cffconvert>=2.0",
         ],
         # The reference simulator used by the parity tests (PyPI `overcooked`, old_dynamics flag).
         "reference": ["overcooked==0.2.1"],
