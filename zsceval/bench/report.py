@@ -45,7 +45,9 @@ from zsceval.evaluation.selection import normalize_features  # noqa: E402
 from zsceval.io import atomic_path
 from zsceval.stats.metrics import (  # noqa: E402
     ALL_LEVELS,
+    MIN_INFORMATIVE_CANDIDATES,
     PARTNER_LEVELS,
+    RESAMPLING,
     br_prox_summary,
     br_prox_units,
 )
@@ -122,15 +124,26 @@ def compare_algorithms(
 
 def format_poi(poi: pd.DataFrame, *, level: float = 0.95) -> str:
     """Per layout, a matrix of ``P(row > column)`` with its CI (3 decimals)."""
-    lines = [f"Probability of improvement P(row > column) [{level:.0%} CI], over (partner, seat) tasks"]
+    lines = [
+        f"Probability of improvement P(row > column) [{level:.0%} CI], over (partner, seat) tasks; the "
+        f"intervals resample {RESAMPLING}"
+    ]
     for layout, frame in poi.groupby("layout", sort=True):
         names = sorted(set(frame["algorithm_x"]) | set(frame["algorithm_y"]))
+        few = int(frame["num_candidates"].min()) if "num_candidates" in frame else MIN_INFORMATIVE_CANDIDATES
         cells = {
             (r.algorithm_x, r.algorithm_y): format_cell(r.poi, r.ci_low, r.ci_high)
+            if few >= MIN_INFORMATIVE_CANDIDATES
+            else f"{r.poi:.3f} [n/i]"
             for r in frame.itertuples()
         }
         rows = [[a, *(cells.get((a, b), "-") for b in names)] for a in names]
         lines += ["", f"layout: {layout}", *_table(["algorithm", *names], rows)]
+        if few < MIN_INFORMATIVE_CANDIDATES:
+            lines.append(
+                f"[n/i]: not informative, the set has {few} candidates (an interval needs at least "
+                f"{MIN_INFORMATIVE_CANDIDATES})"
+            )
     return "\n".join(lines)
 
 
@@ -234,10 +247,15 @@ def format_table(summary: pd.DataFrame, *, level: float = 0.95) -> str:
         The table as text (no trailing newline).
     """
     columns = [ALL_LEVELS, *PARTNER_LEVELS]
-    lines = [f"BR-Prox: IQM [{level:.0%} bootstrap CI] over (ego seed, partner, seat) units"]
+    lines = [
+        f"BR-Prox: IQM [{level:.0%} bootstrap CI] over (ego seed, partner, seat) units; the intervals "
+        f"resample {RESAMPLING}"
+    ]
     for layout, frame in summary.groupby("layout", sort=True):
         cells = {
             (r.algorithm, r.partner_level): format_cell(r.iqm, r.ci_low, r.ci_high)
+            if getattr(r, "informative", True)
+            else f"{r.iqm:.3f} [n/i]"
             for r in frame.itertuples()
         }
         algorithms = sorted(frame["algorithm"].unique())
@@ -246,6 +264,12 @@ def format_table(summary: pd.DataFrame, *, level: float = 0.95) -> str:
         col_widths = [width] + [max(len(c), *(len(r[i + 1]) for r in rows)) for i, c in enumerate(columns)]
         lines += ["", f"layout: {layout}", _row(["algorithm", *columns], col_widths)]
         lines += [_row(r, col_widths) for r in rows]
+        if "informative" in frame and not frame["informative"].all():
+            few = int(frame.loc[~frame["informative"], "num_candidates"].min())
+            lines.append(
+                f"[n/i]: not informative, the set has {few} candidate{'s' * (few != 1)} at that level (an "
+                f"interval needs at least {MIN_INFORMATIVE_CANDIDATES}); compare IQMs on a larger set"
+            )
     return "\n".join(lines)
 
 

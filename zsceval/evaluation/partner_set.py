@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BR_PROX_DEFINITION",
-    "MIN_CANDIDATES",
     "evaluate_partner_set",
     "human_proxy_partner",
     "partner_set_play",
@@ -34,9 +33,6 @@ BR_PROX_DEFINITION = (
 )
 """The one-line definition that scores print beside the number."""
 
-MIN_CANDIDATES = 5
-"""Candidates a level of a set needs for its bootstrap interval to inform: with fewer, the interval
-spans most of [0, 1] whatever the agent does (a 3-candidate set's runs 0.12-1.00)."""
 
 CI_REPS = 2000
 """Bootstrap replicates of the BR-Prox IQM's confidence intervals."""
@@ -151,7 +147,9 @@ def partner_set_play(
         ``moderate``, ``expert`` (those the set has) the ``iqm, ci_low, ci_high`` (95% percentile
         bootstrap over partners, a partner with both its seats:
         :func:`~zsceval.stats.metrics.br_prox_summary`), ``num_partners, num_units, num_candidates``
-        and ``informative`` (at least :data:`MIN_CANDIDATES` candidates); and
+        and ``informative`` (at least
+        :data:`~zsceval.stats.metrics.MIN_INFORMATIVE_CANDIDATES` candidates; the interval resamples
+        candidates, :func:`~zsceval.stats.metrics.candidate_array`); and
         ``units``: one record per (partner, seat) with ``partner, partner_level, seat,
         sparse_return`` (mean over the episodes), ``br_return`` and ``br_prox``.
 
@@ -186,12 +184,10 @@ def partner_set_play(
     units = units.merge(br_table.groupby(keys, as_index=False)["br_return"].mean(), on=keys)
     units["br_prox"] = br_prox(units["sparse_return"].to_numpy(), units["br_return"].to_numpy())
     rows = br_prox_summary(frame, br_table, rng=np.random.default_rng(seed), reps=reps)
-    candidates = _candidates_per_level(manifest, units)
     summary = {
         r.partner_level: {"iqm": float(r.iqm), "ci_low": float(r.ci_low), "ci_high": float(r.ci_high),
                           "num_partners": int(r.num_partners), "num_units": int(r.num_units),
-                          "num_candidates": candidates[r.partner_level],
-                          "informative": candidates[r.partner_level] >= MIN_CANDIDATES}
+                          "num_candidates": int(r.num_candidates), "informative": bool(r.informative)}
         for r in rows.itertuples()
     }  # fmt: skip
     return {
@@ -204,17 +200,6 @@ def partner_set_play(
         "summary": summary,
         "units": units.to_dict(orient="records"),
     }
-
-
-def _candidates_per_level(manifest: str, units) -> dict[str, int]:
-    """Distinct candidates (a candidate's mid and final are one) per level, ``all`` included."""
-    from zsceval.evaluation.manifest import load_manifest
-
-    of = {p.id: p.candidate_id for p in load_manifest(manifest, verify=False).partners}
-    out = {"all": len({of[p] for p in units["partner"]})}
-    for level, g in units.groupby("partner_level"):
-        out[str(level)] = len({of[p] for p in g["partner"]})
-    return out
 
 
 def human_proxy_partner(partner_set: str, layout: str) -> tuple[str, dict] | None:

@@ -28,6 +28,7 @@ docs/zsceval-facts.md pipeline item 9 (the reference's per-(seed, partner, seat)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, NamedTuple
 
@@ -62,6 +63,13 @@ PARTNER_LEVELS: tuple[str, ...] = ("moderate", "expert")
 
 ALL_LEVELS = "all"
 """The ``partner_level`` value of summary rows pooled over both levels."""
+
+MIN_INFORMATIVE_CANDIDATES = 5
+"""Candidates a level needs for its interval to inform (with 3, a bootstrap over candidates draws all
+three alike often enough to reach [0, 1] or [1, 1] whatever the agent does)."""
+
+RESAMPLING = "candidates (a candidate's mid and final checkpoints together, both seats), then ego seeds"
+"""What every interval of the report resamples, as the report says it."""
 
 
 class ConfidenceInterval(NamedTuple):
@@ -372,6 +380,64 @@ def unit_array(units: pd.DataFrame, partners: Sequence[str] | None = None) -> np
     return table.to_numpy(dtype=np.float64).reshape(len(seeds), len(order), len(seats))
 
 
+_CHECKPOINT_SUFFIX = re.compile(r"^(?P<candidate>.+)_(?P<slot>final|mid)$")
+
+
+def candidate_of(partner: str) -> tuple[str, str]:
+    """``(candidate, slot)`` of a partner id: ``c006_final`` -> ``("c006", "final")``,
+    ``c006_mid`` -> ``("c006", "mid")``; any other id (a combination ``a+b``, a named partner) is a
+    candidate of its own, slot ``""``."""
+    match = _CHECKPOINT_SUFFIX.match(str(partner))
+    if match is None or "+" in str(partner):
+        return str(partner), ""
+    return match["candidate"], match["slot"]
+
+
+def candidate_array(units: pd.DataFrame, partners: Sequence[str] | None = None) -> np.ndarray:
+    """One group's BR-Prox units as ``float64[num_seeds, num_candidates, num_slots, num_seats]``.
+
+    The partners of one candidate (its ``mid`` and ``final`` checkpoints: one biased-agent training
+    run, ZSC-Eval Alg. 1 line 7) are one entry of axis 1, their checkpoints axis 2 and the seats
+    axis 3, so :func:`bootstrap_ci` and :func:`zsceval.stats.statistics.joint_bootstrap` resample
+    candidates, the level that varies independently, with both checkpoints and both seats (the
+    partners of a candidate share its training run; resampling them separately would count 2K
+    correlated partners as independent and give too narrow intervals). Unplayed entries are NaN.
+
+    Args:
+        units: rows of :func:`br_prox_units` for one group, columns ``ego_seed, partner, seat,
+            br_prox``.
+        partners: every partner of the layout (so that arrays of several algorithms share the
+            candidate axis); default: those in ``units``.
+
+    Returns:
+        float64[num_seeds, num_candidates, num_slots, num_seats]; candidates and slots sorted.
+
+    Raises:
+        ValueError: ``units`` names a partner missing from ``partners``.
+    """
+    order = sorted(units["partner"].unique()) if partners is None else list(partners)
+    unknown = sorted(set(units["partner"]) - set(order))
+    if unknown:
+        raise ValueError(f"units name partners {unknown} outside the partner axis {order}")
+    keys = {p: candidate_of(p) for p in order}
+    candidates = sorted({c for c, _ in keys.values()})
+    slots = sorted({s for _, s in keys.values()})
+    frame = units.assign(
+        candidate=units["partner"].map(lambda p: keys[p][0]), slot=units["partner"].map(lambda p: keys[p][1])
+    )
+    table = frame.pivot_table(
+        index="ego_seed",
+        columns=["candidate", "slot", "seat"],
+        values="br_prox",
+        aggfunc="first",
+        dropna=False,
+    ).sort_index(axis=0)
+    seats = sorted(units["seat"].unique())
+    columns = pd.MultiIndex.from_product([candidates, slots, seats], names=["candidate", "slot", "seat"])
+    table = table.reindex(columns=columns)
+    return table.to_numpy(dtype=np.float64).reshape(len(table.index), len(candidates), len(slots), len(seats))
+
+
 def unit_matrix(units: pd.DataFrame) -> np.ndarray:
     """:func:`unit_array` flattened to ``float64[num_seeds, num_partners * num_seats]``.
 
@@ -397,11 +463,12 @@ def br_prox_summary(
 
     Units are (ego seed, partner, seat) with returns averaged over episodes (ZSC-Eval Sec. 4.3;
     docs/zsceval-facts.md item 9); they are pooled with :func:`iqm` and given a :func:`bootstrap_ci`
-    over the ``[seeds, partners, seats]`` array of :func:`unit_array`: a resampled partner brings both
-    of its seats (seats share the partner's effect, so resampling (partner, seat) columns separately
-    would understate the partner variance and give too narrow intervals). Groups are processed in
-    sorted order of (layout, algorithm, partner_level) with ``partner_level`` ordered ``all, moderate,
-    expert``; group ``i`` uses ``rng.spawn(num_groups)[i]``, so every group's interval is
+    over the ``[seeds, candidates, checkpoints, seats]`` array of :func:`candidate_array`: the
+    interval resamples candidates (a candidate's mid and final checkpoints together, both seats), then
+    ego seeds. A level with fewer than :data:`MIN_INFORMATIVE_CANDIDATES` candidates is marked
+    ``informative = False``: its interval spans most of [0, 1] whatever the agent does. Groups are
+    processed in sorted order of (layout, algorithm, partner_level) with ``partner_level`` ordered
+    ``all, moderate, expert``; group ``i`` uses ``rng.spawn(num_groups)[i]``, so every group's interval is
     reproducible from ``rng`` alone.
 
     The moderate/expert split follows ``levels`` (:func:`assign_levels`): ``"checkpoint"`` keeps the
@@ -421,8 +488,8 @@ def br_prox_summary(
 
     Returns:
         One row per group with columns ``layout, algorithm, partner_level, iqm, ci_low, ci_high,
-        num_seeds, num_partners, num_units`` (``partner_level`` is ``"all"``, ``"moderate"`` or
-        ``"expert"``; ``num_units`` counts non-NaN units).
+        num_seeds, num_partners, num_candidates, num_units, informative`` (``partner_level`` is
+        ``"all"``, ``"moderate"`` or ``"expert"``; ``num_units`` counts non-NaN units).
     """
     results = assign_levels(results, br_returns, levels)
     units = br_prox_units(results, br_returns, nonpositive_br=nonpositive_br)
@@ -436,7 +503,7 @@ def br_prox_summary(
                     groups.append((layout, algorithm, partner_level, sub))
     rows = []
     for (layout, algorithm, partner_level, frame), child in zip(groups, rng.spawn(len(groups))):
-        matrix = unit_array(frame)
+        matrix = candidate_array(frame)
         ci = bootstrap_ci(matrix, iqm, reps=reps, level=level, rng=child)
         rows.append(
             {
@@ -448,7 +515,9 @@ def br_prox_summary(
                 "ci_high": ci.high,
                 "num_seeds": matrix.shape[0],
                 "num_partners": frame["partner"].nunique(),
+                "num_candidates": matrix.shape[1],
                 "num_units": int(np.count_nonzero(~np.isnan(matrix))),
+                "informative": matrix.shape[1] >= MIN_INFORMATIVE_CANDIDATES,
             }
         )
     return pd.DataFrame(rows)

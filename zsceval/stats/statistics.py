@@ -8,10 +8,11 @@ Axis convention (as :mod:`zsceval.stats.metrics`):
     seeds.
 
 Joint bootstrap (:func:`joint_bootstrap`):
-    Each replicate draws one resample of the partners, shared by every algorithm (they met the same
+    Each replicate draws one resample of axis 1, shared by every algorithm (they met the same
     partners: a crossed design, as :func:`~zsceval.stats.metrics.bootstrap_ci`'s default), and
-    resamples each algorithm's seeds independently (different training runs). A resampled partner
-    brings all its seats. Intervals are percentile intervals of the replicates.
+    resamples each algorithm's seeds independently (different training runs). The report's arrays
+    (:func:`layout_unit_arrays`) have candidates on axis 1, so a resampled candidate brings both its
+    checkpoints and all their seats. Intervals are percentile intervals of the replicates.
 
 Estimators follow rliable (Agarwal et al. 2021, ``rliable.metrics``) with BR-Prox units as scores and
 (partner, seat) pairs as tasks:
@@ -36,7 +37,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from .metrics import ConfidenceInterval, iqm, unit_array
+from .metrics import ConfidenceInterval, candidate_array, iqm
 
 DEFAULT_THRESHOLDS = np.linspace(0.0, 1.0, 21)
 """BR-Prox thresholds of the performance profiles: 0, 0.05, ..., 1."""
@@ -234,13 +235,14 @@ def layout_unit_arrays(units: pd.DataFrame) -> dict[str, dict[str, np.ndarray]]:
         units: :func:`~zsceval.stats.metrics.br_prox_units` output.
 
     Returns:
-        ``{layout: {algorithm: float64[num_seeds, num_partners, num_seats]}}``; partners sorted.
+        ``{layout: {algorithm: float64[num_seeds, num_candidates, num_checkpoints, num_seats]}}``
+        (:func:`~zsceval.stats.metrics.candidate_array`: the bootstrap resamples candidates).
     """
     out: dict[str, dict[str, np.ndarray]] = {}
     for layout, frame in units.groupby("layout", sort=True):
         partners = sorted(frame["partner"].unique())
         out[str(layout)] = {
-            str(algo): unit_array(sub, partners) for algo, sub in frame.groupby("algorithm", sort=True)
+            str(algo): candidate_array(sub, partners) for algo, sub in frame.groupby("algorithm", sort=True)
         }
     return out
 
@@ -266,7 +268,8 @@ def comparison_tables(
         thresholds: float[T] performance-profile thresholds.
 
     Returns:
-        ``{"poi": layout, algorithm_x, algorithm_y, poi, ci_low, ci_high`` (every ordered pair x != y),
+        ``{"poi": layout, algorithm_x, algorithm_y, poi, ci_low, ci_high, num_candidates`` (every
+        ordered pair x != y; the candidates its bootstrap resamples),
         ``"profiles": layout, algorithm, threshold, fraction, ci_low, ci_high``,
         ``"ranks": layout`` + :func:`rank_distribution` columns``}``.
     """
@@ -288,14 +291,15 @@ def comparison_tables(
             )
             poi_rows.append(
                 {"layout": layout, "algorithm_x": a, "algorithm_y": b, "poi": ci.estimate}
-                | {"ci_low": ci.low, "ci_high": ci.high}
+                | {"ci_low": ci.low, "ci_high": ci.high, "num_candidates": by_algo[a].shape[1]}
             )
     lead = ["layout", "algorithm"]
     profile_frame = pd.concat(profiles, ignore_index=True) if profiles else pd.DataFrame()
     rank_frame = pd.concat(ranks, ignore_index=True) if ranks else pd.DataFrame()
     return {
         "poi": pd.DataFrame(
-            poi_rows, columns=["layout", "algorithm_x", "algorithm_y", "poi", "ci_low", "ci_high"]
+            poi_rows,
+            columns=["layout", "algorithm_x", "algorithm_y", "poi", "ci_low", "ci_high", "num_candidates"],
         ),
         "profiles": profile_frame[lead + [c for c in profile_frame.columns if c not in lead]],
         "ranks": rank_frame[lead + [c for c in rank_frame.columns if c not in lead]],
