@@ -4,6 +4,7 @@ a set with too few candidates gets no interval that pretends to inform."""
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from zsceval.stats.metrics import (
     bootstrap_ci,
@@ -80,3 +81,18 @@ def test_a_set_of_fewer_than_five_candidates_is_not_informative_and_the_report_s
     assert "[n/i]" in text and "3 candidates" in text and "resample candidates" in text
     large = br_prox_summary(*results(6), rng=np.random.default_rng(0), reps=200)
     assert large["informative"].all() and "[n/i]" not in format_table(large)
+
+
+def test_pooled_training_runs_are_resampled_first():
+    """Three runs whose levels differ (a retrained BR moves by tens of points): an interval over runs
+    is wider than one over the pooled pairs and episodes, and holds the pooled mean."""
+    from zsceval.stats.metrics import runs_bootstrap_ci
+
+    rng = np.random.default_rng(0)
+    runs = [level + 0.05 * rng.standard_normal((8, 10, 2)) for level in (-0.3, -0.1, +0.1)]
+    over_runs = runs_bootstrap_ci(runs, reps=2000, rng=np.random.default_rng(1))
+    pooled = bootstrap_ci(np.concatenate(runs, axis=1), np.nanmean, reps=2000, rng=np.random.default_rng(1))
+    assert over_runs.estimate == pytest.approx(np.mean(np.concatenate(runs, axis=1)))
+    assert over_runs.low < -0.2 and over_runs.high > 0.0  # three draws of runs reach both sides
+    # pairs and episodes alone: an interval that leaves the run-to-run variance out, far narrower
+    assert over_runs.high - over_runs.low > 1.5 * (pooled.high - pooled.low)

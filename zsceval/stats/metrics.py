@@ -219,6 +219,59 @@ def bootstrap_ci(
     return ConfidenceInterval(float(statistic(x.reshape(-1))), float(low), float(high))
 
 
+def runs_bootstrap_ci(
+    runs: Sequence[np.ndarray],
+    statistic: Callable[[np.ndarray], float] = np.nanmean,
+    *,
+    reps: int = 2000,
+    level: float = 0.95,
+    rng: np.random.Generator,
+) -> ConfidenceInterval:
+    """Three-level bootstrap percentile interval over independent training runs: each replicate
+    draws runs with replacement, then within each drawn run its partners (axis 1) and its episodes
+    (axis 0) with replacement, and evaluates ``statistic`` on every cell drawn.
+
+    For results pooled over training runs that each have their own partners (TBS's held-out pools,
+    one per run): a run's partners and episodes share that run's training, so the run is the level
+    that varies first; an interval that resamples only the pooled partners and episodes leaves the
+    run-to-run variance out.
+
+    Args:
+        runs: per run ``float[episodes, partners, ...]`` (trailing axes, e.g. seats, travel with their
+            partner); NaN cells are ignored by the default statistic.
+        statistic: ``f(cells) -> float`` on the flattened cells of one replicate.
+        reps: replicates (>= 1).
+        level: coverage, in (0, 1).
+        rng: source of randomness.
+
+    Returns:
+        ``ConfidenceInterval(estimate over all runs' cells, low, high)``.
+
+    Raises:
+        ValueError: no runs, a run with an empty axis, or a bad ``reps`` / ``level``.
+    """
+    xs = [np.asarray(r, dtype=np.float64) for r in runs]
+    if not xs or any(x.ndim < 2 or x.shape[0] == 0 or x.shape[1] == 0 for x in xs):
+        raise ValueError("runs must be non-empty [episodes, partners, ...] arrays")
+    if reps < 1 or not 0.0 < level < 1.0:
+        raise ValueError(f"need reps >= 1 and level in (0, 1), got {reps}, {level}")
+    values = np.empty(reps)
+    for i in range(reps):
+        cells = []
+        for r in rng.integers(0, len(xs), size=len(xs)):
+            x = xs[r]
+            pick = x[rng.integers(0, x.shape[0], size=x.shape[0])][
+                :, rng.integers(0, x.shape[1], size=x.shape[1])
+            ]
+            cells.append(pick.reshape(-1))
+        values[i] = statistic(np.concatenate(cells))
+    alpha = (1.0 - level) / 2.0
+    low, high = np.nanquantile(values, [alpha, 1.0 - alpha])
+    return ConfidenceInterval(
+        float(statistic(np.concatenate([x.reshape(-1) for x in xs]))), float(low), float(high)
+    )
+
+
 def spearman(
     ranking_a: Sequence[float] | Mapping[str, float], ranking_b: Sequence[float] | Mapping[str, float]
 ) -> float:

@@ -142,12 +142,14 @@ def tbs_pooled(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.Data
     paper's k rule), and only over different seeds: two chains of one seed share their held-out pool,
     so such a group is not pooled (a warning names it; e.g. copies that retrain only the ToM models).
 
-    Each run has its own held-out pool, so the held-out pairs of all runs are the partners (each pair
-    meets the agents of its own run) and episodes are the seeds of the two-level bootstrap
-    (:func:`zsceval.stats.metrics.bootstrap_ci`, as :func:`~.results.summarize`). The row
-    ``TBS - BR`` is the mean over cells (episode, held-out pair, seat) of TBS's scaled reward minus
-    the single BR's in the same cell, resampled the same way; an interval above 0 says TBS is better
-    on the pooled partners. Held-out pairs without a scale (their own pair never scores) are left out.
+    Each run has its own training pool, clusters, best responses and held-out pool, so the interval
+    resamples the training runs first, then each drawn run's held-out pairs, then its episodes
+    (:func:`zsceval.stats.metrics.runs_bootstrap_ci`): retraining moves a run's results by more than
+    its pairs and episodes vary (docs/tbs.md). The row ``TBS - BR`` is the mean over cells
+    (episode, held-out pair, seat) of TBS's scaled reward minus the single BR's in the same cell,
+    resampled the same way; an interval above 0 says TBS is better over training runs. With 3 runs
+    the interval rests on 3 draws: state it at two bootstrap seeds (``seed``). Held-out pairs
+    without a scale (their own pair never scores) are left out.
 
     Args:
         paths: ``tbs_eval/results.parquet`` files (:func:`find_tbs_results`).
@@ -160,7 +162,7 @@ def tbs_pooled(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.Data
     """
     import warnings
 
-    from zsceval.stats.metrics import bootstrap_ci
+    from zsceval.stats.metrics import runs_bootstrap_ci
 
     frames: dict[tuple[str, str], list[tuple[int | None, pd.DataFrame, int | None]]] = {}
     for path in paths:
@@ -186,15 +188,17 @@ def tbs_pooled(paths: list[Path], *, reps: int = 2000, seed: int = 0) -> pd.Data
         agents = [a for a in AGENTS if all(a in set(f["agent"]) for f in runs)]
         if not agents:  # runs written by different versions share no agent: nothing to pool
             continue
-        data = {a: _pooled_cube(runs, a) for a in agents}
+        data = {a: _run_cubes(runs, a) for a in agents}
         for agent in PAIRED:
             if agent in data and "BR" in data:
-                data[f"{agent} - BR"] = data[agent] - data["BR"]
-        keep = ~np.isnan(data[agents[0]]).all(axis=(0, 2))
-        for agent, x in data.items():
-            ci = bootstrap_ci(x[:, keep], np.nanmean, reps=reps, rng=np.random.default_rng(seed))
+                data[f"{agent} - BR"] = [x - y for x, y in zip(data[agent], data["BR"], strict=True)]
+        keeps = [~np.isnan(x).all(axis=(0, 2)) for x in data[agents[0]]]
+        for agent, xs in data.items():
+            kept = [x[:, k] for x, k in zip(xs, keeps, strict=True) if k.any()]
+            ci = runs_bootstrap_ci(kept, np.nanmean, reps=reps, rng=np.random.default_rng(seed))
+            pairs = int(sum(k.sum() for k in keeps))
             rows.append({"layout": layout, "variant": variant, "runs": len(runs), "k": ks,
-                         "heldout_pairs": int(keep.sum()), "agent": agent, "scaled": ci.estimate,
+                         "heldout_pairs": pairs, "agent": agent, "scaled": ci.estimate,
                          "scaled_low": ci.low, "scaled_high": ci.high})  # fmt: skip
     columns = [
         "layout",
@@ -247,15 +251,10 @@ def plot_pooled(pooled: pd.DataFrame, folder: str | Path) -> list[Path]:
     return written
 
 
-def _pooled_cube(runs: list[pd.DataFrame], agent: str) -> np.ndarray:
-    """``float64 [episodes, held-out pairs of all runs, 2]`` of ``agent``'s scaled reward (NaN where a
-    pair has no scale, or a run has fewer episodes)."""
-    episodes = max(int(f["episode"].max()) + 1 for f in runs)
-    parts = []
-    for f in runs:
-        x = result_cube(f[f["agent"] == agent], "scaled")
-        parts.append(np.pad(x, ((0, episodes - x.shape[0]), (0, 0), (0, 0)), constant_values=np.nan))
-    return np.concatenate(parts, axis=1)
+def _run_cubes(runs: list[pd.DataFrame], agent: str) -> list[np.ndarray]:
+    """Per run, ``float64 [episodes, held-out pairs, 2]`` of ``agent``'s scaled reward (NaN where a
+    pair has no scale)."""
+    return [result_cube(f[f["agent"] == agent], "scaled") for f in runs]
 
 
 def _common(paths: list[Path]) -> str:
