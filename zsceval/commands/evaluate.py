@@ -12,8 +12,15 @@ from zsceval.rl.config import ConfigError
 
 
 @click.command(name="evaluate")
-@click.option("--agent", required=True, help="Run dir, checkpoint dir or meta.json of the ego agent.")
-@click.option("--partner", default=None, help="Run dir, checkpoint dir or meta.json of the partner.")
+@click.option(
+    "--agent",
+    required=True,
+    help="Run dir, checkpoint dir or meta.json of the ego agent; or MODULE:ATTR, an agent of your own "
+    "(an object with act(obs, avail_actions), or a callable that returns one; docs/external-agents.md).",
+)
+@click.option(
+    "--partner", default=None, help="Run dir, checkpoint dir, meta.json or MODULE:ATTR of the partner."
+)
 @click.option(
     "--partner-set",
     default=None,

@@ -16,7 +16,8 @@ from pathlib import Path
 import torch
 
 from zsceval.evaluation.episode_infos import EPISODE_INFO_KEYS, InfoRecorder
-from zsceval.rl.checkpoint import check_compatible, load_policy
+from zsceval.evaluation.external import load_ego
+from zsceval.rl.checkpoint import check_compatible
 from zsceval.rl.config import EnvConfig
 from zsceval.rl.envs import make_env
 from zsceval.rl.play import PlayResult, mean_ci, play, summarize
@@ -57,9 +58,9 @@ def cross_play_setup(
         ConfigError: unknown layout or device.
     """
     dev = resolve_device(device)
-    agent, agent_meta = load_policy(agent_path, device=dev)
-    partner, partner_meta = load_policy(partner_path, device=dev)
-    saved_env = agent_meta.get("config", {}).get("env", {})
+    agent, agent_meta = load_ego(agent_path, dev)  # a saved agent, or an external module:attr
+    partner, partner_meta = load_ego(partner_path, dev)
+    saved_env = ((agent_meta or partner_meta or {}).get("config") or {}).get("env", {})
     known = {f.name for f in dataclasses.fields(EnvConfig)}
     env_cfg = dataclasses.replace(
         EnvConfig(**{k: v for k, v in saved_env.items() if k in known}),
@@ -70,8 +71,9 @@ def cross_play_setup(
     )
     env = make_env(env_cfg, device=dev, seed=seed, evaluation=True)
     spec = env.spec_dict()
-    check_compatible(agent_meta, spec, f"agent {agent_path}")
-    check_compatible(partner_meta, spec, f"partner {partner_path}")
+    for meta, what in ((agent_meta, f"agent {agent_path}"), (partner_meta, f"partner {partner_path}")):
+        if meta is not None:  # an external agent has no saved spec: its act is checked as it plays
+            check_compatible(meta, spec, what)
     return agent, partner, env, torch.Generator(dev).manual_seed(seed + 1), env_cfg
 
 

@@ -162,16 +162,18 @@ def partner_set_play(
 
     from zsceval.envs.overcooked import OvercookedEnv
     from zsceval.envs.scenarios import resolve_scenario
+    from zsceval.evaluation.external import load_ego
     from zsceval.evaluation.matches import evaluate_agent
     from zsceval.evaluation.pipeline import load_partner_set
-    from zsceval.rl.checkpoint import check_compatible, load_policy
+    from zsceval.rl.checkpoint import check_compatible
     from zsceval.rl.trainer import resolve_device
     from zsceval.stats.metrics import br_prox, br_prox_summary, iqm
 
     dev = resolve_device(device)
     partners = load_partner_set(manifest, layout, dev)
-    agent, meta = load_policy(agent_path, device=dev)
-    check_compatible(meta, OvercookedEnv(layout, num_envs=1).spec_dict(), f"agent {agent_path}")
+    agent, meta = load_ego(agent_path, dev)  # a saved agent, or an external module:attr
+    if meta is not None:
+        check_compatible(meta, OvercookedEnv(layout, num_envs=1).spec_dict(), f"agent {agent_path}")
     gen = torch.Generator(dev).manual_seed(seed)
     labels = {"algorithm": "agent", "ego_seed": 0}
     frame = evaluate_agent(

@@ -136,15 +136,16 @@ def unhelpful_play(agent_path: str, layout: str, episodes: int, device: str = "c
     import dataclasses
 
     from zsceval.evaluation.cross_play import MAX_GAMES
-    from zsceval.rl.checkpoint import check_compatible, load_policy
+    from zsceval.evaluation.external import load_ego
+    from zsceval.rl.checkpoint import check_compatible
     from zsceval.rl.config import EnvConfig
     from zsceval.rl.envs import make_env
     from zsceval.rl.play import mean_ci, play
     from zsceval.rl.trainer import resolve_device
 
     dev = resolve_device(device)
-    agent, meta = load_policy(agent_path, device=dev)
-    saved_env = meta.get("config", {}).get("env", {})
+    agent, meta = load_ego(agent_path, dev)  # a saved agent, or an external module:attr
+    saved_env = ((meta or {}).get("config") or {}).get("env", {})
     known = {f.name for f in dataclasses.fields(EnvConfig)}
     env_cfg = dataclasses.replace(
         EnvConfig(**{k: v for k, v in saved_env.items() if k in known}),
@@ -153,7 +154,8 @@ def unhelpful_play(agent_path: str, layout: str, episodes: int, device: str = "c
     out = {}
     for name, cls in UNHELPFUL.items():
         env = make_env(env_cfg, device=dev, seed=seed, evaluation=True)
-        check_compatible(meta, env.spec_dict(), f"agent {agent_path}")
+        if meta is not None:
+            check_compatible(meta, env.spec_dict(), f"agent {agent_path}")
         gen = torch.Generator(dev).manual_seed(seed + 1)
         partner = cls({"num_actions": env.num_actions, "stay_action": stay_action(env_cfg.name)})
         returns = []
