@@ -210,3 +210,13 @@ def test_train_plan_prints_each_jobs_env_steps_and_the_hours_and_trains_nothing(
     assert all(s in res.output for s in stages) and "left h" in res.output
     assert re.search(r"training left: about (\d+ min|[\d.]+ h)", res.output)
     assert not out.exists()
+
+
+def test_seats_are_numbered_from_zero_in_the_browser_game_as_in_text():
+    from zsceval.play.page import render_page
+
+    page = render_page({"layout": "cramped_room", "agent": "runs/x", "seat": 0, "horizon": 400, "fps": 5,
+                        "keys": {}})  # fmt: skip
+    assert "You are the chef of seat 0 (blue)" in page
+    assert "chef of seat 1 (purple)" in render_page({"layout": "l", "agent": "a", "seat": 1, "horizon": 1,
+                                                      "fps": 1, "keys": {}})  # fmt: skip

@@ -110,6 +110,7 @@ def cross_play(
     )
     seatings, results, infos = [], [], []
     n = env.num_agents
+    bound = 0.0 if env_cfg.name == "overcooked" else None  # Overcooked's sparse return is never negative
     for agent_seat in range(n):
         seats = [partner] * n
         seats[agent_seat] = agent
@@ -117,7 +118,7 @@ def cross_play(
         result = play(recorder, seats, episodes, gen)
         results.append(result)
         infos.append(recorder.episodes(episodes))
-        seatings.append({"agent_seat": agent_seat, **summarize(result)})
+        seatings.append({"agent_seat": agent_seat, **summarize(result, low_bound=bound)})
         if _has_yle_infos(infos[-1]):
             seatings[-1]["yle_metrics"] = _yle_metrics(result.sparse, infos[-1], seed)
     pooled = PlayResult(
@@ -126,7 +127,7 @@ def cross_play(
         torch.cat([r.events for r in results]),
         results[0].event_names,
     )
-    mean, lo, hi = mean_ci(pooled.sparse)
+    mean, lo, hi = mean_ci(pooled.sparse, low_bound=bound)
     pooled_summary = {
         "episodes": int(pooled.sparse.numel()),
         "sparse_return_mean": mean,

@@ -96,9 +96,10 @@ def play(
     )
 
 
-def summarize(result: PlayResult, level: float = 0.95) -> dict:
-    """JSON-able summary: mean sparse return with CI, mean shaped return and events per seat."""
-    mean, low, high = mean_ci(result.sparse, level)
+def summarize(result: PlayResult, level: float = 0.95, low_bound: float | None = None) -> dict:
+    """JSON-able summary: mean sparse return with CI (clipped at ``low_bound``, :func:`mean_ci`),
+    mean shaped return and events per seat."""
+    mean, low, high = mean_ci(result.sparse, level, low_bound)
     return {
         "episodes": int(result.sparse.numel()),
         "sparse_return_mean": mean,
