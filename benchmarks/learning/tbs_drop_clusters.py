@@ -30,7 +30,7 @@ import torch
 
 from zsceval.algorithms.tbs.agents import TBSAgent
 from zsceval.algorithms.tbs.jobs import _env, _horizon, heldout_assignment
-from zsceval.algorithms.tbs.report import _pooled_cube
+from zsceval.algorithms.tbs.report import _run_cubes
 from zsceval.algorithms.tbs.results import scaled_rewards
 from zsceval.evaluation.matches import play_games
 from zsceval.stats.metrics import bootstrap_ci
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> dict:
         theirs = both[both.agent == "TBS"].sort_values(["seat", "heldout", "episode"])["sparse_return"]
         if not np.array_equal(mine.to_numpy(), theirs.to_numpy()):
             raise SystemExit("the replayed TBS differs from the chain's recorded evaluation")
-    cubes = {a: _pooled_cube([both], a) for a in ("TBS", "BR", "ablated")}
+    cubes = {a: _run_cubes([both], a)[0] for a in ("TBS", "BR", "ablated")}
     cubes["ablated - BR"] = cubes["ablated"] - cubes["BR"]
     keep = ~np.isnan(cubes["TBS"]).all(axis=(0, 2))
     out = {"chain": str(args.chain), "dropped": sorted(set(args.drop)),

@@ -105,6 +105,7 @@ def test_report_json_matches_direct_metrics(tmp_path):
         assert row["iqm"] == pytest.approx(ci.estimate)
         assert (row["ci_low"], row["ci_high"]) == pytest.approx((ci.low, ci.high))
         assert row["num_units"] == SEEDS * len(PARTNERS) * SEATS
+        assert row["num_candidates"] == len(PARTNERS) and row["informative"] is False
         assert rows[(layout, algorithm, "moderate")]["iqm"] == pytest.approx(moderate[(layout, algorithm)])
     assert len(rows) == len(LAYOUTS) * len(ALGORITHMS) * 3
 
@@ -123,7 +124,9 @@ def test_report_table_and_figures(tmp_path):
             for ln in result.stdout.splitlines()
             if ln.startswith(algorithm + " ") and f"{ci.estimate:.3f}" in ln
         )
-        assert f"{ci.estimate:.3f} [{ci.low:.3f}, {ci.high:.3f}]" in line
+        # 4 partners, each its own candidate: too few for an interval that informs (the JSON keeps it)
+        assert f"{ci.estimate:.3f} [n/i]" in line
+    assert "[n/i]: not informative, the set has 2 candidates at that level" in result.stdout  # 2 per level
     figures = tmp_path / "figures"
     names = ["br_prox.png", "br_prox_levels.png"]
     names += [f"partners_{kind}_{layout}.png" for kind in ("pca", "features") for layout in LAYOUTS]
