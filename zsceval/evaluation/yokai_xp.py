@@ -1,8 +1,8 @@
 """Cross-play between independently trained Yōkai agents: the matrix and what ``zsceval report`` prints.
 
-The YLE paper (``../shared/papers/004_4a3b286138c276b7.txt`` Sec. 5.4, Fig. 6) measures zero-shot
-coordination as the drop from self-play (SP: an agent with itself) to cross-play (XP: an agent with a
-separately trained partner); "XP SR drops by 88.5% on average".
+The YLE paper ("The Yōkai Learning Environment: Tracking Beliefs Over Space and Time", Sec. 5.4,
+Fig. 6) measures zero-shot coordination as the drop from self-play (SP: an agent with itself) to
+cross-play (XP: an agent with a separately trained partner); "XP SR drops by 88.5% on average".
 
 :func:`find_yokai_runs` finds the trained Yōkai runs in a folder; :func:`cross_play_matrix` plays
 every ordered pair ``(agent i, partner j)`` with :func:`zsceval.evaluation.cross_play.cross_play`

@@ -1,8 +1,8 @@
 """The YLE paper's evaluation metrics over episodes, each with a 95% bootstrap confidence interval.
 
-Source: YLE paper (``../shared/papers/004_4a3b286138c276b7.txt``) Sec. 5 "Setup": return **R**,
-success rate **SR**, number of colours clustered **NC** and the rate of successfully ending early
-**SEE** ("how often agents end the game early and still win"). Per episode they are read from the
+Source: YLE paper ("The Yōkai Learning Environment: Tracking Beliefs Over Space and Time") Sec. 5
+"Setup": return **R**, success rate **SR**, number of colours clustered **NC** and the rate of
+successfully ending early **SEE** ("how often agents end the game early and still win"). Per episode they are read from the
 ``Step.infos`` of the step that ended it (the Yōkai env's ``win``, ``ended_early``, ``clustered``)
 and its sparse return (the reward of Eq. 3):
 
