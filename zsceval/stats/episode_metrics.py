@@ -3,8 +3,8 @@
 Source: YLE paper ("The Yōkai Learning Environment: Tracking Beliefs Over Space and Time") Sec. 5
 "Setup": return **R**, success rate **SR**, number of colours clustered **NC** and the rate of
 successfully ending early **SEE** ("how often agents end the game early and still win"). Per episode
-they are read from the ``Step.infos`` of the step that ended it (the Yōkai env's ``win``, ``ended_early``, ``clustered``)
-and its sparse return (the reward of Eq. 3):
+they are read from the ``Step.infos`` of the step that ended it (the Yōkai env's ``win``,
+``ended_early``, ``clustered``) and its sparse return (the reward of Eq. 3):
 
 * R = mean return per episode (Eq. 3: the score S of Eq. 1 if won, else ``-d_a - (|C| - c_a) - i_h``);
 * SR = 100 x the fraction of episodes won (every colour one cluster, Eq. 2), in %;
