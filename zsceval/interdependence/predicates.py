@@ -5,7 +5,7 @@ game to the set of true propositions ``p_t = F(s^t)`` and every single-agent act
 grounded STRIPS operator ``<pre(a_i^t), add(a_i^t), del(a_i^t)>`` with ``pre ⊆ p_t``,
 ``add ⊆ p_{t+1}`` and ``del ∩ p_{t+1} = ∅`` (Sec. 4.2). The agents are assumed to take turns
 (Sec. 3.2): our engine resolves the INTERACT actions of one step sequentially in seat order, each
-player seeing the kitchen as left by the lower seats (overcooked-spec section 2.5), so the turn
+player seeing the kitchen as left by the lower seats (docs/overcooked-rules.md §2.5), so the turn
 order within a step is seat 0, then seat 1, and every operator is exact.
 
 Objects carry an identity (App. C.2 tracks objects by id): the state dicts of overcooked-ai have
@@ -395,7 +395,7 @@ def map_trajectory(states: Sequence[dict], actions: Any, layout: str | Path | La
         row = []
         for k in range(n):
             row.append(_operator(w, t, k, int(acts[t, k]), d, d1))
-        for k in range(n):  # movement (after every interaction, spec 2.3)
+        for k in range(n):  # movement (after every interaction, docs/overcooked-rules.md §2.2)
             if row[k].kind in ("move", "stay"):
                 row[k] = _movement(t, k, int(acts[t, k]), d, d1)
         w.check(d1, t + 1)

@@ -53,7 +53,7 @@ class OvercookedEnv:
     """Batched Overcooked: ``num_envs`` games of one layout whose state lives on ``device``.
 
     Dynamics are ZSC-Eval's: the classic (OLD) onion dynamics for ``dynamics: classic`` layouts
-    (overcooked-spec sections 2-3) and the multi-recipe (NEW) dynamics otherwise (section 5).
+    (docs/overcooked-rules.md §2-3) and the multi-recipe (NEW) dynamics otherwise (§5).
     ``step`` has no Python loop over games. Same seed, same trajectory.
 
     Args:
@@ -68,7 +68,7 @@ class OvercookedEnv:
             :class:`Step` is in slot order either way.
         random_start_prob: probability that a reset game starts from a random kitchen (items on
             counters, part-filled and ready pots) instead of the standard start; ZSC-Eval's
-            ``random_start_prob`` (overcooked-spec section 5.9), a training-time exploration aid.
+            ``random_start_prob`` (docs/overcooked-rules.md §5.9), a training-time exploration aid.
         view_radius: r; 0 (default) = fully observable. With r > 0 each agent observes only the
             cells within Chebyshev distance r of itself (TBS's partially observable setting, paper
             Sec. 4.1): the planes of the other players and of objects are zeroed outside that
@@ -601,7 +601,7 @@ class OvercookedEnv:
 
     # ------------------------------------------------------------------ interop
     def export_state(self, i: int) -> dict:
-        """Game ``i`` as overcooked-ai's ``OvercookedState.to_dict()`` (overcooked-spec 6.3).
+        """Game ``i`` as overcooked-ai's ``OvercookedState.to_dict()`` (docs/overcooked-rules.md §6.3).
 
         Players are listed in seat (player) order, as in overcooked-ai.
         """
