@@ -287,7 +287,7 @@ def test_tables_hold_only_this_suites_evaluations(tiny_bench, tmp_path):
 
 SUITES = Path(__file__).resolve().parents[2] / "benchmarks" / "suites"
 
-# ZSC-Eval reference runs per layout and K (docs/zsceval-facts.md weight-grid table, paper Sec. 5).
+# ZSC-Eval reference runs per layout and K (docs/reference-protocol.md "Weight grids", paper Sec. 5).
 PAPER_RUNS = {
     "forced_coordination": 30,
     "bothway_coordination": 54,

@@ -211,7 +211,8 @@ def test_report_json_statistics_and_paper_comparison(tmp_path):
         iqms = {a: iqm(units[li, ai]) for ai, a in enumerate(ALGORITHMS)}
         for a in ALGORITHMS:
             assert ranks[(layout, a)]["rank"] == 1 + sum(v > iqms[a] for v in iqms.values())
-        # ZSC-Eval, corrected mapping (zsceval-facts): ring fcp .69, mep .70, sp .27; circuit .59, .62, .09
+        # ZSC-Eval, corrected mapping (zsceval/bench/reference/zsceval_paper.yaml): ring fcp .69, mep .70, sp
+        # .27; circuit .59, .62, .09
         paper = {"coordination_ring": [0.69, 0.70, 0.27], "counter_circuit": [0.59, 0.62, 0.09]}[layout]
         rows = {r["algorithm"]: r for r in payload["comparison"]["rows"] if r["layout"] == layout}
         assert [rows[a]["reference"] for a in ALGORITHMS] == paper

@@ -105,8 +105,8 @@ class Suite:
     algo_ego_steps: tuple[tuple[str, int], ...] = ()
     """Per-algorithm ego budgets (algorithm, env steps) that replace ``ego_steps`` for that algorithm;
     from the suite's ``algo_ego_steps`` mapping. ZSC-Eval gives SP and E3T 1e7 env steps and the
-    stage-2 egos (FCP, MEP, TrajeDi, HSP) and COLE 5e7 for populations of 12 and 25 (zsceval-facts,
-    "Training settings")."""
+    stage-2 egos (FCP, MEP, TrajeDi, HSP) and COLE 5e7 for populations of 12 and 25 (ZSC-Eval paper,
+    App. C.2; docs/reference-protocol.md "Training settings")."""
     seed: int = 0
     """Seed of weight sampling, selection and evaluation."""
     preset: str = "quick"
