@@ -35,7 +35,7 @@ neither moved nor turned (an interaction never moves), and the tile it faces: e.
 onion while facing an onion pile is ``PICKUP_ONION_DISPENSER``; the cell is the faced tile, so the
 ToM models' own :class:`~.concepts.ConceptSet` maps it to the concept index. Every concept kind
 changes the held object, so this recovers every concept exactly while the partner is visible
-(``tests/tbs/test_hypothesis.py``); a step in which the partner is out of a partial view is
+(``tests/algorithms/tbs/test_hypothesis.py``); a step in which the partner is out of a partial view is
 unknown and scores nothing.
 """
 
