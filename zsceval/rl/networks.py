@@ -1,4 +1,4 @@
-"""Actor and critic networks of the MAPPO core (ZSC-Eval's architecture, zsceval-facts "Training
+"""Actor and critic networks of the MAPPO core (ZSC-Eval's architecture, docs/reference-protocol.md "Training
 settings").
 
 Encoders take the environment's uint8 observation ``[N, H, W, C]``, cast it to float32 and

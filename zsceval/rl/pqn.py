@@ -1,7 +1,7 @@
 """The ``pqn`` learning core: value-based learners trained with PQN-VDN (JaxMARL), as TBS does.
 
 TBS trains its partner pool with VDN and its best responses with DQN; its hyper-parameters are
-JaxMARL's PQN-VDN field for field (algorithms-facts section 8): no replay buffer, no target network,
+JaxMARL's PQN-VDN field for field (docs/reference-protocol.md "PQN-VDN"): no replay buffer, no target network,
 Q(lambda) targets from the Q-values recorded while acting, epsilon-greedy exploration annealed
 linearly, RAdam with a linearly decaying learning rate, LayerNorm networks.
 
