@@ -1,4 +1,4 @@
-"""Composite agents of TBS and its test-time baselines (paper 000, Sec. 3.3 and Sec. 4).
+"""Composite agents of TBS and its test-time baselines (TBS paper, Sec. 3.3 and Sec. 4).
 
 * ``tbs`` (:class:`TBSAgent`): k cluster best responses, k cluster ToM models and one global ToM
   model; at every step the ToM outputs enter the KL distances of Eq. 8 (or Eq. 9's window) and the
@@ -347,7 +347,7 @@ def _add_partner_fields(packer: _Packer, num_models: int) -> None:
 # -- TBS ------------------------------------------------------------------------------------------
 @register_agent("tbs")
 class TBSAgent(_Composite):
-    """TBS's online adaptation (paper 000 Sec. 3.3, Eq. 8; Eq. 9 with ``window``).
+    """TBS's online adaptation (TBS paper, Sec. 3.3, Eq. 8; Eq. 9 with ``window``).
 
     Args:
         brs: k best-response agents (cluster order).
@@ -449,7 +449,7 @@ class TBSAgent(_Composite):
 # -- Random Selection -----------------------------------------------------------------------------
 @register_agent("tbs-random")
 class RandomSelectionAgent(_Composite):
-    """Random Selection (paper 000 Sec. 4; docs/reference-protocol.md "TBS baselines"): at each episode start
+    """Random Selection (TBS paper, Sec. 4; docs/reference-protocol.md "TBS baselines"): at each episode start
     a uniformly drawn agent (per row, from ``generator``) plays the whole episode.
 
     Only the drawn agent acts on a row (each agent is stepped on its own rows), so a pool of any size

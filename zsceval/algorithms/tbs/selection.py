@@ -3,7 +3,7 @@
 A *row* is one game seen from the ego's seat. Every function here is stateless: the caller (a
 composite agent in :mod:`zsceval.algorithms.tbs.agents`) carries the accumulators between steps.
 
-**TBS (paper 000, Sec. 3.3, Eq. 8; window: App. A.1, Eq. 9).** At step t each cluster ToM model
+**TBS (TBS paper, Sec. 3.3, Eq. 8; window: App. A.1, Eq. 9).** At step t each cluster ToM model
 ``ToM_Ci`` and the global model predict M Bernoulli concept probabilities; the per-step distance of
 cluster i is ``d_i(t) = sum_j KL(Bern(c^i_t[j]) || Bern(c^g_t[j]))`` and the accumulated distance
 ``D_i(t)`` sums ``d_i`` over every step of the episode so far (Eq. 8) or over the ``w`` most recent

@@ -1,6 +1,6 @@
 """TBS Theory-of-Mind models: predict the partner's next concept from the ego's observations.
 
-Paper 000 Sec. 2.3 / 3.3 and App. D.3. A ToM model is a recurrent network that reads the ego's
+The TBS paper, Sec. 2.3 / 3.3 and App. D.3. A ToM model is a recurrent network that reads the ego's
 observation history ``o_1..o_t`` and outputs M Bernoulli probabilities ``c_hat_t``, one per
 concept (:mod:`zsceval.algorithms.tbs.concepts`): the partner's next high-level interaction. It is trained
 with the binary cross-entropy of Eq. 4 / Eq. 10,
