@@ -156,7 +156,7 @@ def test_report_manifest_marks_partners(tmp_path):
 
 
 def test_report_figures_folder_is_checked_before_the_compute(tmp_path, monkeypatch):
-    """Issue 38 item 4: a figures path that cannot be written fails before any statistic is computed."""
+    """A figures path that cannot be written fails before any statistic is computed."""
     from zsceval.bench import report_contents
 
     returns, br = synthetic()
@@ -252,7 +252,7 @@ def test_report_unknown_reference_lists_shipped_ones(tmp_path):
     assert result.exit_code != 0 and "zsceval-paper" in result.output
 
 
-# -- partner strata (issue 36 item 3) ---------------------------------------------------------------------
+# -- partner strata ---------------------------------------------------------------------
 UNHELPFUL = ["unhelpful-random", "unhelpful-stay"]  # sorted: the summary's group order
 
 

@@ -44,8 +44,8 @@ REFERENCE_TABLES: dict[str, str] = {"zsceval-paper": "zsceval_paper.yaml"}
 
 REFERENCE_FORMAT_VERSION = 1
 DIFFERENCE_FLAG = 0.15
-"""|ours - reference| above which the comparison marks a row: the gap issue 31 asks
-``docs/results.md`` to explain (e.g. Counter Circuit at population 12)."""
+"""|ours - reference| above which the comparison marks a row: the gap
+``docs/results.md`` explains (e.g. Counter Circuit at population 12)."""
 
 
 class ReferenceTableError(ValueError):

@@ -34,7 +34,7 @@ algorithms, seeds and budgets::
     evaluation:
       episodes: 10                # per (ego, partner, seat)
       human_proxy: false          # also score every ego with a BC human model (2019 layouts)
-      strata: true                # also play every ego with the unhelpful partners (issue 36)
+      strata: true                # also play every ego with the unhelpful partners
       strata_episodes: null       # their episodes per (ego, partner, seating); null: `episodes`
 
 :func:`load_suite` reads and checks a suite before any compute (unknown keys, layouts and
@@ -42,7 +42,7 @@ algorithms are named with the valid ones); :func:`check_suite_record` compares i
 bench folder already holds (``suite.yaml``). :mod:`zsceval.bench.plan` turns a suite into phases of
 jobs and :mod:`zsceval.bench.run` runs them.
 
-Partner strata (issue 36): the partner set's final and mid checkpoints are the skilled and
+Partner strata: the partner set's final and mid checkpoints are the skilled and
 semi-skilled strata (ZSC-Eval's expert and moderate partners, ``results.parquet``); with
 ``evaluation.strata`` (default true) every ego also plays the two unhelpful partners of
 :mod:`zsceval.evaluation.strata` (one that only stays, one that acts uniformly at random) in the
@@ -131,7 +131,7 @@ class Suite:
     human data only; :mod:`zsceval.evaluation.human_proxy`), from the suite's ``evaluation.human_proxy``."""
     strata: bool = True
     """Also play every ego with the unhelpful partners of :mod:`zsceval.evaluation.strata` (the
-    unhelpful stratum of issue 36; ``unhelpful.parquet``), from the suite's ``evaluation.strata``."""
+    unhelpful stratum; ``unhelpful.parquet``), from the suite's ``evaluation.strata``."""
     strata_episodes: int | None = None
     """Episodes per (ego seed, unhelpful partner, seating); None: ``evaluation_episodes``. From the
     suite's ``evaluation.strata_episodes``."""

@@ -1,4 +1,4 @@
-"""Partner strata (issue 36, after Hypothetical Minds, Sec. 5): skilled, semi-skilled and
+"""Partner strata (after Hypothetical Minds, Sec. 5): skilled, semi-skilled and
 unhelpful partners, reported separately.
 
 * **skilled**: a partner set's final checkpoints (ZSC-Eval's *expert* partners);

@@ -257,7 +257,7 @@ class RunConfig:
     tensorboard: bool = False
     """Also write TensorBoard logs (needs the ``tensorboard`` package)."""
     compile: str = "auto"
-    """``torch.compile`` of the hot paths (issue 34), one of ``off``, ``step``, ``full``, ``auto``:
+    """``torch.compile`` of the hot paths, one of ``off``, ``step``, ``full``, ``auto``:
     ``off``, all eager; ``step``, the env step as one graph (envs with ``compile_step``,
     deterministic starts; others stay eager with a note); ``full``, the env step, acting (each
     policy that drives every row), the critic's values and the PPO minibatch step (loss and its

@@ -28,7 +28,7 @@ the shaped rewards of all seats, JaxMARL's).
 x minibatches per rollout, each learner's gradient clipped to ``max_grad_norm`` and stepped by its
 own RAdam.
 
-**Static shapes** (issue 34): the targets (:func:`lambda_returns`), the minibatch loss
+**Static shapes**: the targets (:func:`lambda_returns`), the minibatch loss
 (:meth:`PQNCore.minibatch_loss`: seats of other actors masked, not selected), the per-learner
 clipping and the optimizer step each trace to one ``torch.compile`` graph; the host reads the
 minibatch indices and which learners sit in each once per update, and the logged statistics once

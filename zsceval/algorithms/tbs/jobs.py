@@ -572,7 +572,7 @@ def _tom_summary(curve: dict) -> dict:
     held-out loss (losses in nats per step), and ``learned``: whether the model's loss (held-out
     with early stopping, else the last training loss) is below 0.9 x the constant predictor's. A
     model that did not learn predicts the same concepts at every step, and Eq. 8 then compares the
-    other models against a flat one (``docs/results.md``, issue 33's larger-budget chain)."""
+    other models against a flat one (``docs/results.md``, the larger-budget TBS chain)."""
     out = {"episodes": curve["episodes"][0], "epochs": len(curve["loss"]),
            "final_loss": curve["loss"][-1] if curve["loss"] else None,
            "baseline": curve["baseline"][0]}  # fmt: skip

@@ -258,7 +258,7 @@ def train_tom(
     concepts' strongly negative log-odds through the whole network; in some runs that saturated
     the GRU's candidate state (tanh at +-1, a state constant over every step), no gradient reached
     the inputs again, and the model stayed at the baseline for all its epochs (``docs/results.md``,
-    issue 33's larger-budget chain: 3.56 against a baseline of 3.54 nats per step; with the prior
+    the larger-budget TBS chain: 3.56 against a baseline of 3.54 nats per step; with the prior
     bias 0.14).
 
     Args:

@@ -102,7 +102,7 @@ class OvercookedEnv:
 
         Episodes end only at the horizon, so games reset together stay together: the host knows,
         without reading a tensor, that every game's episode ends in ``horizon - lockstep_timestep``
-        steps (the runner re-seats population games then, issue 34). It is 0 after :meth:`reset`,
+        steps (the runner re-seats population games then). It is 0 after :meth:`reset`,
         advances with every :meth:`step` and wraps at the horizon; after :meth:`load_state_dict` or
         :meth:`import_state` it is read from the state once (None when the games' timesteps differ).
         Changing ``env.state`` by hand bypasses it.
@@ -370,7 +370,7 @@ class OvercookedEnv:
 
     def compile_step(self, backend: str = "inductor", mode: str | None = None) -> None:
         """From now on :meth:`step` runs :meth:`graph_step` compiled with ``torch.compile``
-        (``fullgraph=True, dynamic=False``; ``run.compile: step``, issue 34).
+        (``fullgraph=True, dynamic=False``; ``run.compile: step``).
 
         The results are those of the eager step (tests: bit for bit); ``final_obs`` is then set on
         every step (read it where ``truncated``). Actions are checked for shape and dtype on the
@@ -419,7 +419,7 @@ class OvercookedEnv:
         )
 
     def graph_step(self, state: State, actions: torch.Tensor) -> dict[str, torch.Tensor]:
-        """One step of every game as a function of tensors, for ``torch.compile`` (issue 34).
+        """One step of every game as a function of tensors, for ``torch.compile``.
 
         The same transition as :meth:`step`, written so that it compiles to one graph with no
         host synchronization (``torch.compile(env.graph_step, fullgraph=True)``): no validation of
