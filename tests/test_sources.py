@@ -1,6 +1,6 @@
 """Every citation a reader meets can be opened: no committed file under zsceval/, algorithms/, docs/,
 benchmarks/, layouts/ or tests/ cites a note that is not in the repository, a path outside it, a
-numbered paper ("paper 002") or an issue number. Sources are a paper's title with its section, a
+numbered paper ("paper 00N") or an issue number. Sources are a paper's title with its section, a
 reference repository's file, or a document in this repository (docs/reference-protocol.md and
 docs/overcooked-rules.md hold the reference facts)."""
 
