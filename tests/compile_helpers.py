@@ -1,4 +1,4 @@
-"""Helpers of the compile tests (issue 34): graph breaks of a function and its aot_eager compilation."""
+"""Helpers of the compile tests: graph breaks of a function and its aot_eager compilation."""
 
 import torch
 import torch._dynamo as dynamo

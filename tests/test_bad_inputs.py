@@ -1,4 +1,4 @@
-"""Bad inputs a new user hit (issue 38 items 5-7): each is one clear message, no traceback."""
+"""Bad inputs a new user hit: each is one clear message, no traceback."""
 
 import shutil
 from pathlib import Path
@@ -172,7 +172,7 @@ def test_output_paths_are_checked_before_any_episode_is_played(tmp_path, monkeyp
 
 @pytest.mark.parametrize("command", ["train", "eval", "bench", "partners", "report", "render", "layouts"])
 def test_help_does_not_import_torch(command):
-    """--help answers in well under a second: no torch, no plug-in loaded (issue 38 item 8)."""
+    """--help answers in well under a second: no torch, no plug-in loaded."""
     import subprocess
     import sys
 

@@ -1,4 +1,4 @@
-"""Budgets that cannot end an episode are refused before anything trains (issue 38 item 3)."""
+"""Budgets that cannot end an episode are refused before anything trains."""
 
 import pytest
 from click.testing import CliRunner

@@ -1,4 +1,4 @@
-"""The package's layers (``.importlinter``, issue 32): each layer imports only downward, counting
+"""The package's layers (``.importlinter``): each layer imports only downward, counting
 imports written inside functions, and a reversed import is caught."""
 
 import shutil

@@ -1,4 +1,4 @@
-"""Plug-ins are installed packages (issue 32): every registry is filled from entry points.
+"""Plug-ins are installed packages: every registry is filled from entry points.
 
 A tiny third-party distribution is built and installed by pip from a temporary directory (into a
 private ``--target`` folder, so the shared environment never sees it) with entry points in the

@@ -1,4 +1,4 @@
-"""Issue 19: nothing silently lost, no tracebacks. Folder records decide (partners.yaml, suite.yaml),
+"""Nothing silently lost, no tracebacks. Folder records decide (partners.yaml, suite.yaml),
 runs killed before / after their first checkpoint recover, bad inputs get messages."""
 
 import json

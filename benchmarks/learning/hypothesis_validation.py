@@ -1,4 +1,4 @@
-"""When the hypothesis agent validates a hypothesis, in finished TBS chains (issue 36; paper 003's
+"""When the hypothesis agent validates a hypothesis, in finished TBS chains (Hypothetical Minds'
 Rescorla-Wagner loop over a chain's cluster ToM models and best responses).
 
 For each chain, the chain's ``hypothesis`` agent plays one greedy episode with every pair of the

@@ -1,11 +1,11 @@
 """Speed benchmark: a stage-1 population trained population-batched against one SP run.
 
-Issue 12's target: a stage-1 population of 8 ``quick``-preset members on counter_circuit trains at
->= 3x the env steps/s of one ``quick`` SP run, same machine, same run. Each member is what one quick
-SP run is (its own 512 games per iteration, its own network), so the population's env steps/s
-against SP's is the speed-up over training the members one after another. Both are timed here,
-one after the other, for the same number of iterations (end-to-end: collection, bonus / JSD step
-and updates; no evaluation).
+The target (docs/performance.md, "Stage-1 populations trained population-batched"): a stage-1 population of 8
+``quick``-preset members on counter_circuit trains at >= 3x the env steps/s of one ``quick`` SP run, same
+machine, same run. Each member is what one quick SP run is (its own 512 games per iteration, its own network),
+so the population's env steps/s against SP's is the speed-up over training the members one after another. Both
+are timed here, one after the other, for the same number of iterations (end-to-end: collection, bonus / JSD
+step and updates; no evaluation).
 
 Usage (from the repository root)::
 

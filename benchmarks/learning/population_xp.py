@@ -1,5 +1,5 @@
 """Diagnostics of population egos in a bench folder: their training pools' cross-play and how the
-ego plays with the pool it trained with (issue 31: where a method misses, show the cause).
+ego plays with the pool it trained with (where a method misses, show the cause).
 
 For every ego of ``zsceval bench --out DIR`` that trained with a pool (FCP, MEP, TrajeDi and HSP
 keep theirs under ``egos/<algo>/s<seed>/run/pools/``; COLE's pools grow during training and the last

@@ -1,4 +1,4 @@
-"""TBS with some clusters left out, on a finished chain's held-out pool (issue 33's diagnostics).
+"""TBS with some clusters left out, on a finished chain's held-out pool (the TBS-chain diagnostics).
 
 An ablation, not a method of the paper: the chain's TBS agent keeps its global ToM model, window
 and options, and loses the best responses and cluster ToM models of the clusters named by

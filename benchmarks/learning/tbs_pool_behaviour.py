@@ -1,5 +1,5 @@
 """What each pair of a TBS partner pool does in self-play, and what its random shaping pays it
-(issue 33's diagnostics: why some pool pairs never score).
+(the TBS-chain diagnostics: why some pool pairs never score).
 
 For every pair of a ``tbs-pool`` run (the training pool ``pool_*`` or the held-out pool
 ``heldout_*`` of a chain), the pair plays ``--episodes`` greedy self-play episodes on the run's

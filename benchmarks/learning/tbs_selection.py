@@ -1,4 +1,4 @@
-"""Diagnostics of TBS's online selection in finished TBS chains (paper 000 Sec. 3.3, Eq. 8).
+"""Diagnostics of TBS's online selection in finished TBS chains (TBS paper, Sec. 3.3, Eq. 8).
 
 Reads the ``--out`` folder of ``zsceval train --algo tbs`` (the pools, the clustering, the best
 responses and the TBS agent with its ToM models) and plays, for the training pool (whose clusters

@@ -1,4 +1,4 @@
-"""A cluster ToM model of a finished TBS chain retrained with and without the prior bias (issue 33).
+"""A cluster ToM model of a finished TBS chain retrained with and without the prior bias.
 
 Re-collects cluster J's ToM episodes exactly as the chain's ego job did (the same best response,
 partners, exploration, episode count and seeds, read from ``ego/DONE.json``), then trains the

@@ -1,4 +1,4 @@
-"""Learning benchmark: recurrent MAPPO self-play on the 2-player 3x3 Yōkai game, on CPU (issue 35).
+"""Learning benchmark: recurrent MAPPO self-play on the 2-player 3x3 Yōkai game, on CPU.
 
 Trains SP (``zsceval train --algo sp --env yokai``) for a budget of env steps per seed, saving a
 checkpoint every ``--eval-every`` env steps, then plays every checkpoint with itself

@@ -1,5 +1,5 @@
 """Dispatched ATen ops (each one kernel launch on a GPU) per env step, per act and per PPO
-minibatch, old path against new, measured in the same run (issue 34 item 5).
+minibatch, old path against new, measured in the same run.
 
 * env step at ``--num-envs`` games: ``OvercookedEnv.step`` (validation, a host branch on
   whether a game ended) against ``graph_step`` (no host sync, auto-reset as a masked select; it

@@ -1,4 +1,4 @@
-"""COLE on three players (issue 37): the reference's GRF rules (``grf_runner.py: train_cole``) as pure
+"""COLE on three players: the reference's GRF rules (``grf_runner.py: train_cole``) as pure
 functions on hand-made matrices, the plug-in's arms, per-iteration seatings and UCB counters, its
 resumable state, and the two-player draws pinned to the values recorded before the three-player
 code existed."""

@@ -1,4 +1,4 @@
-"""E3T's partner-modelling option (issue 13): the core gives each sample the other seats' actions,
+"""E3T's partner-modelling option: the core gives each sample the other seats' actions,
 the actor's prediction head is trained by its cross-entropy only, and the policy reads it."""
 
 import torch

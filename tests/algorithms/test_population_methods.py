@@ -1,4 +1,4 @@
-"""Issue 12: FCP, MEP and TrajeDi: the formulas on hand-computed values, the checkpoint choice,
+"""FCP, MEP and TrajeDi: the formulas on hand-computed values, the checkpoint choice,
 and each algorithm's job chain trained end to end through the CLI, resumed after a kill."""
 
 import json
@@ -247,7 +247,7 @@ def test_chain_trains_through_the_cli_and_resumes_after_a_kill(tmp_path, algo, k
 
 
 def test_redo_runs_a_finished_stage_again_with_its_readers_and_keeps_the_old_folders(tmp_path):
-    """Issue 38: a chain stuck on a finished stage can be redone with an explicit flag; nothing is lost."""
+    """A chain stuck on a finished stage can be redone with an explicit flag; nothing is lost."""
     out = tmp_path / "fcp"
     assert invoke("train", "--algo", "fcp", "--out", out, *TINY).exit_code == 0
     stage1 = out / "cramped_room" / "stage1" / "fcp-stage1"

@@ -1,4 +1,4 @@
-"""Issue 31: TrajeDi's diversity step respects ``algo.jsd_weight``.
+"""TrajeDi's diversity step respects ``algo.jsd_weight``.
 
 The JSD step goes through the members' PPO actor optimizer (ZSC-Eval: ``Traj_Trainer.train`` then
 ``R_MAPPO.update_actor``), whose Adam statistics come from PPO's gradients, so the actor moves in

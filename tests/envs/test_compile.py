@@ -1,4 +1,4 @@
-"""The Overcooked step as one compiled graph with no host synchronization (issue 34 items 1-2):
+"""The Overcooked step as one compiled graph with no host synchronization:
 ``graph_step`` traces with no graph break, gives the eager ``step``'s results bit for bit through
 ``aot_eager`` (and ``inductor``: ``test_compile_inductor.py``), and dispatches no data-dependent op."""
 

@@ -1,4 +1,4 @@
-"""The Overcooked step compiled by ``inductor`` (issue 34 item 2's test at a small size): the
+"""The Overcooked step compiled by ``inductor`` (the compile test at a small size): the
 generated C++ kernels give the eager ``step``'s results bit for bit across two auto-resets.
 
 In its own file so that pytest-xdist runs it beside the rest (inductor's code generation takes

@@ -1,14 +1,14 @@
 """Scenario tests of ZSC-Eval's per-agent events, rewards, masks, observations and interaction records.
 
-Every expected value below is derived from the Overcooked spec (/work/shared/docs/overcooked-spec.md):
+Every expected value below is derived from the game rules of docs/overcooked-rules.md:
 section 3.1 (the 17 classic events), 2.5 (interaction table), 2.3-2.4 (movement, collisions),
 5.2-5.5 (multi-recipe dynamics, potting classification, the 29 multi-recipe events), 4.6 (action
 masks), 4.2 / 5.7 / 5.8 (observation planes). Scenario states are loaded with ``import_state``
-(spec 6.3 dict format) and advanced one step; the *full* event vector of both agents is compared
+(§6.3 dict format) and advanced one step; the *full* event vector of both agents is compared
 so that spurious extra events are caught.
 
 Most scenarios use Coordination Ring (``random1``, classic) or its multi-recipe variant
-(``random1_m``), whose grids (spec 1.3 / 1.4) are::
+(``random1_m``), whose grids (§1.3 / §1.4) are::
 
     random1        random1_m       floor cells: (1,1) (2,1) (3,1) (1,2) (3,2) (1,3) (2,3) (3,3)
     XXXPX          XXXPX           pots (3,0) [faced from (3,1) N] and (4,1) [from (3,1) E]
@@ -43,11 +43,11 @@ ING = {"o": "onion", "t": "tomato"}
 CLASSIC = "coordination_ring"
 MULTI = "coordination_ring_mr"
 
-# Grids copied from the spec (1.3, 1.4), used to derive expected terrain planes and masks.
+# Grids copied from the layout files (§1.3, §1.4), used to derive expected terrain planes and masks.
 GRID_RANDOM1 = ["XXXPX", "X 1 P", "D2X X", "O   X", "XOSXX"]
 GRID_RANDOM1_M = ["XXXPX", "X 1 P", "D2X X", "O   X", "XTSXX"]
 
-# Event vectors in the spec's order (3.1 and 5.5).
+# Event vectors in the reference's order (§3.1 and §5.5).
 SPEC_CLASSIC_EVENTS = (
     "put_onion_on_X", "put_dish_on_X", "put_soup_on_X", "pickup_onion_from_X", "pickup_onion_from_O",
     "pickup_dish_from_X", "pickup_dish_from_D", "pickup_soup_from_X", "USEFUL_DISH_PICKUP",
@@ -64,7 +64,7 @@ SPEC_MULTI_EVENTS = (
     "MOVEMENT", "IDLE_MOVEMENT", "IDLE_INTERACT",
 )  # fmt: skip
 
-# Potting event sets (spec 5.4 / 5.5).
+# Potting event sets (§5.4 / 5.5).
 POT_OK_ONION = ("PLACEMENT_IN_POT", "viable_placement", "optimal_placement", "potting_onion")
 POT_OK_TOMATO = ("PLACEMENT_IN_POT", "viable_placement", "optimal_placement", "potting_tomato")
 
@@ -74,7 +74,7 @@ POT_OK_TOMATO = ("PLACEMENT_IN_POT", "viable_placement", "optimal_placement", "p
 
 
 def soup(ingredients: str, tick: int = -1) -> dict:
-    """A soup object dict (spec 6.3): ``ingredients`` like ``"oot"`` in insertion order."""
+    """A soup object dict (§6.3): ``ingredients`` like ``"oot"`` in insertion order."""
     return {
         "name": "soup",
         "_ingredients": [{"name": ING[c]} for c in ingredients],
@@ -305,7 +305,7 @@ CLASSIC_CASES = [
          after_held=None, after={P0: soup("o")}),
     Case("placement_second_onion", **A_POT, held="onion", objects=((soup("o"), P0),),
          events=("PLACEMENT_IN_POT",), shaped=3, after_held=None, after={P0: soup("oo")}),
-    # The third onion starts cooking by itself; the same step's tick makes it 1 (spec 2.6).
+    # The third onion starts cooking by itself; the same step's tick makes it 1 (§2.6).
     Case("placement_third_onion_autostarts", **A_POT2, held="onion", objects=((soup("oo"), P1),),
          events=("PLACEMENT_IN_POT",), shaped=3, after_held=None, after={P1: soup("ooo", 1)}),
     Case("pot_empty_handed_empty", **A_POT, events=("IDLE_INTERACT_EMPTY",), after={P0: None}),
@@ -436,7 +436,7 @@ def test_sequential_both_put_on_same_counter():
 
 @pytest.mark.parametrize("held", [None, "onion", "dish"])
 def test_interact_facing_other_player_is_idle_empty(held):
-    # The faced cell is floor even with a player on it; items are never handed over (spec 2.5).
+    # The faced cell is floor even with a player on it; items are never handed over (§2.5).
     env = scenario(CLASSIC, [((1, 1), "E", held), ((2, 1), "W", None)])
     step = act(env, INTERACT, STAY)
     assert_step(env, step, ("IDLE_INTERACT_EMPTY",), ("STAY",))
@@ -451,7 +451,7 @@ def test_both_interact_facing_each_other():
 
 
 # ---------------------------------------------------------------------------------------------
-# classic: USEFUL_DISH_PICKUP (spec 3.1 row 8)
+# classic: USEFUL_DISH_PICKUP (§3.1 row 8)
 
 DISH_TAKER = ((1, 2), "W", None)  # player 1 faces the dish dispenser
 USEFUL = ("pickup_dish_from_D", "USEFUL_DISH_PICKUP")
@@ -490,7 +490,7 @@ def test_classic_useful_dish_pickup(objects, partner_held, useful):
 
 def test_classic_useful_dish_idle_full_pot_does_not_count():
     # A 3-onion pot that has not started (tick -1, hand-built) is neither ready, cooking nor
-    # partially full (spec 3.1 row 8 / 6.2 item 5, PYPI oracle).
+    # partially full (§3.1 row 8 / 6.2 item 5, PYPI oracle).
     env = scenario(CLASSIC, [PARTNER, DISH_TAKER], [(soup("ooo"), P0)])
     step = act(env, STAY, INTERACT)
     assert_step(env, step, ("STAY",), NOT_USEFUL)
@@ -544,7 +544,7 @@ def test_classic_useful_dish_two_dispensers_same_step(busy_pots, useful1):
 
 
 # ---------------------------------------------------------------------------------------------
-# classic: movement and collisions (spec 2.3, 2.4, 8.3)
+# classic: movement and collisions (§2.3, 2.4, 8.3)
 
 
 @pytest.mark.parametrize(
@@ -602,7 +602,7 @@ def test_classic_collisions(players, actions, after, events):
 
 
 # ---------------------------------------------------------------------------------------------
-# multi-recipe single-actor scenarios (spec 5.2, 5.4, 5.5) on random1_m
+# multi-recipe single-actor scenarios (§5.2, 5.4, 5.5) on random1_m
 
 OO_READY = soup("oo", 10)  # OO: value 10, time 10
 OT_READY = soup("ot", 10)
@@ -642,7 +642,7 @@ MULTI_CASES = [
          shaped=5, after_held=OO_READY, after={P0: None}),
     Case("SOUP_PICKUP_single_onion", **A_POT2, held="dish", objects=((soup("o", 20), P1),),
          events=("SOUP_PICKUP",), shaped=5, after_held=soup("o", 20), after={P1: None}),
-    # --- potting classification (spec 5.4: every potting is optimal + viable except T into TT)
+    # --- potting classification (§5.4: every potting is optimal + viable except T into TT)
     Case("pot_onion_empty", **A_POT, held="onion", events=POT_OK_ONION, shaped=3, after_held=None,
          after={P0: soup("o")}),
     Case("pot_tomato_empty", **A_POT, held="tomato", events=POT_OK_TOMATO, shaped=3, after_held=None,
@@ -688,7 +688,7 @@ MULTI_CASES = [
          after={P0: soup("oo", 4)}),
     Case("soup_at_pot", **A_POT, held=OO_READY, objects=((soup("o"), P0),), events=(),
          after={P0: soup("o")}),
-    # --- deliveries (spec 5.2 item 6, 5.5 rows 21-24)
+    # --- deliveries (§5.2 item 6, 5.5 rows 21-24)
     Case("deliver_oo", **A_SERVE, held=OO_READY, events=("delivery", "deliver_size_two_order"),
          sparse=10, after_held=None),
     Case("deliver_ot", **A_SERVE, held=OT_READY, events=("delivery", "deliver_size_two_order"),
@@ -741,7 +741,7 @@ def test_multi_every_event_row_covered():
 
 
 def test_multi_cook_sets_recipe_cook_time():
-    # OO is an order with time 10 (spec 1.4); O is not an order and cooks in the default 20.
+    # OO is an order with time 10 (§1.4); O is not an order and cooks in the default 20.
     for ings, time in (("oo", 10), ("o", 20), ("ooo", 20), ("ot", 10)):
         env = scenario(MULTI, [((3, 1), "N", None), PARTNER], [(soup(ings), P0)])
         act(env, INTERACT, STAY)
@@ -779,7 +779,7 @@ def test_multi_collision_swap():
 
 
 def test_multi_two_deliveries_team_reward():
-    # Sparse reward goes to the delivering agent; the team reward is the sum (spec 3.2).
+    # Sparse reward goes to the delivering agent; the team reward is the sum (§3.2).
     env = scenario(MULTI, [((2, 3), "S", OO_READY), ((3, 3), "W", None)])
     step = act(env, INTERACT, STAY)
     assert_step(env, step, ("delivery", "deliver_size_two_order"), ("STAY",), sparse=(10, 0))
@@ -848,7 +848,7 @@ def test_multi_potting_then_cook_by_other_player():
 
 
 # ---------------------------------------------------------------------------------------------
-# multi-recipe: USEFUL_DISH_PICKUP (spec 5.2 item 9)
+# multi-recipe: USEFUL_DISH_PICKUP (§5.2 item 9)
 
 
 @pytest.mark.parametrize(
@@ -895,7 +895,7 @@ def test_multi_useful_dish_snapshot_ignores_cook_started_this_step():
 
 
 # ---------------------------------------------------------------------------------------------
-# multi-recipe potting with a custom order set: useless_placement (spec 5.4)
+# multi-recipe potting with a custom order set: useless_placement (§5.4)
 
 ONION_ONLY_MR = parse_layout(
     "\n".join(
@@ -948,7 +948,7 @@ def test_custom_orders_potting_classification(pot, held, events, shaped):
 
 
 # ---------------------------------------------------------------------------------------------
-# action masks (spec 4.6)
+# action masks (§4.6)
 
 
 def expected_directions(grid, pos, facing) -> list[bool]:
@@ -1081,7 +1081,7 @@ def test_direction_masks_every_floor_cell_and_facing(layout):
 
 
 # ---------------------------------------------------------------------------------------------
-# observations (spec 4.2, 5.7, 5.8; our layout [B, n, H, W, C], plane values not x255)
+# observations (§4.2, 5.7, 5.8; our layout [B, n, H, W, C], plane values not x255)
 
 
 def plane(values: dict, H=5, W=5) -> list[list[int]]:
@@ -1148,7 +1148,7 @@ def test_classic_observation_channels():
 
 
 def test_classic_observation_soups_while_a_soup_is_held():
-    # OLD's encoder would drop every pot soup and counter soup here (spec 4.3); ours does not.
+    # OLD's encoder would drop every pot soup and counter soup here (§4.3); ours does not.
     env = scenario(
         CLASSIC,
         [((2, 3), "S", READY), ((1, 1), "N", None)],

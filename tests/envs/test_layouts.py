@@ -1,4 +1,5 @@
-"""Layout files: the shipped set, names and aliases, and the validity checks (overcooked-spec 1.1)."""
+"""Layout files: the shipped set, names and aliases, and the validity checks (docs/overcooked-rules.md
+§1.1)."""
 
 import pytest
 from click.testing import CliRunner
@@ -32,7 +33,7 @@ def test_every_paper_layout_ships_with_its_alias():
 
 
 def test_grids_match_the_spec():
-    # Spot checks against overcooked-spec sections 1.3-1.5 and 7.
+    # Spot checks against docs/overcooked-rules.md §1.3-1.5 and 7.
     cc = load_layout("random3")
     assert cc.terrain[4] == "XXXOOXXX" and cc.start_positions == ((3, 3), (3, 1))
     assert cc.cells("P") == [(3, 0), (4, 0)]

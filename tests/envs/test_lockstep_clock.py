@@ -1,4 +1,4 @@
-"""Overcooked's host-side episode clock (``lockstep_timestep``, issue 34): it follows every game's
+"""Overcooked's host-side episode clock (``lockstep_timestep``): it follows every game's
 ``timestep`` through steps, the horizon's auto-reset, the compiled step's path, a restored state and
 an imported game, and says None when the games' timesteps differ."""
 

@@ -3,8 +3,8 @@
 The reference's 26 planes are, in order: 10 player planes, pot, counter, onion dispenser, tomato
 dispenser, dish dispenser, serving window, onions_in_pot, tomatoes_in_pot, onions_in_soup,
 tomatoes_in_soup, soup_cook_time_remaining, soup_done, dishes, onions, tomatoes, urgency; arrays
-are (W, H, C). Multi-recipe observations must equal it with soup_done dropped (overcooked-spec
-5.7). Classic observations (spec 4.2 without the 4.3 overwrite bug, i.e. 5.8) are derived from it:
+are (W, H, C). Multi-recipe observations must equal it with soup_done dropped (docs/overcooked-rules.md
+§5.7). Classic observations (§4.2 without the §4.3 overwrite bug, i.e. §5.8) are derived from it:
 items in a pot soup, elapsed cook ticks, off-pot soups, dishes, onions.
 """
 

@@ -1,11 +1,11 @@
-"""Lockstep parity with the reference simulator (PyPI `overcooked` 0.2.1), overcooked-spec 6.5.
+"""Lockstep parity with the reference simulator (PyPI `overcooked` 0.2.1), docs/overcooked-rules.md §6.5.
 
 Each test steps B games of our engine and B reference games with the same seeded random joint
 actions (biased toward INTERACT so that cooking, dish pickups and deliveries happen), from the
 standard start and from randomized start states, and asserts at every step that the exported
 state dicts are *identical* (players, held objects, objects in insertion order, orders, timestep)
 and that per-agent sparse and shaped rewards are equal. On multi-recipe layouts rewards may differ
-only by ZSC-Eval's two documented rules (overcooked-spec 5.2): a non-order delivery pays -10 here
+only by ZSC-Eval's two documented rules (docs/overcooked-rules.md §5.2): a non-order delivery pays -10 here
 (0 there), a catastrophic potting earns 0 shaped here (+3 there).
 """
 

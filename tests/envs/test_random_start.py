@@ -1,4 +1,4 @@
-"""Random start states (``random_start_prob``; ZSC-Eval's random start, overcooked-spec 5.9)."""
+"""Random start states (``random_start_prob``; ZSC-Eval's random start, docs/overcooked-rules.md §5.9)."""
 
 import pytest
 import torch

@@ -1,8 +1,9 @@
-"""The Overcooked spec's test vectors (overcooked-spec section 8, plus the 6.3 state-dict example).
+"""The scripted test vectors of docs/overcooked-rules.md §8 (plus the §6.3 state-dict example).
 
 8.1: OLD ``random1`` (coordination_ring), 54 scripted steps; 8.2: NEW ``random1_m``
 (coordination_ring_mr), 37 scripted steps with the exact final state dict; 8.3: small unit cases.
-Player 0 always STAYs in 8.1 and 8.2. Expected values are the spec's, not the engine's output.
+Player 0 always STAYs in 8.1 and 8.2. Expected values were checked against the reference engines, not taken
+from ours.
 """
 
 from __future__ import annotations

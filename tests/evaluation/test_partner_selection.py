@@ -146,7 +146,7 @@ def test_selection_job_normalizes_the_features_once(tmp_path):
     out = tmp_path / "select"
     out.mkdir()
     result = partners_select({"k": 3, "seed": 0, "num_samples": 1000}, out, needs)
-    # the spec's kernel, by hand: columns over (max + 1e-3), L = F F^T; best of the C(6, 3) = 20 subsets
+    # the reference's kernel, by hand: columns over (max + 1e-3), L = F F^T; best of the C(6, 3) = 20 subsets
     f = features / (features.max(axis=0) + 1e-3)
     kernel = f @ f.T
     dets = {s: np.linalg.det(kernel[np.ix_(s, s)]) for s in itertools.combinations(range(6), 3)}

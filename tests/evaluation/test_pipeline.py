@@ -221,7 +221,7 @@ def test_eval_command_against_a_partner_set(tiny_bench):
 
 
 def test_eval_strata_reports_skilled_semi_skilled_and_unhelpful_partners(tiny_bench):
-    """Issue 36 item 3: the set's final (expert) and mid (moderate) partners by BR-Prox, and the
+    """The set's final (expert) and mid (moderate) partners by BR-Prox, and the
     unhelpful partners (stay, uniformly random) by return; the same numbers as the plain report."""
     from click.testing import CliRunner
 
@@ -287,7 +287,7 @@ def test_tables_hold_only_this_suites_evaluations(tiny_bench, tmp_path):
 
 SUITES = Path(__file__).resolve().parents[2] / "benchmarks" / "suites"
 
-# ZSC-Eval reference runs per layout and K (docs/zsceval-facts.md weight-grid table, paper Sec. 5).
+# ZSC-Eval reference runs per layout and K (docs/reference-protocol.md "Weight grids", paper Sec. 5).
 PAPER_RUNS = {
     "forced_coordination": 30,
     "bothway_coordination": 54,
@@ -419,7 +419,7 @@ def test_shipped_suites_keep_zsceval_budget_ratios():
 
 
 def test_quick_sets_scores_trains_the_quick_sets_egos_and_plays_the_sets_that_run_shipped():
-    """overcooked-quick-sets-scores (issue 39): the egos of overcooked-quick-sets, evaluated on the
+    """overcooked-quick-sets-scores: the egos of overcooked-quick-sets, evaluated on the
     zsceval:<layout>@1 sets exported from that suite's run (their manifests name it)."""
     from zsceval.evaluation.shipped_sets import resolve_set
 
@@ -453,7 +453,7 @@ def test_suite_record_compares_ego_budgets_of_the_algorithms_both_runs_hold(tmp_
     assert bench_mod_suite.check_suite_record(changed, out, force=True) == ["algo_ego_steps.sp: 3200 -> 6400"]
 
 
-# -- partner strata in the bench (issue 36 item 3) ------------------------------------------------------
+# -- partner strata in the bench ------------------------------------------------------
 UNHELPFUL = ["unhelpful-random", "unhelpful-stay"]
 
 

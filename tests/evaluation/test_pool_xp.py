@@ -1,4 +1,4 @@
-"""Cross-play matrices (issue 31's diagnostics): every ordered pair in one batched call, rows in
+"""Cross-play matrices (the population-method diagnostics): every ordered pair in one batched call, rows in
 seat 0; the per-member summary of a pool."""
 
 from pathlib import Path

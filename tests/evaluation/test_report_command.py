@@ -156,7 +156,7 @@ def test_report_manifest_marks_partners(tmp_path):
 
 
 def test_report_figures_folder_is_checked_before_the_compute(tmp_path, monkeypatch):
-    """Issue 38 item 4: a figures path that cannot be written fails before any statistic is computed."""
+    """A figures path that cannot be written fails before any statistic is computed."""
     from zsceval.bench import report_contents
 
     returns, br = synthetic()
@@ -211,7 +211,8 @@ def test_report_json_statistics_and_paper_comparison(tmp_path):
         iqms = {a: iqm(units[li, ai]) for ai, a in enumerate(ALGORITHMS)}
         for a in ALGORITHMS:
             assert ranks[(layout, a)]["rank"] == 1 + sum(v > iqms[a] for v in iqms.values())
-        # ZSC-Eval, corrected mapping (zsceval-facts): ring fcp .69, mep .70, sp .27; circuit .59, .62, .09
+        # ZSC-Eval, corrected mapping (zsceval/bench/reference/zsceval_paper.yaml): ring fcp .69, mep .70, sp
+        # .27; circuit .59, .62, .09
         paper = {"coordination_ring": [0.69, 0.70, 0.27], "counter_circuit": [0.59, 0.62, 0.09]}[layout]
         rows = {r["algorithm"]: r for r in payload["comparison"]["rows"] if r["layout"] == layout}
         assert [rows[a]["reference"] for a in ALGORITHMS] == paper
@@ -251,7 +252,7 @@ def test_report_unknown_reference_lists_shipped_ones(tmp_path):
     assert result.exit_code != 0 and "zsceval-paper" in result.output
 
 
-# -- partner strata (issue 36 item 3) ---------------------------------------------------------------------
+# -- partner strata ---------------------------------------------------------------------
 UNHELPFUL = ["unhelpful-random", "unhelpful-stay"]  # sorted: the summary's group order
 
 

@@ -13,14 +13,14 @@ from zsceval.evaluation.reward_space import (
     sample_weights,
 )
 
-# overcooked-spec.md section 3.1 (17 classic events), then the sparse weight.
+# docs/overcooked-rules.md §3.1 (17 classic events), then the sparse weight.
 CLASSIC_EVENTS = (
     "put_onion_on_X put_dish_on_X put_soup_on_X pickup_onion_from_X pickup_onion_from_O pickup_dish_from_X "
     "pickup_dish_from_D pickup_soup_from_X USEFUL_DISH_PICKUP SOUP_PICKUP PLACEMENT_IN_POT delivery STAY "
     "MOVEMENT IDLE_MOVEMENT IDLE_INTERACT_X IDLE_INTERACT_EMPTY sparse_reward"
 ).split()
 
-# "candidates" column of zsceval-facts.md "Behavior-preferring weight grids".
+# "candidates" column of docs/reference-protocol.md "Weight grids".
 EXPECTED_CANDIDATES = {
     "random0": 30,
     "forced_coordination": 30,

@@ -179,7 +179,8 @@ def test_shipped_paper_table_covers_the_papers_layouts_and_algorithms():
     overcooked = table[~table["layout"].str.startswith("academy")]
     assert overcooked.groupby("layout").size().to_dict() == {lay: 7 for lay in overcooked["layout"].unique()}
     assert len(overcooked["layout"].unique()) == 9
-    # spot values from docs/zsceval-facts.md: random3 MEP .62 (.64 shipped script), random0_m HSP .80 (.82)
+    # spot values from zsceval/bench/reference/zsceval_paper.yaml: random3 MEP .62 (.64 shipped script),
+    # random0_m HSP .80 (.82)
     row = table.set_index(["reference_name", "algorithm"])
     assert (
         row.loc[("random3", "mep"), "br_prox"] == 0.62

@@ -1,4 +1,4 @@
-"""The unhelpful partners of the partner strata (issue 36 item 3): one that only stays, one that acts
+"""The unhelpful partners of the partner strata: one that only stays, one that acts
 uniformly at random over its available actions."""
 
 import torch

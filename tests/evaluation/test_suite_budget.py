@@ -1,4 +1,4 @@
-"""Suite budgets: per-algorithm overrides, the env steps of every stage, the hours left (issue 31)."""
+"""Suite budgets: per-algorithm overrides, the env steps of every stage, the hours left."""
 
 import pandas as pd
 import pytest

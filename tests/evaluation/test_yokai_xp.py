@@ -1,4 +1,4 @@
-"""The Yōkai cross-play matrix and ``zsceval report`` on a folder of Yōkai runs (issue 35 item 4)."""
+"""The Yōkai cross-play matrix and ``zsceval report`` on a folder of Yōkai runs."""
 
 from __future__ import annotations
 

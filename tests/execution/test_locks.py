@@ -1,4 +1,4 @@
-"""One writer per folder (issue 38 item 2): a second writer is refused with the owner named."""
+"""One writer per folder: a second writer is refused with the owner named."""
 
 import json
 import os

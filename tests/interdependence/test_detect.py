@@ -1,4 +1,4 @@
-"""Hand-built trajectories with interdependence counts worked out by hand from paper 002's
+"""Hand-built trajectories with interdependence counts worked out by hand from Biswas et al.'s
 definitions (Def. 4.1-4.6, Alg. 2). The trajectories are played in our engine from hand-made
 states on forced_coordination, whose two floor regions meet only at the middle counters x=2::
 

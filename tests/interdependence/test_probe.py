@@ -1,4 +1,4 @@
-"""The scripted probe partners in the engine (paper 002 Sec. 6.1)."""
+"""The scripted probe partners in the engine ("Who is Helping Whom?", Sec. 6.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Acting of the remaining agent kinds as compiled graphs (issue 34 item 1): CNN policies, policy
+"""Acting of the remaining agent kinds as compiled graphs: CNN policies, policy
 pools, mixtures of pool members and epsilon-greedy Q-networks each trace to one graph with no
 break, give the eager results through ``aot_eager`` (randomness as an input: the draws the eager
 path takes from its generator), and act with no data-dependent op."""

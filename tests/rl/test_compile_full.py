@@ -1,4 +1,4 @@
-"""``run.compile: full`` end to end (issue 34 item 3): ``zsceval train --algo sp`` with the env
+"""``run.compile: full`` end to end: ``zsceval train --algo sp`` with the env
 step, acting, values and the PPO minibatch step compiled (``aot_eager``: the same graphs without
 inductor's code generation, which takes minutes on a CPU) logs the eager run's metrics for the
 same seed, within float tolerance. Slow: tracing the env step and the update takes about a minute."""

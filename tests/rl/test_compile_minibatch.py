@@ -1,4 +1,4 @@
-"""The PPO minibatch step as compiled graphs (issue 34 items 1-2): the loss of a minibatch
+"""The PPO minibatch step as compiled graphs: the loss of a minibatch
 (:func:`minibatch_loss`: re-evaluation, clipped losses, entropy) traces as one graph, and so does
 clipping plus the Adam step (:func:`clip_and_step` with ``raw_step``; ``Optimizer.step``'s wrapper
 breaks the graph on purpose). ``backward()`` runs between the two (dynamo does not trace it; the

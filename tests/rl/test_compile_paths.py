@@ -1,4 +1,4 @@
-"""The core's hot paths as compiled graphs (issue 34 items 1-2): acting (MLP and GRU policies,
+"""The core's hot paths as compiled graphs: acting (MLP and GRU policies,
 with the sampling noise as an input), the critic's value, GAE and the PPO loss each trace to one
 graph with no break, give the eager results through ``aot_eager``, and a step of acting, GAE,
 loss and backward dispatches no data-dependent op."""

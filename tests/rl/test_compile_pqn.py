@@ -1,4 +1,4 @@
-"""The PQN/VDN update as compiled graphs (issue 34 item 1): the Q(lambda) targets, the minibatch
+"""The PQN/VDN update as compiled graphs: the Q(lambda) targets, the minibatch
 loss, the per-learner gradient clipping and the optimizer step each trace to one graph with no
 break and give the eager results through ``aot_eager``; a gradient step dispatches no
 data-dependent op; the static-shape masking keeps the VDN sum and the optimizer's view of a

@@ -1,4 +1,4 @@
-"""Hardware-aware defaults (issue 38 item 1): ``model.bf16: auto`` and ``run.num_threads: auto`` are
+"""Hardware-aware defaults: ``model.bf16: auto`` and ``run.num_threads: auto`` are
 resolved once when a run starts, recorded in its config and reused by ``--resume``."""
 
 import os

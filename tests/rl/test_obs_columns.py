@@ -1,4 +1,4 @@
-"""The column-compressed first layer of MLP models (``ppo.obs_columns``, issue 34 item 4): the
+"""The column-compressed first layer of MLP models (``ppo.obs_columns``): the
 same outputs and gradients as the dense layer up to float rounding, exact zeros where the dense
 gradient is exactly zero, and the same first PPO update of a real Overcooked rollout."""
 

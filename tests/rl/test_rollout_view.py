@@ -1,4 +1,4 @@
-"""The rollout view every core gives the plug-in hooks (issue 32 item 4): the fields each core
+"""The rollout view every core gives the plug-in hooks: the fields each core
 claims are the fields it fills, with the documented shapes, and a plug-in that reads a field its
 core lacks fails when the run is built, naming the field and the core."""
 

@@ -16,6 +16,7 @@ def test_piecewise_linear_zsceval_entropy():
 
 def test_shaping_factor_linear_decay_to_zero_and_constant_for_zero_horizon():
     assert shaping_factor(0, 1.0, 1e8) == 1.0
-    assert shaping_factor(1e7, 1.0, 1e8) == pytest.approx(0.9)  # SP after 1e7 steps (spec 3.6)
+    # SP after 1e7 steps (docs/overcooked-rules.md §3.6)
+    assert shaping_factor(1e7, 1.0, 1e8) == pytest.approx(0.9)
     assert shaping_factor(2e8, 1.0, 1e8) == 0.0
     assert shaping_factor(5e9, 0.7, 0) == 0.7

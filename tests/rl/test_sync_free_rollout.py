@@ -1,4 +1,4 @@
-"""A whole rollout of T steps with no host synchronization (issue 34 items 1-2): the PPO core's
+"""A whole rollout of T steps with no host synchronization: the PPO core's
 step loop (acting, critic values, env step, training rewards, buffer writes, episode records,
 resets) dispatches no data-dependent op for self-play, and the episode table built once after it
 equals the one the old per-step bookkeeping (``done.any()``, ``nonzero`` at every step) gives."""
@@ -37,7 +37,7 @@ def _graph_env_step(tr):
 
 
 def _old_episode_rows(cfg, actions):
-    """Replay ``actions int64 [T, B, n]`` in a fresh env with the runner's bookkeeping before issue 34:
+    """Replay ``actions int64 [T, B, n]`` in a fresh env with the runner's bookkeeping before compiled graphs:
     in-place totals, and at every step ``done.any()`` on the host and ``nonzero`` of the games."""
     env = make_env(cfg.env, device="cpu", seed=cfg.run.seed)
     env.reset()

@@ -6,14 +6,14 @@ Method (ZSC-Eval Sec. 4.1, Alg. 1; HSP). Two policies learn together with indepe
     r_w(s, a) = w_sparse * r_sparse(s, a) + sum_j w_j * phi_j(s, a),
 
 where phi_j counts event j of the biased agent at that step (the layout's ZSC-Eval event list,
-overcooked-spec 3.1 / 5.5) and r_sparse is the team sparse reward. It gets **no** default shaping.
+docs/overcooked-rules.md §3.1 / 5.5) and r_sparse is the team sparse reward. It gets **no** default shaping.
 Its partner, the approximate best response BR(pi_w), learns from the ordinary reward: team sparse
-plus its own base shaped reward scaled by the annealed shaping factor (overcooked-spec 3.5).
+plus its own base shaped reward scaled by the annealed shaping factor (docs/overcooked-rules.md §3.5).
 The biased agent's seat is drawn at random for every game at every episode start (n arms: pi_w in
 one seat, its BR in every other seat; ZSC-Eval's ``random_index`` for bias agents), so both learn to
 play every seat.
 
-Football (3 players; ZSC-Eval ``scripts/grf/train/train_hsp.py``, algorithms-facts section 9): w
+Football (3 players; ZSC-Eval ``scripts/grf/train/train_hsp.py``, docs/reference-protocol.md "Football"): w
 weights the 8 GRF events (its ``score`` event takes the place of the sparse weight, so w has no
 sparse entry) and pi_w keeps gfootball's checkpoint reward with weight 1:
 ``r_w = sum_j w_j * phi_j + checkpoints``. The BR learns from the env's own per-agent reward.

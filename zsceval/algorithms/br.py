@@ -3,13 +3,13 @@
 Method. One policy learns, with PPO, to play with frozen partner agents loaded from checkpoints;
 the seating is drawn at random per game at every episode start, so the BR learns every seat. Its
 reward is the ordinary one: team sparse reward plus its own base shaped reward scaled by the
-annealed shaping factor (overcooked-spec 3.3; the env's own per-agent reward in Football). ZSC-Eval
+annealed shaping factor (docs/overcooked-rules.md §3.3; the env's own per-agent reward in Football). ZSC-Eval
 trains such BRs for the ``mid`` checkpoints of selected partners (App. C: MLP policy, 1e7 steps);
 a BR's return with its partner is the denominator of BR-Prox.
 
 Seatings. Two players: the BR in seat 0 or 1, the partner in the other. n > 2 players (Football):
 with one partner, the partner in one seat and copies of the BR in the others (as a candidate's
-co-trained BR plays, algorithms-facts section 9); with m partners (``algo.partners``, m <= n - 1),
+co-trained BR plays, docs/reference-protocol.md "Football"); with m partners (``algo.partners``, m <= n - 1),
 every placement of the m partners in distinct seats, the BR in the remaining ones (ZSC-Eval trains
 one such BR per pair of evaluation partners, ``scripts/prep/gen_train_br_ymls.py``).
 

@@ -1,6 +1,6 @@
 """COLE: Cooperative Open-ended LEarning, as ZSC-Eval trains it (reward-ranking meta-solver).
 
-Method (ZSC-Eval Sec. 4 and App. C; algorithms-facts.md section 5). One learner, the ego, trains
+Method (ZSC-Eval Sec. 4 and App. C; docs/reference-protocol.md "COLE"). One learner, the ego, trains
 against a population that grows out of its own past: every new member is a frozen snapshot of
 the ego. The population has N slots (``population.size``: ZSC-Eval 25 / 50 / 75); at the start
 the first max(r, N // 5) slots hold snapshots of freshly initialised (random) networks, where
@@ -102,7 +102,7 @@ __all__ = [
 ]
 
 FREE_PERCENT = 0.9
-"""Admission percentile while free slots remain (algorithms-facts.md section 5)."""
+"""Admission percentile while free slots remain (docs/reference-protocol.md "COLE")."""
 FULL_PERCENT = 0.8
 """Admission percentile once the population is full."""
 MAX_FAILED_TRIES = 2
@@ -129,7 +129,7 @@ GRF_GENERATION_INTERVAL = 30
 def initial_members(size: int, play_ratio: int = 3, init_ratio: int = 5) -> int:
     """Slots filled with random networks at the start: ``min(N, max(r, N // init_ratio))``.
 
-    algorithms-facts.md section 5 ("Initial population"): 5 / 10 / 15 for N = 25 / 50 / 75.
+    docs/reference-protocol.md "COLE" ("Initial population"): 5 / 10 / 15 for N = 25 / 50 / 75.
     """
     return min(size, max(play_ratio, size // init_ratio))
 
@@ -137,7 +137,7 @@ def initial_members(size: int, play_ratio: int = 3, init_ratio: int = 5) -> int:
 def prioritized_alpha(size: int) -> float:
     """The prioritized-sampling exponent for a population of ``size`` slots.
 
-    ZSC-Eval uses 1.5 / 1.0 / 0.5 for N = 25 / 50 / 75 (algorithms-facts.md section 5); other sizes
+    ZSC-Eval uses 1.5 / 1.0 / 0.5 for N = 25 / 50 / 75 (docs/reference-protocol.md "COLE"); other sizes
     interpolate linearly, ``1.5 - (N - 25) / 50``, clipped to [0.5, 1.5] (so N <= 25 gives 1.5).
     """
     return float(min(1.5, max(0.5, 1.5 - (size - 25) / 50)))
@@ -146,7 +146,7 @@ def prioritized_alpha(size: int) -> float:
 def update_payoff(payoff: np.ndarray, returns: np.ndarray) -> np.ndarray:
     """One iteration's update of the ego's row: ``U[ego][p] <- (U[ego][p] + r_p) / 2``.
 
-    algorithms-facts.md section 5 ("Graphic-form game"); members without a finished episode this
+    docs/reference-protocol.md "COLE" ("Graphic-form game"); members without a finished episode this
     iteration (``r_p`` NaN) keep their entry.
 
     Args:
@@ -165,7 +165,7 @@ def update_payoff(payoff: np.ndarray, returns: np.ndarray) -> np.ndarray:
 def admit_payoff(payoff: np.ndarray, slot: int, self_play: float) -> np.ndarray:
     """U after admitting the ego's snapshot as member ``slot`` (a new slot ``n`` or an overwrite).
 
-    algorithms-facts.md section 5: q's row and column are copied from the ego's current row
+    docs/reference-protocol.md "COLE": q's row and column are copied from the ego's current row
     (``U[q][p] = U[p][q] = U[ego][p]``), then ``U[q][q] = U[ego][q] = self_play``, the ego's latest
     self-play return. No other entry changes.
 
@@ -202,7 +202,7 @@ def admit_payoff(payoff: np.ndarray, slot: int, self_play: float) -> np.ndarray:
 def sampling_probabilities(payoff: np.ndarray, alpha: float) -> np.ndarray:
     """The reward-ranking meta-solver with prioritized sampling: P(member) ``float64 [n]``.
 
-    algorithms-facts.md section 5 ("Partner sampling"): ``m_p`` = mean of member p's U row; if
+    docs/reference-protocol.md "COLE" ("Partner sampling"): ``m_p`` = mean of member p's U row; if
     ``sum(m) > 0`` then ``m <- m / sum(m)``; ``m <- 1 - m``, renormalised; dense ranks of m (equal
     values share a rank; the largest ``1 - m``, i.e. the worst cooperator, gets the highest rank);
     ``P(p) = rank_p^alpha / sum_q rank_q^alpha``.
@@ -230,7 +230,7 @@ def ranked_probabilities(scores: np.ndarray, alpha: float) -> np.ndarray:
 def ego_rank(payoff: np.ndarray) -> int:
     """The ego's 0-based ascending rank among the n + 1 row means of U (members, then the ego).
 
-    algorithms-facts.md section 5 ("Meta-solver"): the ego's position when the n members' row means
+    docs/reference-protocol.md "COLE" ("Meta-solver"): the ego's position when the n members' row means
     and its own row mean are sorted ascending. Ties count in the ego's favour (it is placed after
     the members with the same score, as the reference's ``argsort(argsort(.))[-1]`` does with a
     stable sort), so the rank is the number of members whose score is at most the ego's.
@@ -241,19 +241,19 @@ def ego_rank(payoff: np.ndarray) -> int:
 
 def admission_threshold(filled: int, full: bool) -> int:
     """The rank the ego must reach: ``ceil(0.9 n)`` while free slots remain, ``ceil(0.8 n)`` when
-    the population is full (algorithms-facts.md section 5), n = members filled."""
+    the population is full (docs/reference-protocol.md "COLE"), n = members filled."""
     return math.ceil(filled * (FULL_PERCENT if full else FREE_PERCENT))
 
 
 def should_admit(rank: int, threshold: int, failed_tries: int) -> bool:
     """Admit when ``rank >= threshold`` or after ``MAX_FAILED_TRIES`` (2) consecutive failed tries
-    (algorithms-facts.md section 5: at most 3 intervals between admissions)."""
+    (docs/reference-protocol.md "COLE": at most 3 intervals between admissions)."""
     return rank >= threshold or failed_tries >= MAX_FAILED_TRIES
 
 
 def replacement_slot(filled: int, rng: np.random.Generator) -> int:
     """The member a full population overwrites: uniform among the first ``min(10, n)`` generated
-    (algorithms-facts.md section 5; slots are filled in generation order)."""
+    (docs/reference-protocol.md "COLE"; slots are filled in generation order)."""
     return int(rng.integers(0, min(REPLACE_AMONG, filled)))
 
 
@@ -530,8 +530,8 @@ class COLE(Algorithm):
         """Population size, budget and schedules for ``quick`` and ``paper``.
 
         ``population.size`` 0 (the config default) means COLE's own default: 5 (quick) or 25
-        (paper). ``paper`` = ZSC-Eval's COLE runs (algorithms-facts.md section
-        5, zsceval-facts "Training settings"): 125 games, 2e6 env steps per slot (5e7 / 1e8 / 1.5e8
+        (paper). ``paper`` = ZSC-Eval's COLE runs (docs/reference-protocol.md
+        "COLE" and "Training settings"): 125 games, 2e6 env steps per slot (5e7 / 1e8 / 1.5e8
         for N = 25 / 50 / 75), entropy 0.2 -> 0.05 -> 0.01 at 0, T / 2, T (up to 0, 7.5e7, 1.5e8),
         shaping annealed over T, 20 iterations per generation, no GRU (``--steps`` changes only the
         budget, not these schedules). ``quick``: N = 5 and a generation try every 4 iterations (one

@@ -1,6 +1,6 @@
 """E3T: one ego trained with a mixture partner (its lagged copy mixed with uniform random actions).
 
-Method (E3T, Yan et al. 2023, as benchmarked by ZSC-Eval; algorithms-facts.md section 6). A single
+Method (E3T, Yan et al. 2023, as benchmarked by ZSC-Eval; docs/reference-protocol.md "E3T"). A single
 ego policy pi_ego learns with PPO, without any population. Its partner in every training game is
 the *mixture partner*
 
@@ -21,7 +21,7 @@ seen, while the copy half keeps it able to cooperate with a competent partner; t
 one policy for the price of self-play. The partner is never trained by gradient: the ego learns
 from its own seat's samples only. The ego's seat is drawn uniformly at every episode start (two
 arms, ZSC-Eval's ``--random_index``). Its reward is the ordinary one: team sparse reward plus its
-own shaped reward scaled by the annealed shaping factor (overcooked-spec 3.3).
+own shaped reward scaled by the annealed shaping factor (docs/overcooked-rules.md §3.3).
 
 ``algo.epsilon`` defaults to 0.5, the ZSC-Eval paper's value (the reference's Overcooked script
 uses 0.25, docs/differences.md). The E3T paper's partner-modelling module, absent from the
@@ -29,7 +29,7 @@ reference, is ``algo.partner_model=true``: the ego's actor predicts the partner'
 its observation history (a GRU ego), is trained with cross-entropy on the partner's actual actions,
 and conditions its policy on the predicted distribution (:class:`E3TOptions`).
 
-Settings (``paper`` preset, zsceval-facts "Training settings"): CNN without GRU, 100 games of 400
+Settings (``paper`` preset, docs/reference-protocol.md "Training settings"): CNN without GRU, 100 games of 400
 steps per iteration, 1e7 env steps, entropy 0.2 -> 0.05 -> 0.01 at 0 / 6e6 / 1e7, shaping horizon
 1e8.
 """
@@ -60,8 +60,8 @@ class EpsilonMixtureAgent(nn.Module):
     """A policy whose sampled action is replaced, per row and step, by a uniform random action.
 
     With probability ``epsilon`` (one Bernoulli draw per row and step) the action is replaced by a
-    draw uniform over all A actions, whatever the available-action mask says (algorithms-facts.md
-    section 6). Implements the :class:`~zsceval.rl.agent.Agent` protocol; the state is the wrapped
+    draw uniform over all A actions, whatever the available-action mask says (docs/reference-protocol.md
+    "E3T"). Implements the :class:`~zsceval.rl.agent.Agent` protocol; the state is the wrapped
     policy's recurrent state.
 
     Args:
@@ -151,7 +151,7 @@ def polyak_(target: Policy, source: Policy, c: float) -> None:
     """``target <- (1 - c) * target + c * source`` for every actor and critic parameter, in place.
 
     Computed literally as ``(1 - c) * t + c * s`` in the parameters' dtype (the reference's
-    ``R_MAPPO_Target.update_from_source``; algorithms-facts.md section 6). Buffers (the value
+    ``R_MAPPO_Target.update_from_source``; docs/reference-protocol.md "E3T"). Buffers (the value
     normalizer) are left alone: the partner's critic is never queried.
 
     Raises:
@@ -210,8 +210,8 @@ class E3T(Algorithm):
     @classmethod
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
         """``paper``: the reference's E3T entropy schedule 0.2 -> 0.05 -> 0.01 at 0 / 6e6 / 1e7
-        (the preset already has the CNN without GRU, 1e7 steps and shaping horizon 1e8; zsceval-facts
-        "Training settings"). ``quick``: nothing beyond the preset."""
+        (the preset already has the CNN without GRU, 1e7 steps and shaping horizon 1e8;
+        docs/reference-protocol.md "Training settings"). ``quick``: nothing beyond the preset."""
         out: dict[str, Any] = {}
         if preset == "paper":
             out = {

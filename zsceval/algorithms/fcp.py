@@ -3,7 +3,7 @@
 Method. Stage 1 trains N self-play agents independently (different seeds); each converges to its
 own conventions. Their checkpoints at three skill levels, the first save (``init``), the point where
 the training return first reaches about half of the final (``mid``) and the end (``final``), form a
-frozen population of 3N partners of varied skill and convention (algorithms-facts section 1). Stage 2
+frozen population of 3N partners of varied skill and convention (docs/reference-protocol.md "FCP"). Stage 2
 trains one recurrent ego as a best response to the whole population: every game draws one of the
 ``2 * 3N`` (partner, ego seat) arms uniformly at each episode start, and the partners act by
 sampling. The ego never trains with itself, so it cannot rely on a convention of its own.

@@ -9,7 +9,7 @@ per column by the column's maximum + 1e-3), it starts from one random candidate 
 
     argmax_{i not in S} sum_{j in S} || f_i - f_j ||_1                      (greedy max-L1)
 
-(ZSC-Eval ``scripts/prep/gen_hsp_S2_ymls.py``; algorithms-facts section 4). Candidates that the
+(ZSC-Eval ``scripts/prep/gen_hsp_S2_ymls.py``; docs/reference-protocol.md "HSP"). Candidates that the
 benchmark selected as *evaluation partners* are excluded first (the ego must never train with the
 partners it is tested with), as are candidates whose own return is at most 0.1. Without a bench's
 candidates (trained alone, or in a bench that scores on a shipped set) HSP trains its own: their

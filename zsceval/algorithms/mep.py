@@ -7,8 +7,8 @@ bonus: for every stored step of member i, with the action a_t it took,
     r_t <- r_t + alpha * -log(max(p_bar_t, 1e-5)),  alpha = 0.01,
 
 a one-sample estimate of the cross-entropy between member i and the population's mean policy, so
-members are pushed towards actions the population as a whole rarely takes (algorithms-facts
-section 2; the bonus enters the rewards before GAE, so it also shapes the value targets).
+members are pushed towards actions the population as a whole rarely takes (docs/reference-protocol.md
+"MEP"; the bonus enters the rewards before GAE, so it also shapes the value targets).
 
 Stage 2 trains a recurrent ego against the init / mid / final checkpoints of a window of members,
 like FCP, but samples the (partner, seat) arms with priority on the partners it plays worst with:
@@ -58,7 +58,7 @@ def population_entropy_bonus(log_probs: torch.Tensor, alpha: float) -> torch.Ten
 
 
 def prioritized_probs(returns: torch.Tensor, seen: torch.Tensor, alpha: float) -> torch.Tensor:
-    """MEP stage 2's arm probabilities ``P(i) ∝ rank(1 / R_i)^alpha`` (algorithms-facts section 2).
+    """MEP stage 2's arm probabilities ``P(i) ∝ rank(1 / R_i)^alpha`` (docs/reference-protocol.md "MEP").
 
     Args:
         returns: ``float [A]`` running-average return per arm.

@@ -3,7 +3,7 @@
 Method. A single policy pi_theta drives every seat of every game (one arm: the ego in every seat).
 Each seat's experience (its own observation, the critic's observation, its action and its reward)
 is a sample for the same MAPPO update, so the policy improves as its own partner improves.
-Following ZSC-Eval (zsceval-facts "Training settings"), the per-seat training reward is the team
+Following ZSC-Eval (docs/reference-protocol.md "Training settings"), the per-seat training reward is the team
 sparse reward plus the seat's own shaped reward scaled by a shaping factor that anneals linearly
 from 1 over ``shaping.horizon`` env steps (1e8 for SP, so it barely anneals within the 1e7-step
 budget), and the entropy coefficient follows the piecewise-linear schedule 0.2 -> 0.05 -> 0.01 at
@@ -44,5 +44,5 @@ class SelfPlay(Algorithm):
         return [self_play_arm("ego", self.num_agents)]
 
     def training_reward(self, step: Step, shaping_factor: float, seating: Seating) -> torch.Tensor:
-        """``team_sparse + rsf * own_shaped`` for every seat (overcooked-spec 3.3)."""
+        """``team_sparse + rsf * own_shaped`` for every seat (docs/overcooked-rules.md §3.3)."""
         return default_training_reward(step, shaping_factor)

@@ -19,7 +19,7 @@ for every member through pi_bar (the full population, not one sampled partner). 
 the members take one step on ``-weight * JSD`` (weight 0.1) with their PPO actor optimizer, then
 the normal PPO update, as ZSC-Eval's separate JSD actor step (``traj_use_co_update`` off;
 ``zsceval/algorithms/population/traj.py: Traj_Trainer.train`` then ``r_mappo.py:
-R_MAPPO.update_actor``; algorithms-facts section 3). The step shares Adam's moments with PPO's
+R_MAPPO.update_actor``; docs/reference-protocol.md "TrajeDi"). The step shares Adam's moments with PPO's
 updates (:meth:`~zsceval.rl.ppo.PPOCore.actor_step`), so it scales with the weight against
 PPO's gradients; a separate Adam would move each weight about one learning rate whatever the
 weight. As there, each member's actor gradient is clipped at ``ppo.max_grad_norm``; unlike there

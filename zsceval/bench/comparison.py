@@ -14,7 +14,7 @@ format)::
         shipped_script: {sp: 0.10, ...}  # optional: other columns, e.g. ci_low, ci_high
 
 Shipped: ``zsceval-paper``, the ZSC-Eval numbers recomputed with the correct partner/BR mapping
-(docs/zsceval-facts.md "Reference numbers"; the shipped script's own numbers as ``shipped_script``)
+(docs/reference-protocol.md "Reference numbers"; the shipped script's own numbers as ``shipped_script``)
 and GRF's paper Table 3 with its 95% CIs; on Overcooked also ``br_prox_pop12`` and ``br_prox_pop24``
 (populations 12 and 24, COLE 25 and 50; ``benchmarks/reference/recompute_zsceval.py``).
 
@@ -44,8 +44,8 @@ REFERENCE_TABLES: dict[str, str] = {"zsceval-paper": "zsceval_paper.yaml"}
 
 REFERENCE_FORMAT_VERSION = 1
 DIFFERENCE_FLAG = 0.15
-"""|ours - reference| above which the comparison marks a row: the gap issue 31 asks
-``docs/results.md`` to explain (e.g. Counter Circuit at population 12)."""
+"""|ours - reference| above which the comparison marks a row: the gap
+``docs/results.md`` explains (e.g. Counter Circuit at population 12)."""
 
 
 class ReferenceTableError(ValueError):

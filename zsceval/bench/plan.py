@@ -333,7 +333,7 @@ def _evaluation_jobs(suite: Suite, lay: str, info: LayoutPlan, man_id: str) -> l
 def _partner_set_br_jobs(suite: Suite, lay: str, sel_candidates: list[str]) -> dict[str, Job]:
     """Games of n > 2 players (Football): one BR training job per pair of distinct evaluation
     partners (``{"id_a+id_b": job}``), the BR in the seat(s) the pair leaves free; a single
-    partner's reference is its own BR (algorithms-facts section 9; ZSC-Eval
+    partner's reference is its own BR (docs/reference-protocol.md "Football"; ZSC-Eval
     ``scripts/prep/gen_train_br_ymls.py`` trains one BR per pair of the 6 partners)."""
     pb = suite.budget(lay)
     refs = [

@@ -9,7 +9,7 @@ Inputs (a folder ``DIR``):
     * ``unhelpful.parquet`` (optional): every ego's games with the unhelpful partners
       (:func:`zsceval.evaluation.strata.unhelpful_results`), for the partner strata.
 
-Partner strata (issue 36, after Hypothetical Minds): :func:`strata_rows` and :func:`format_strata`
+Partner strata (after Hypothetical Minds): :func:`strata_rows` and :func:`format_strata`
 show per algorithm the skilled stratum (ZSC-Eval's *expert* partners, final checkpoints) and the
 semi-skilled one (ZSC-Eval's *moderate* partners, mid checkpoints) by IQM BR-Prox, and the unhelpful
 partners by mean sparse return (they have no best response, so no BR-Prox).
@@ -60,7 +60,7 @@ FIGURES_DIR = "figures"
 FEATURE_KEY_COLUMNS: tuple[str, ...] = ("layout", "candidate_id", "selected")
 
 STRATA: tuple[tuple[str, str], ...] = (("skilled", "expert"), ("semi-skilled", "moderate"))
-"""The strata with best responses and the ZSC-Eval partner level each one is (issue 36)."""
+"""The strata with best responses and the ZSC-Eval partner level each one is."""
 
 STRATA_COLUMNS: tuple[str, ...] = (
     "layout", "algorithm", "stratum", "partners", "metric", "estimate", "ci_low", "ci_high", "num_seeds",
@@ -274,7 +274,7 @@ def format_table(summary: pd.DataFrame, *, level: float = 0.95) -> str:
 
 
 def strata_rows(summary: pd.DataFrame, unhelpful: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The partner strata per (layout, algorithm), as rows (issue 36).
+    """The partner strata per (layout, algorithm), as rows.
 
     Args:
         summary: :func:`summarize` output; its ``expert`` and ``moderate`` rows are the skilled and

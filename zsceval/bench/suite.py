@@ -34,7 +34,7 @@ algorithms, seeds and budgets::
     evaluation:
       episodes: 10                # per (ego, partner, seat)
       human_proxy: false          # also score every ego with a BC human model (2019 layouts)
-      strata: true                # also play every ego with the unhelpful partners (issue 36)
+      strata: true                # also play every ego with the unhelpful partners
       strata_episodes: null       # their episodes per (ego, partner, seating); null: `episodes`
 
 :func:`load_suite` reads and checks a suite before any compute (unknown keys, layouts and
@@ -42,7 +42,7 @@ algorithms are named with the valid ones); :func:`check_suite_record` compares i
 bench folder already holds (``suite.yaml``). :mod:`zsceval.bench.plan` turns a suite into phases of
 jobs and :mod:`zsceval.bench.run` runs them.
 
-Partner strata (issue 36): the partner set's final and mid checkpoints are the skilled and
+Partner strata: the partner set's final and mid checkpoints are the skilled and
 semi-skilled strata (ZSC-Eval's expert and moderate partners, ``results.parquet``); with
 ``evaluation.strata`` (default true) every ego also plays the two unhelpful partners of
 :mod:`zsceval.evaluation.strata` (one that only stays, one that acts uniformly at random) in the
@@ -105,8 +105,8 @@ class Suite:
     algo_ego_steps: tuple[tuple[str, int], ...] = ()
     """Per-algorithm ego budgets (algorithm, env steps) that replace ``ego_steps`` for that algorithm;
     from the suite's ``algo_ego_steps`` mapping. ZSC-Eval gives SP and E3T 1e7 env steps and the
-    stage-2 egos (FCP, MEP, TrajeDi, HSP) and COLE 5e7 for populations of 12 and 25 (zsceval-facts,
-    "Training settings")."""
+    stage-2 egos (FCP, MEP, TrajeDi, HSP) and COLE 5e7 for populations of 12 and 25 (ZSC-Eval paper,
+    App. C.2; docs/reference-protocol.md "Training settings")."""
     seed: int = 0
     """Seed of weight sampling, selection and evaluation."""
     preset: str = "quick"
@@ -131,7 +131,7 @@ class Suite:
     human data only; :mod:`zsceval.evaluation.human_proxy`), from the suite's ``evaluation.human_proxy``."""
     strata: bool = True
     """Also play every ego with the unhelpful partners of :mod:`zsceval.evaluation.strata` (the
-    unhelpful stratum of issue 36; ``unhelpful.parquet``), from the suite's ``evaluation.strata``."""
+    unhelpful stratum; ``unhelpful.parquet``), from the suite's ``evaluation.strata``."""
     strata_episodes: int | None = None
     """Episodes per (ego seed, unhelpful partner, seating); None: ``evaluation_episodes``. From the
     suite's ``evaluation.strata_episodes``."""

@@ -50,7 +50,8 @@ from zsceval.commands._common import COUNT
     type=click.Choice(["checkpoint", "median"]),
     default="checkpoint",
     show_default=True,
-    help="Moderate/expert split: mid/final checkpoints (spec), or BR return <= layout median (paper text).",
+    help="Moderate/expert split: mid/final checkpoints (ZSC-Eval's code), or BR return <= layout median "
+    "(paper text).",
 )
 @click.option(
     "--stats/--no-stats",

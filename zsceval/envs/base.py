@@ -86,7 +86,7 @@ def critic_view(obs: torch.Tensor) -> torch.Tensor:
 
     For agent k the critic sees its own encoding followed by the other agents' encodings in
     cyclic order (k, k+1, ..., k-1), concatenated on the channel axis (ZSC-Eval "share_obs",
-    overcooked-spec section 4.4; for two agents: slot 0 -> [o0, o1], slot 1 -> [o1, o0]).
+    docs/overcooked-rules.md §4.4; for two agents: slot 0 -> [o0, o1], slot 1 -> [o1, o0]).
 
     Args:
         obs: ``[B, n, H, W, C]`` per-agent observations (any dtype).
@@ -108,7 +108,7 @@ class Step:
             (post-transition, after auto-reset). Channels are documented by the environment
             (``env.obs_channels``). ``None`` if the caller asked the env not to observe.
         avail_actions: ``bool [B, n, A]`` actions that do something other than a guaranteed
-            no-op (overcooked-spec section 4.6); STAY is always available.
+            no-op (docs/overcooked-rules.md §4.6); STAY is always available.
         reward: ``float32 [B]`` team sparse reward of the step (sum over agents; 20 per
             delivered onion soup in the classic layouts). Zeros after ``reset``.
         sparse_by_agent: ``float32 [B, n]`` sparse reward attributed to the agent who delivered.

@@ -23,7 +23,8 @@ __all__ = [
 ]
 
 FOOTBALL_SCENARIOS: dict[str, tuple[str, ...]] = {"academy_3_vs_1_with_keeper": ("football",)}
-"""Football scenarios (canonical name -> aliases), ZSC-Eval's GRF setting (algorithms-facts section 9)."""
+"""Football scenarios (canonical name -> aliases), ZSC-Eval's GRF setting (docs/reference-protocol.md
+"Football")."""
 
 _FOOTBALL_NAMES = {alias: name for name, aliases in FOOTBALL_SCENARIOS.items() for alias in (name, *aliases)}
 

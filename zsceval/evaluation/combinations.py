@@ -1,7 +1,7 @@
 """Seat combinations of an ego with partners in games of n > 2 players (Football's 3 players).
 
 ZSC-Eval pairs the ego with *combinations* of partners (``grf_runner.py: get_agent_pairs``,
-``scripts/grf/eval/extract_combination_results.py``; algorithms-facts section 9): for m = n - 1
+``scripts/grf/eval/extract_combination_results.py``; docs/reference-protocol.md "Football"): for m = n - 1
 partner seats down to 1, every ordered m-tuple of partners drawn *with replacement*
 (``itertools.product``), times every choice of the n - m seats the ego's copies take. With P
 partners there are ``sum_{m=1}^{n-1} P^m * C(n, n - m)`` combinations: 126 for P = 6, n = 3; 2P for

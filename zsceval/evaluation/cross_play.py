@@ -2,7 +2,7 @@
 
 :func:`cross_play_setup` loads both checkpoints and builds the evaluation env and the action-sampling
 generator; :func:`cross_play` plays every seating with them (the agent in seat k, the partner in the
-others) and summarizes returns and events; :func:`cross_play_interdependence` counts paper 002's
+others) and summarizes returns and events; :func:`cross_play_interdependence` counts Biswas et al.'s
 interdependencies of fresh episodes of the same pair; :func:`record_cross_play` records the same
 episodes as trajectory files, and GIFs (:func:`zsceval.render.seating.seating_gifs`) build on the
 same setup.

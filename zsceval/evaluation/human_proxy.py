@@ -48,7 +48,7 @@ def human_proxy_results(
     labels: dict | None = None,
 ) -> pd.DataFrame:
     """Play ``agent`` with the human ``proxy`` in both seats, ``episodes`` episodes each, and count
-    each episode's interdependencies (paper 002; :mod:`zsceval.evaluation.interdependence`).
+    each episode's interdependencies ("Who is Helping Whom?"; :mod:`zsceval.evaluation.interdependence`).
 
     Returns:
         One row per (seat, episode): ``layout, partner ("human_proxy"), partner_level ("human"), seat

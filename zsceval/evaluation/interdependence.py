@@ -1,11 +1,11 @@
 """Interdependence of evaluated episodes: an ego with a partner, both seats, counted per episode.
 
 Records the episodes (:func:`zsceval.interop.trajectory.record_trajectories`) and counts the
-constructive, looping and irrelevant interdependencies of each (paper 002, :mod:`zsceval.interdependence`)
-by role: what the ego triggered (it was the giver) and accepted (it was the receiver), and the
-same for the partner. ``zsceval eval --interdependence`` prints :func:`interdependence_summary`;
-the bench's human-proxy jobs store these columns in ``human_proxy.parquet`` and ``zsceval report``
-shows them per algorithm.
+constructive, looping and irrelevant interdependencies of each ("Who is Helping Whom?",
+:mod:`zsceval.interdependence`) by role: what the ego triggered (it was the giver) and accepted (it was the
+receiver), and the same for the partner. ``zsceval eval --interdependence`` prints
+:func:`interdependence_summary`; the bench's human-proxy jobs store these columns in ``human_proxy.parquet``
+and ``zsceval report`` shows them per algorithm.
 """
 
 from __future__ import annotations

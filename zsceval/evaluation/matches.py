@@ -226,7 +226,8 @@ def evaluate_br_references(
     )
 
 
-# -- n > 2 players: combinations of partners (Football; algorithms-facts section 9) ---------------------
+# -- n > 2 players: combinations of partners (Football; docs/reference-protocol.md "Football")
+# ---------------------
 def combination_label(combo: Combination, partners: list[PartnerSpec]) -> str:
     """The ``partner`` column of a combination: seat by seat, ``ego`` or the partner id, joined by
     ``|`` (e.g. ``"ego|c001_final|c003_mid"``)."""

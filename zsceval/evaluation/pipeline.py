@@ -11,7 +11,7 @@ Stages for one layout:
    its co-trained best response), with a trail of checkpoints.
 2. ``candidate.evaluate``: play (pi_w, BR) in both seatings; the behavior features are the BR's
    mean event counts per episode (classic layouts: the first 13 events plus the sparse return;
-   multi-recipe: all 29 events; zsceval-facts pipeline item 5); record the final return and the
+   multi-recipe: all 29 events; docs/reference-protocol.md "Pipeline" item 5); record the final return and the
    ``mid`` checkpoint (training sparse return closest to half of the final, final = mean of the
    last 5 logged values; item 3).
 3. ``partners.select``: drop candidates whose final return <= ``min_return`` (10 in ZSC-Eval),
@@ -262,7 +262,8 @@ def partners_select(params: dict, out: Path, needs: dict) -> dict:
     ids = sorted(kept)
     features = np.array([kept[c]["features"] for c in ids], dtype=float)
     rng = np.random.default_rng(int(params.get("seed", 0)))
-    # raw features: select_partners normalizes them once (column max + 1e-3), as the spec says
+    # raw features: select_partners normalizes them once (column max + 1e-3), as the reference selection
+    # script does
     sel = select_partners(features, k, rng=rng, num_samples=int(params.get("num_samples", 1_000_000)))
     chosen = [ids[i] for i in sel.indices]
     frame = pd.DataFrame(features, columns=next(iter(kept.values()))["feature_names"])

@@ -1,6 +1,6 @@
 """Cross-play matrices of a set of two-player agents, every ordered pair in one batched call.
 
-Issue 31 asks, where a population method misses its target, for the cause shown with measurements:
+Where a population method misses its target, this module shows the cause with measurements:
 how its stage-1 pool plays with itself (self-play returns and the cross-play matrix of its
 members) and how its ego plays with the pool it trained with. :func:`pairwise_returns` measures
 the matrix for any agents (pool members, an ego, scripted partners) and :func:`pool_summary` reduces

@@ -1,4 +1,5 @@
-"""Paper 002's scripted probe saved as a partner checkpoint (``zsceval partners probe``).
+"""The scripted probe of Biswas et al. ("Who is Helping Whom?") saved as a partner checkpoint (``zsceval
+partners probe``).
 
 The probe (:class:`zsceval.interdependence.ScriptedProbe`) acts from observations by a fixed role;
 saved as a one-agent checkpoint (agent name ``probe``, the ego) it is a partner that
@@ -22,7 +23,7 @@ def save_probe_partner(layout: str, role: str = "onion_passer", out: str | Path 
 
     Args:
         layout: layout name or alias; the probe reads its observation encoding.
-        role: ``onion_passer`` (paper 002's probe), ``supplier`` or ``cook``
+        role: ``onion_passer`` (Biswas et al.'s probe), ``supplier`` or ``cook``
             (:data:`zsceval.interdependence.probe.ROLES`).
         out: the partner's run folder (default :func:`default_probe_dir`); the checkpoint is
             written to ``out/checkpoints/step_000000000000``.

@@ -1,7 +1,7 @@
 """Evaluation-partner selection by BR-Div (or P-Div): the determinant of a behavior-similarity kernel.
 
 ZSC-Eval Sec. 4.2 / Alg. 1 lines 4-6: each candidate ``i`` has a behavior feature vector ``theta_i``
-(mean per-episode event counts of its approximate BR, docs/zsceval-facts.md pipeline items 5-6).
+(mean per-episode event counts of its approximate BR, docs/reference-protocol.md "Pipeline" items 5-6).
 Columns are normalized by their maximum (+1e-3), the kernel is ``L = F F^T`` and the diversity of a
 subset ``S`` is ``det(L_S)``: BR-Div when ``F`` holds the BRs' features, P-Div when it holds the partners'
 own features. The selected subset of size ``k`` maximizes the determinant, found either by enumerating
@@ -35,7 +35,7 @@ NORMALIZATION_EPS = 1e-3
 """Added to each feature column's maximum before dividing (the reference's normalization)."""
 
 DEFAULT_NUM_SAMPLES = 1_000_000
-"""k-DPP draws of the reference's search (docs/zsceval-facts.md pipeline item 6)."""
+"""k-DPP draws of the reference's search (docs/reference-protocol.md "Pipeline" item 6)."""
 
 Sampler = Literal["dppy", "batched"]
 _BATCH_FLOATS = 1 << 22  # working-set bound of one batch, in float64 elements
@@ -63,7 +63,7 @@ class Selection:
 def normalize_features(features: np.ndarray) -> np.ndarray:
     """Divide each feature column by its maximum over candidates plus ``1e-3``.
 
-    Source: the ZSC-Eval reference's selection script (docs/zsceval-facts.md pipeline item 6).
+    Source: the ZSC-Eval reference's selection script (docs/reference-protocol.md "Pipeline" item 6).
 
     Args:
         features: float[num_candidates, num_features], non-negative event counts / returns.

@@ -1,9 +1,9 @@
-"""Partner strata (issue 36, after Hypothetical Minds, paper 003 Sec. 5): skilled, semi-skilled and
+"""Partner strata (after Hypothetical Minds, Sec. 5): skilled, semi-skilled and
 unhelpful partners, reported separately.
 
 * **skilled**: a partner set's final checkpoints (ZSC-Eval's *expert* partners);
 * **semi-skilled**: its mid checkpoints (ZSC-Eval's *moderate* partners);
-* **unhelpful**: :class:`StayAgent`, a partner that never moves (paper 003's unhelpful partner; the
+* **unhelpful**: :class:`StayAgent`, a partner that never moves (Hypothetical Minds' unhelpful partner; the
   env's no-op every step, :func:`stay_action`), and :class:`UniformRandomAgent`, one that takes a
   uniformly random available action every step.
 
@@ -86,7 +86,7 @@ class _ScriptedPartner(nn.Module):
 
 @register_agent("unhelpful-stay")
 class StayAgent(_ScriptedPartner):
-    """A partner that never moves: the env's no-op in every step (paper 003's unhelpful partner)."""
+    """A partner that never moves: the env's no-op in every step (Hypothetical Minds' unhelpful partner)."""
 
     def act(self, obs, avail, state, starts, generator=None, deterministic=False) -> ActOutput:
         """``int64 [N]`` the spec's ``stay_action`` (Overcooked's STAY by default) for every row;

@@ -1,5 +1,5 @@
 """What a piece of tensor code asks of the dispatcher: counting its ATen ops, and refusing the
-ones that synchronize with the host (issue 34).
+ones that synchronize with the host.
 
 On CPU a host synchronization costs nothing, so a CUDA-only check (``torch.cuda.set_sync_debug_mode``)
 cannot guard the hot paths in CI. These helpers watch the ATen ops instead: an op whose output

@@ -1,4 +1,4 @@
-"""One writer per folder: a lock file in every run, bench and partner folder (issue 38).
+"""One writer per folder: a lock file in every run, bench and partner folder.
 
 Two processes writing one ``--out`` used to merge two runs silently (one's config and first
 checkpoint, the other's later checkpoints). :class:`FolderLock` takes ``<folder>/.zsceval.lock``

@@ -1,4 +1,4 @@
-"""Constructive interdependence (Biswas et al., "Who is Helping Whom?", paper 002).
+"""Constructive interdependence (Biswas et al., "Who is Helping Whom?").
 
 A cooperation metric computed from a trajectory: states and actions are mapped to a STRIPS trace
 (:mod:`.predicates`), then every pair of actions in which one agent's effect satisfies a

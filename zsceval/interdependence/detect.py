@@ -1,4 +1,4 @@
-"""Analysis module: detect and classify interdependencies (paper 002, Sec. 4.3, App. C.2 Alg. 2).
+"""Analysis module: detect and classify interdependencies ("Who is Helping Whom?", Sec. 4.3, App. C.2 Alg. 2).
 
 An **interdependence** (Def. 4.1) is a pair of actions ``(a_i^{t0+k}, a_j^{t0})``, ``i != j``, such
 that an add effect of the giver's action ``a_j^{t0}`` is a precondition of the receiver's later
@@ -107,7 +107,7 @@ def _zero() -> dict[str, int]:
 
 @dataclass
 class InterdependenceCounts:
-    """Interdependence counts of one episode (paper 002 Sec. 6).
+    """Interdependence counts of one episode ("Who is Helping Whom?", Sec. 6).
 
     Attributes:
         num_steps: T.
@@ -202,7 +202,7 @@ def _holding_index(trace: SymbolicTrace) -> dict[tuple, list[int]]:
 
 
 def detect(trace: SymbolicTrace) -> InterdependenceCounts:
-    """Detect and classify the interdependencies of a STRIPS trace (paper 002 App. C.2, Alg. 2).
+    """Detect and classify the interdependencies of a STRIPS trace ("Who is Helping Whom?", App. C.2, Alg. 2).
 
     Args:
         trace: from :func:`~.predicates.map_trajectory`.
@@ -295,7 +295,8 @@ def _classify(
 def interdependence(
     states: Sequence[dict], actions: Any, layout: str | Path | Layout
 ) -> InterdependenceCounts:
-    """Interdependence counts of one episode (paper 002 Sec. 4.3; a pure function of its inputs).
+    """Interdependence counts of one episode ("Who is Helping Whom?", Sec. 4.3; a pure function of its
+    inputs).
 
     Args:
         states: ``T + 1`` overcooked-ai state dicts (``OvercookedEnv.export_state(i)`` format).
@@ -326,7 +327,7 @@ def interdependence_of_file(path: str | Path) -> list[InterdependenceCounts]:
 
 
 def summarize(counts: Sequence[InterdependenceCounts]) -> dict[str, Any]:
-    """Means per episode (paper 002 Tables 1-4 average over runs).
+    """Means per episode ("Who is Helping Whom?", Tables 1-4 average over runs).
 
     Returns:
         ``{"episodes": N, <category>: mean, "total": mean, "seats": [per seat {"trigger_actions",

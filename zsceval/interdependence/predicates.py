@@ -1,11 +1,11 @@
-"""Mapping module: an Overcooked trajectory as a STRIPS trace (paper 002, Sec. 4.2 and App. C.1).
+"""Mapping module: an Overcooked trajectory as a STRIPS trace ("Who is Helping Whom?", Sec. 4.2 and App. C.1).
 
-Biswas et al. ("Who is Helping Whom?", paper 002) map every state ``s^t`` of a two-player Markov
+Biswas et al. ("Who is Helping Whom?") map every state ``s^t`` of a two-player Markov
 game to the set of true propositions ``p_t = F(s^t)`` and every single-agent action ``a_i^t`` to a
 grounded STRIPS operator ``<pre(a_i^t), add(a_i^t), del(a_i^t)>`` with ``pre ⊆ p_t``,
 ``add ⊆ p_{t+1}`` and ``del ∩ p_{t+1} = ∅`` (Sec. 4.2). The agents are assumed to take turns
 (Sec. 3.2): our engine resolves the INTERACT actions of one step sequentially in seat order, each
-player seeing the kitchen as left by the lower seats (overcooked-spec section 2.5), so the turn
+player seeing the kitchen as left by the lower seats (docs/overcooked-rules.md §2.5), so the turn
 order within a step is seat 0, then seat 1, and every operator is exact.
 
 Objects carry an identity (App. C.2 tracks objects by id): the state dicts of overcooked-ai have
@@ -75,7 +75,7 @@ class TraceError(ValueError):
 
 
 class ObjectState(NamedTuple):
-    """State of an object, as compared by the looping test (paper 002 Def. 4.5, "same state").
+    """State of an object, as compared by the looping test ("Who is Helping Whom?", Def. 4.5, "same state").
 
     Attributes:
         kind: ``"onion"``, ``"tomato"``, ``"dish"`` or ``"soup"``.
@@ -110,7 +110,7 @@ class Pred(NamedTuple):
 
 @dataclass(frozen=True)
 class Operator:
-    """STRIPS operator of one agent's action at one step (paper 002 Sec. 4.2).
+    """STRIPS operator of one agent's action at one step ("Who is Helping Whom?", Sec. 4.2).
 
     Attributes:
         t: step index (the action moves ``states[t]`` to ``states[t + 1]``).
@@ -161,7 +161,8 @@ class ObjectRecord:
 
 @dataclass
 class SymbolicTrace:
-    """A trajectory as a grounded STRIPS trace (paper 002 App. C.1, output of the mapping module).
+    """A trajectory as a grounded STRIPS trace ("Who is Helping Whom?", App. C.1, output of the mapping
+    module).
 
     Attributes:
         layout: the layout.
@@ -347,7 +348,8 @@ def _pred_holding(k: int, i: int, st: ObjectState) -> Pred:
 
 
 def map_trajectory(states: Sequence[dict], actions: Any, layout: str | Path | Layout) -> SymbolicTrace:
-    """Map a trajectory to its STRIPS trace (paper 002 Sec. 4.2, App. C.1 ``convert_traj_to_pddl``).
+    """Map a trajectory to its STRIPS trace ("Who is Helping Whom?", Sec. 4.2, App. C.1
+    ``convert_traj_to_pddl``).
 
     Args:
         states: ``T + 1`` overcooked-ai state dicts (``OvercookedEnv.export_state`` format; JSON form
@@ -395,7 +397,7 @@ def map_trajectory(states: Sequence[dict], actions: Any, layout: str | Path | La
         row = []
         for k in range(n):
             row.append(_operator(w, t, k, int(acts[t, k]), d, d1))
-        for k in range(n):  # movement (after every interaction, spec 2.3)
+        for k in range(n):  # movement (after every interaction, docs/overcooked-rules.md §2.2)
             if row[k].kind in ("move", "stay"):
                 row[k] = _movement(t, k, int(acts[t, k]), d, d1)
         w.check(d1, t + 1)

@@ -1,7 +1,7 @@
-"""Scripted probe partners: the onion-passing partner of paper 002 (Sec. 6.1) and its complement.
+"""Scripted probe partners: the onion-passing partner of "Who is Helping Whom?" (Sec. 6.1) and its complement.
 
 Biswas et al. probe whether a ZSC agent responds to a partner that initiates a known coordination
-policy (Carroll et al. 2019's counter-circuit strategy, paper 002 Fig. 1): "a scripted agent
+policy (Carroll et al. 2019's counter-circuit strategy, "Who is Helping Whom?", Fig. 1): "a scripted agent
 performs the role of the green-hat chef, following only their side of the coordination policy
 and putting onions on the counter"; the agent under test should pick the onions up, cook, plate
 and serve. Every placement is a trigger action (Def. 4.2) and the share the agent does not accept

@@ -43,15 +43,15 @@ __all__ = ["Algorithm", "JobContext", "default_training_reward"]
 
 
 def default_training_reward(step: Step, shaping_factor: float) -> torch.Tensor:
-    """ZSC-Eval's per-agent reward: ``team_sparse + rsf * own_shaped`` (overcooked-spec 3.3).
+    """ZSC-Eval's per-agent reward: ``team_sparse + rsf * own_shaped`` (docs/overcooked-rules.md §3.3).
 
     An env that defines its own per-agent reward returns it as ``step.infos["reward_by_agent"]``
     and it is used as is, without the shaping factor (Football: 5 x own goal + own checkpoint
-    reward, not shared; algorithms-facts section 9, ZSC-Eval ``Rewarder.calc_reward``).
+    reward, not shared; docs/reference-protocol.md "Football", ZSC-Eval ``Rewarder.calc_reward``).
 
     Args:
         step: the env step (``reward float32 [B]``, ``shaped_by_agent float32 [B, n]``).
-        shaping_factor: current rsf (overcooked-spec 3.6).
+        shaping_factor: current rsf (docs/overcooked-rules.md §3.6).
 
     Returns:
         ``float32 [B, n]``: every agent gets the full team sparse reward plus its own shaped reward.
@@ -273,7 +273,7 @@ class Algorithm:
 
         Args:
             step: the env step.
-            shaping_factor: current rsf (overcooked-spec 3.6).
+            shaping_factor: current rsf (docs/overcooked-rules.md §3.6).
             seating: who drove each seat in this step (:class:`~zsceval.rl.seating.Seating`:
                 actor index ``[B, n]``, learners first; pool member ``[B, n]``; arm ``[B]``).
 
@@ -284,7 +284,7 @@ class Algorithm:
     def team_reward(self, step: Step, shaping_factor: float, seating: Seating) -> torch.Tensor:
         """``float32 [B]`` reward of each game's VDN group of learner seats (value-based cores).
 
-        Default (JaxMARL PQN-VDN, algorithms-facts section 8): the team sparse reward plus
+        Default (JaxMARL PQN-VDN, docs/reference-protocol.md "PQN-VDN"): the team sparse reward plus
         ``shaping_factor`` times the shaped rewards of all seats.
         """
         own = step.infos.get("reward_by_agent")

@@ -76,7 +76,7 @@ class EnvConfig:
     """Shuffle which seat each agent slot drives at every reset (ZSC-Eval ``random_index``)."""
     random_start_prob: float = 0.0
     """Probability that a training episode starts from a random kitchen (ready soups and items on
-    counters, part-filled pots; ZSC-Eval ``random_start_prob``, overcooked-spec 5.9). Evaluation
+    counters, part-filled pots; ZSC-Eval ``random_start_prob``, docs/overcooked-rules.md §5.9). Evaluation
     always uses the standard start."""
     view_radius: int = 0
     """Partial observability: each agent sees only the cells within Chebyshev distance r of itself
@@ -120,7 +120,7 @@ class ModelConfig:
     in the CNN)."""
     layer_norm: bool = False
     """LayerNorm after every hidden Linear layer (Linear -> LayerNorm -> ReLU), as JaxMARL's PQN
-    networks (algorithms-facts section 8): what keeps Q-learning without a target network stable."""
+    networks (docs/reference-protocol.md "PQN-VDN"): what keeps Q-learning without a target network stable."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ class PPOConfig:
 @dataclass(frozen=True)
 class PQNConfig:
     """The value-based core (``pqn``): PQN-VDN as JaxMARL trains it and TBS uses it (TBS Table 4;
-    algorithms-facts section 8). Defaults are the TBS paper's VDN pool settings."""
+    docs/reference-protocol.md "PQN-VDN"). Defaults are the TBS paper's VDN pool settings."""
 
     rollout_length: int = 16
     """T: env steps per game collected in one rollout (TBS: 16 for the pool, 100 for BRs)."""
@@ -205,7 +205,7 @@ class PQNConfig:
 
 @dataclass(frozen=True)
 class ShapingConfig:
-    """Annealed reward shaping (overcooked-spec sections 3.3 and 3.6)."""
+    """Annealed reward shaping (docs/overcooked-rules.md §3.3 and 3.6)."""
 
     initial_factor: float = 1.0
     """rsf at step 0."""
@@ -251,13 +251,13 @@ class RunConfig:
     """How many of the most recent checkpoints are kept on disk (the final one is always kept)."""
     checkpoint_first: bool = False
     """Also save a checkpoint after the first iteration (a population member's ``init``
-    checkpoint: ZSC-Eval's first save comes after one update, algorithms-facts section 1)."""
+    checkpoint: ZSC-Eval's first save comes after one update, docs/reference-protocol.md "FCP")."""
     eval_episodes: int = 20
     """Episodes of the final self-play evaluation written to ``eval.json`` (0 to skip)."""
     tensorboard: bool = False
     """Also write TensorBoard logs (needs the ``tensorboard`` package)."""
     compile: str = "auto"
-    """``torch.compile`` of the hot paths (issue 34), one of ``off``, ``step``, ``full``, ``auto``:
+    """``torch.compile`` of the hot paths, one of ``off``, ``step``, ``full``, ``auto``:
     ``off``, all eager; ``step``, the env step as one graph (envs with ``compile_step``,
     deterministic starts; others stay eager with a note); ``full``, the env step, acting (each
     policy that drives every row), the critic's values and the PPO minibatch step (loss and its

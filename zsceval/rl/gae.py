@@ -31,7 +31,7 @@ def compute_gae(
     Note:
         ZSC-Eval's reference treats the time limit as terminal (it drops the bootstrap at
         truncation). We bootstrap, as Gymnasium and the paper's MDP formulation require
-        (zsceval-facts "Training settings").
+        (docs/reference-protocol.md "Training settings").
 
     Args:
         rewards: ``float32 [T, *batch]`` training reward of each step.

@@ -1,4 +1,4 @@
-"""Actor and critic networks of the MAPPO core (ZSC-Eval's architecture, zsceval-facts "Training
+"""Actor and critic networks of the MAPPO core (ZSC-Eval's architecture, docs/reference-protocol.md "Training
 settings").
 
 Encoders take the environment's uint8 observation ``[N, H, W, C]``, cast it to float32 and
@@ -133,7 +133,7 @@ class ObsColumns:
     c)`` with the constant part computed once, and the columns of ``W`` outside both sets get a
     zero gradient either way. On counter_circuit 150-200 of 800 entries vary (measured on random
     and trained play), so the first layer's forward and weight gradient, two thirds of a quick
-    PPO update, shrink about 4x (docs/performance.md, issue 34).
+    PPO update, shrink about 4x (docs/performance.md).
 
     Attributes:
         varying: ``int64 [S]`` flattened indices whose value differs between rows of the batch.

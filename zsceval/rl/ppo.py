@@ -408,7 +408,7 @@ class PPOCore(LearningCore):
     # -- compiled graphs (run.compile: full) ----------------------------------------------------------
     def compile(self, backend: str = "inductor", mode: str | None = None) -> list[str]:
         """Compile the update's hot paths with ``torch.compile(fullgraph=True, dynamic=False)``
-        (``run.compile: full``, issue 34): each learner's critic value (collection) and its
+        (``run.compile: full``): each learner's critic value (collection) and its
         minibatch step (:mod:`zsceval.rl.ppo_compile`). ``ppo.obs_columns`` is off when compiled
         (its width changes every update). Stacked learners stay eager.
 

@@ -1,4 +1,4 @@
-"""Compiled graphs of the PPO core (``run.compile: full``, issue 34): per learner, its critic value
+"""Compiled graphs of the PPO core (``run.compile: full``): per learner, its critic value
 (collection) and its minibatch step, each compiled with ``torch.compile(fullgraph=True,
 dynamic=False)``.
 

@@ -1,7 +1,7 @@
 """The ``pqn`` learning core: value-based learners trained with PQN-VDN (JaxMARL), as TBS does.
 
 TBS trains its partner pool with VDN and its best responses with DQN; its hyper-parameters are
-JaxMARL's PQN-VDN field for field (algorithms-facts section 8): no replay buffer, no target network,
+JaxMARL's PQN-VDN field for field (docs/reference-protocol.md "PQN-VDN"): no replay buffer, no target network,
 Q(lambda) targets from the Q-values recorded while acting, epsilon-greedy exploration annealed
 linearly, RAdam with a linearly decaying learning rate, LayerNorm networks.
 
@@ -28,7 +28,7 @@ the shaped rewards of all seats, JaxMARL's).
 x minibatches per rollout, each learner's gradient clipped to ``max_grad_norm`` and stepped by its
 own RAdam.
 
-**Static shapes** (issue 34): the targets (:func:`lambda_returns`), the minibatch loss
+**Static shapes**: the targets (:func:`lambda_returns`), the minibatch loss
 (:meth:`PQNCore.minibatch_loss`: seats of other actors masked, not selected), the per-learner
 clipping and the optimizer step each trace to one ``torch.compile`` graph; the host reads the
 minibatch indices and which learners sit in each once per update, and the logged statistics once

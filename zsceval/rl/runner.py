@@ -383,7 +383,7 @@ class EpisodeRunner:
 
     def compile_acting(self, backend: str = "inductor", mode: str | None = None) -> list[str]:
         """Compile each actor's ``act`` with ``torch.compile(fullgraph=True, dynamic=False)``
-        (``run.compile: full``, issue 34), for actors that act by :meth:`Policy.act
+        (``run.compile: full``), for actors that act by :meth:`Policy.act
         <zsceval.rl.policy.Policy.act>` (the sampling draws become its ``noise`` input, drawn from
         the runner's generator exactly as the eager sampling draws them, so the actions are the
         same). Other actors (policy pools, value-based agents with their own noise) act eagerly.

@@ -18,7 +18,7 @@ def piecewise_linear(step: float, milestones: Sequence[float], values: Sequence[
 
     Returns:
         The interpolated value. ZSC-Eval's entropy schedule is ``values=(0.2, 0.05, 0.01)`` at
-        ``milestones=(0, 5e6, 1e7)`` for SP (zsceval-facts "Training settings").
+        ``milestones=(0, 5e6, 1e7)`` for SP (docs/reference-protocol.md "Training settings").
 
     Raises:
         ValueError: lengths differ or are zero.
@@ -36,7 +36,7 @@ def piecewise_linear(step: float, milestones: Sequence[float], values: Sequence[
 
 
 def shaping_factor(step: float, initial: float, horizon: float) -> float:
-    """Reward-shaping factor ``rsf = initial * max(1 - step / horizon, 0)`` (overcooked-spec 3.6).
+    """Reward-shaping factor ``rsf = initial * max(1 - step / horizon, 0)`` (docs/overcooked-rules.md §3.6).
 
     Args:
         step: env steps so far (summed over all games).

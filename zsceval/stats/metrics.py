@@ -23,7 +23,7 @@ Results tables (:func:`br_prox_summary`):
     averaged. Without a ``seat`` column the same BR return serves both seats.
 
 Sources: ZSC-Eval paper Sec. 4.3 (BR-Prox, IQM, 95% CIs), Sec. 5.2 / Fig. 6 (moderate vs expert partners),
-docs/zsceval-facts.md pipeline item 9 (the reference's per-(seed, partner, seat) unit and its rules).
+docs/reference-protocol.md "Pipeline" item 9 (the reference's per-(seed, partner, seat) unit and its rules).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def br_prox(
     """Best-Response Proximity of each unit: ``min(1, R(ego, partner) / R(BR, partner))``.
 
     Source: ZSC-Eval Sec. 4.3, Eq. BR-Prox; the clip at 1 and the ``R_BR <= 0`` rule are those of the
-    ZSC-Eval reference code (docs/zsceval-facts.md pipeline item 9). The paper's equation has no clip;
+    ZSC-Eval reference code (docs/reference-protocol.md "Pipeline" item 9). The paper's equation has no clip;
     pass ``clip=False`` for the raw ratio.
 
     Args:
@@ -372,7 +372,7 @@ def br_prox_units(
 ) -> pd.DataFrame:
     """BR-Prox of every unit (ego seed, partner, seat) from per-episode results.
 
-    Source: ZSC-Eval Sec. 4.3; unit and rules of docs/zsceval-facts.md pipeline item 9.
+    Source: ZSC-Eval Sec. 4.3; unit and rules of docs/reference-protocol.md "Pipeline" item 9.
 
     Args:
         results: per-episode results frame (module docstring).
@@ -515,19 +515,19 @@ def br_prox_summary(
     """IQM BR-Prox with bootstrap CIs per (layout, algorithm[, partner level]).
 
     Units are (ego seed, partner, seat) with returns averaged over episodes (ZSC-Eval Sec. 4.3;
-    docs/zsceval-facts.md item 9); they are pooled with :func:`iqm` and given a :func:`bootstrap_ci`
-    over the ``[seeds, candidates, checkpoints, seats]`` array of :func:`candidate_array`: the
-    interval resamples candidates (a candidate's mid and final checkpoints together, both seats), then
-    ego seeds. A level with fewer than :data:`MIN_INFORMATIVE_CANDIDATES` candidates is marked
-    ``informative = False``: its interval spans most of [0, 1] whatever the agent does. Groups are
-    processed in sorted order of (layout, algorithm, partner_level) with ``partner_level`` ordered
+    docs/reference-protocol.md "Pipeline" item 9); they are pooled with :func:`iqm` and given a
+    :func:`bootstrap_ci` over the ``[seeds, candidates, checkpoints, seats]`` array of
+    :func:`candidate_array`: the interval resamples candidates (a candidate's mid and final checkpoints
+    together, both seats), then ego seeds. A level with fewer than :data:`MIN_INFORMATIVE_CANDIDATES`
+    candidates is marked ``informative = False``: its interval spans most of [0, 1] whatever the agent does.
+    Groups are processed in sorted order of (layout, algorithm, partner_level) with ``partner_level`` ordered
     ``all, moderate, expert``; group ``i`` uses ``rng.spawn(num_groups)[i]``, so every group's interval is
     reproducible from ``rng`` alone.
 
     The moderate/expert split follows ``levels`` (:func:`assign_levels`): ``"checkpoint"`` keeps the
-    ``partner_level`` column (``mid`` -> moderate, ``final`` -> expert: the spec and the pipeline);
-    ``"median"`` is the paper's text (Sec. 5.2, Fig. 6): moderate iff the partner's return is at most
-    the median over the layout's partners.
+    ``partner_level`` column (``mid`` -> moderate, ``final`` -> expert: the ZSC-Eval protocol and the
+    pipeline); ``"median"`` is the paper's text (Sec. 5.2, Fig. 6): moderate iff the partner's return is at
+    most the median over the layout's partners.
 
     Args:
         results: per-episode results frame (module docstring).
@@ -597,9 +597,9 @@ def levels_by_median(partner_returns: Mapping[str, float]) -> dict[str, str]:
 def assign_levels(results: pd.DataFrame, br_returns: pd.DataFrame, rule: LevelRule) -> pd.DataFrame:
     """Results with ``partner_level`` set by ``rule``.
 
-    ``"checkpoint"``: unchanged (``mid`` checkpoints moderate, ``final`` expert; the spec,
-    docs/zsceval-facts.md item 7). ``"median"``: per layout, :func:`levels_by_median` of each partner's
-    mean BR return (its return with its approximate best response, the stand-in for the paper's
+    ``"checkpoint"``: unchanged (``mid`` checkpoints moderate, ``final`` expert; the ZSC-Eval protocol,
+    docs/reference-protocol.md "Pipeline" item 7). ``"median"``: per layout, :func:`levels_by_median` of each
+    partner's mean BR return (its return with its approximate best response, the stand-in for the paper's
     self-play return ``J(pi^P)``, which the pipeline does not measure; ZSC-Eval Sec. 5.2).
 
     Args:

@@ -5,7 +5,7 @@ N members are the run's learners and train as one stacked network (``stack_learn
 and backward per minibatch for all of them, each member's gradient, clipping and Adam step equal to
 training it alone). Game ``g`` of the batch always plays member ``g mod N``, so every member gets
 the same share of the env steps (ZSC-Eval's TrajeDi assigns env threads the same way,
-algorithms-facts section 3; its MEP trains members round robin instead, section 2).
+docs/reference-protocol.md "TrajeDi"; its MEP trains members round robin instead, "MEP").
 
 A run's logged curve per member (``member_03/sparse_return`` in ``metrics.csv``) and its checkpoint
 trail (the first after one update, ``run.checkpoint_first``) are what
@@ -46,7 +46,7 @@ DEFAULT_SIZE = 12
 
 def stage1_size(cfg: TrainConfig) -> int:
     """Members of one stage-1 run: ``population.stage1_size``, or ``ceil(size / 3 * 5 / 4)`` (ZSC-Eval
-    trains 5 / 10 / 15 runs for populations 12 / 24 / 36, algorithms-facts section 1).
+    trains 5 / 10 / 15 runs for populations 12 / 24 / 36, docs/reference-protocol.md "FCP").
 
     Raises:
         ValueError: ``population.size`` below 3.

@@ -3,10 +3,10 @@
 The population is ``3 * W`` policies: the init, mid and final checkpoints
 (:mod:`zsceval.rl.population.checkpoints`) of a window of W members of one or more stage-1 runs,
 stacked in one :class:`~zsceval.rl.population.PolicyPool`. The arms are the ``2 * 3W`` (partner, ego
-seat) pairs (algorithms-facts section 0); each game draws an arm at every episode start, uniformly
-by default (FCP, TrajeDi, HSP) or by a plug-in's :meth:`~zsceval.rl.algorithm.Algorithm.assign`
-(MEP's prioritized sampling). The partners act by sampling, with fresh recurrent states each
-episode, as in ZSC-Eval.
+seat) pairs (docs/reference-protocol.md "Population machinery"); each game draws an arm at every episode
+start, uniformly by default (FCP, TrajeDi, HSP) or by a plug-in's
+:meth:`~zsceval.rl.algorithm.Algorithm.assign` (MEP's prioritized sampling). The partners act by sampling,
+with fresh recurrent states each episode, as in ZSC-Eval.
 
 Games of n > 2 players (Football's 3) seat the ego with the reference's GRF combinations
 (``grf_runner.py: get_agent_pairs``, :func:`population_arms`): every ordered (n - 1)-tuple of pool
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 PAPER_STEPS = {12: 50_000_000, 24: 80_000_000, 36: 100_000_000}
-"""ZSC-Eval's stage-2 budgets by population size (zsceval-facts "Training settings")."""
+"""ZSC-Eval's stage-2 budgets by population size (docs/reference-protocol.md "Training settings")."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,9 +80,9 @@ def sliding_window(total: int, size: int, seed: int) -> list[int]:
 
 def stage2_preset(preset: str, cfg: TrainConfig) -> dict[str, Any]:
     """A recurrent ego (GRU) with ZSC-Eval's stage-2 schedules over its whole budget T: entropy
-    0.2 -> 0.05 -> 0.01 at 0 / T/2 / T and shaping annealed over T (zsceval-facts "Training
-    settings"). ``paper`` also sets ZSC-Eval's T for the population size (5e7 / 8e7 / 1e8 steps for
-    12 / 24 / 36) and 100 games; other presets keep their T (``run.total_steps``, e.g. ``--steps``).
+    0.2 -> 0.05 -> 0.01 at 0 / T/2 / T and shaping annealed over T (docs/reference-protocol.md "Training
+    settings"). ``paper`` also sets ZSC-Eval's T for the population size (5e7 / 8e7 / 1e8 steps for 12 / 24 /
+    36) and 100 games; other presets keep their T (``run.total_steps``, e.g. ``--steps``).
     """
     out: dict[str, Any] = {"model": {"recurrent": True}}
     if preset == "paper":
@@ -229,9 +229,9 @@ class PopulationEgo(Algorithm):
     def critic_features(self, seating: Seating) -> torch.Tensor:
         """ZSC-Eval's ``use_agent_policy_id``: the critic of each seat sees the policy id of every
         agent, own seat first: ``(m + 1) / M`` for pool member m of M, -1 for the learning ego
-        (algorithms-facts section 0), so its value can depend on who the partner is. Feature j of
-        seat k is the id of seat ``(k + j) mod n`` (own seat first, then the others in seat order;
-        the reference's GRF critic gives all three seats the ids in seat order).
+        (docs/reference-protocol.md "Population machinery"), so its value can depend on who the partner is.
+        Feature j of seat k is the id of seat ``(k + j) mod n`` (own seat first, then the others in seat
+        order; the reference's GRF critic gives all three seats the ids in seat order).
 
         Returns:
             ``float32 [B, n, n]``.

@@ -1,12 +1,12 @@
-"""Composite agents of TBS and its test-time baselines (paper 000, Sec. 3.3 and Sec. 4).
+"""Composite agents of TBS and its test-time baselines (TBS paper, Sec. 3.3 and Sec. 4).
 
 * ``tbs`` (:class:`TBSAgent`): k cluster best responses, k cluster ToM models and one global ToM
   model; at every step the ToM outputs enter the KL distances of Eq. 8 (or Eq. 9's window) and the
   best response of the closest cluster acts (:mod:`zsceval.algorithms.tbs.selection`).
 * ``tbs-random`` (:class:`RandomSelectionAgent`): a uniformly drawn agent plays the whole episode.
 * ``tbs-cbpr`` (:class:`CBPRAgent`): intra-episode Bayesian belief over partner types (clusters),
-  each type's action model the mean of its members' action probabilities (algorithms-facts.md
-  section 7; the member mean is our choice where CBPR's adaptation in TBS is unstated).
+  each type's action model the mean of its members' action probabilities (docs/reference-protocol.md
+  "TBS baselines"; the member mean is our choice where CBPR's adaptation in TBS is unstated).
 * ``tbs-cem`` (:class:`CEMAgent`): cross-entropy of the partner's observed actions under every pool
   pair's partner-seat policy; the ego-seat agent of the closest pair acts.
 
@@ -347,7 +347,7 @@ def _add_partner_fields(packer: _Packer, num_models: int) -> None:
 # -- TBS ------------------------------------------------------------------------------------------
 @register_agent("tbs")
 class TBSAgent(_Composite):
-    """TBS's online adaptation (paper 000 Sec. 3.3, Eq. 8; Eq. 9 with ``window``).
+    """TBS's online adaptation (TBS paper, Sec. 3.3, Eq. 8; Eq. 9 with ``window``).
 
     Args:
         brs: k best-response agents (cluster order).
@@ -449,8 +449,8 @@ class TBSAgent(_Composite):
 # -- Random Selection -----------------------------------------------------------------------------
 @register_agent("tbs-random")
 class RandomSelectionAgent(_Composite):
-    """Random Selection (paper 000 Sec. 4; algorithms-facts.md section 7): at each episode start a
-    uniformly drawn agent (per row, from ``generator``) plays the whole episode.
+    """Random Selection (TBS paper, Sec. 4; docs/reference-protocol.md "TBS baselines"): at each episode start
+    a uniformly drawn agent (per row, from ``generator``) plays the whole episode.
 
     Only the drawn agent acts on a row (each agent is stepped on its own rows), so a pool of any size
     costs one forward pass per row. ``extras["choice"] int64 [N]``.
@@ -508,7 +508,7 @@ class RandomSelectionAgent(_Composite):
 # -- CBPR -----------------------------------------------------------------------------------------
 @register_agent("tbs-cbpr")
 class CBPRAgent(_Composite):
-    """CBPR's intra-episode Bayesian selection over clusters (algorithms-facts.md section 7).
+    """CBPR's intra-episode Bayesian selection over clusters (docs/reference-protocol.md "TBS baselines").
 
     At step t: infer the partner's a_{t-1} (:func:`infer_partner_action`); if known, push its
     log-probability under every type (computed at t-1 from the partner's view) into the queue of
@@ -609,7 +609,7 @@ class CBPRAgent(_Composite):
 # -- CEM ------------------------------------------------------------------------------------------
 @register_agent("tbs-cem")
 class CEMAgent(_Composite):
-    """Cross-entropy selection over pool pairs (algorithms-facts.md section 7, "CEM", inferred).
+    """Cross-entropy selection over pool pairs (docs/reference-protocol.md "TBS baselines", "CEM", inferred).
 
     At step t: infer the partner's a_{t-1}; if known, add ``-log pi_j(a_{t-1} | o^p_{t-1})`` for every
     pair j (all observed steps, or the ``window`` most recent observed ones); act with the

@@ -1,4 +1,4 @@
-"""TBS concept sets: what a ToM model predicts about the partner (paper 000 Sec. 2.3, 3.3, App. C).
+"""TBS concept sets: what a ToM model predicts about the partner (TBS paper, Sec. 2.3, 3.3, App. C).
 
 A **concept** is a high-level use of the INTERACT button, "pickup/drop [item] off/on [tile]"
 (paper App. C.1). The engine reports, per step and agent, the interaction kind

@@ -1,14 +1,14 @@
-"""Hypothesis scoring after Hypothetical Minds (paper 003, Sec. 3.2 "Hypothesis Evaluation"), over
+"""Hypothesis scoring after Hypothetical Minds (Sec. 3.2 "Hypothesis Evaluation"), over
 TBS's finite hypothesis set: the k cluster ToM models, each paired with its cluster's best response.
 
 **The rule.** Each hypothesis i predicts the partner's next interaction concept (its ToM model's
 output, :mod:`zsceval.algorithms.tbs.tom`). When the partner then performs a concept, every
 hypothesis whose prediction named it (the arg-max concept, or one of the ``top_k`` most probable)
 earns the intrinsic reward ``r = +c``, every other one ``r = -c``, and its value follows the
-Rescorla-Wagner rule ``V <- V + alpha (r - V)`` (paper 003 Sec. 3.2), from ``V = 0`` at every
+Rescorla-Wagner rule ``V <- V + alpha (r - V)`` (Hypothetical Minds, Sec. 3.2), from ``V = 0`` at every
 episode start. A hypothesis is *validated* while ``V >= v_thr``; the agent acts with the best
 response of the highest-valued validated hypothesis and keeps it while it stays validated. With none
-validated the ``fallback`` decides: ``highest`` (the hypothesis of the highest value; paper 003: "the
+validated the ``fallback`` decides: ``highest`` (the hypothesis of the highest value; Hypothetical Minds: "the
 highest value hypothesis could also be used in our code") or ``latest_correct`` (the one that was
 right most recently, the higher value on ties: our reading of "the latest generated hypothesis",
 which a fixed set does not have). Exact ties keep the current choice, else the lowest index; the
@@ -35,7 +35,7 @@ neither moved nor turned (an interaction never moves), and the tile it faces: e.
 onion while facing an onion pile is ``PICKUP_ONION_DISPENSER``; the cell is the faced tile, so the
 ToM models' own :class:`~.concepts.ConceptSet` maps it to the concept index. Every concept kind
 changes the held object, so this recovers every concept exactly while the partner is visible
-(``tests/tbs/test_hypothesis.py``); a step in which the partner is out of a partial view is
+(``tests/algorithms/tbs/test_hypothesis.py``); a step in which the partner is out of a partial view is
 unknown and scores nothing.
 """
 
@@ -77,7 +77,7 @@ PREDICTIONS = ("held", "latest")
 
 
 def rescorla_wagner(values: torch.Tensor, reward: torch.Tensor, alpha: float, mask=None) -> torch.Tensor:
-    """Rescorla-Wagner update ``V <- V + alpha (r - V)`` (paper 003 Sec. 3.2).
+    """Rescorla-Wagner update ``V <- V + alpha (r - V)`` (Hypothetical Minds, Sec. 3.2).
 
     Args:
         values: ``float32 [N, k]`` hypothesis values.
@@ -93,7 +93,7 @@ def rescorla_wagner(values: torch.Tensor, reward: torch.Tensor, alpha: float, ma
 
 
 def prediction_rewards(probs: torch.Tensor, realised: torch.Tensor, top_k: int = 1, c: float = 1.0):
-    """Intrinsic reward of each hypothesis' prediction (paper 003 Sec. 3.2: +c right, -c wrong).
+    """Intrinsic reward of each hypothesis' prediction (Hypothetical Minds, Sec. 3.2: +c right, -c wrong).
 
     Args:
         probs: ``float32 [N, k, M]`` each hypothesis' concept probabilities (the prediction).
@@ -125,7 +125,7 @@ def select_hypothesis(
     fallback: str = "highest",
     last_right: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The hypothesis that conditions the plan (paper 003 Sec. 3.2; module docstring).
+    """The hypothesis that conditions the plan (Hypothetical Minds, Sec. 3.2; module docstring).
 
     Args:
         values: ``float32 [N, k]``.
@@ -249,7 +249,7 @@ def infer_partner_interaction(
 # -- the agent ------------------------------------------------------------------------------------
 @register_agent("tbs-hypothesis")
 class HypothesisAgent(_Composite):
-    """Hypothesis scoring over TBS's cluster ToM models and BRs (paper 003; module docstring).
+    """Hypothesis scoring over TBS's cluster ToM models and BRs (Hypothetical Minds; module docstring).
 
     At step t: read the partner's concept of step t-1 from o_{t-1} and o_t; if it is known and is a
     concept, score every hypothesis' pending prediction (:func:`prediction_rewards`) and update the
@@ -261,11 +261,11 @@ class HypothesisAgent(_Composite):
     Args:
         brs: k best-response agents (cluster order).
         toms: k ToM models (``step(obs, h, starts) -> (probs [N, M], h)``), same order.
-        alpha: Rescorla-Wagner learning rate (paper 003: 0.3).
-        c: intrinsic reward magnitude (paper 003: 1).
-        v_thr: validation threshold (paper 003: 0.7).
+        alpha: Rescorla-Wagner learning rate (Hypothetical Minds: 0.3).
+        c: intrinsic reward magnitude (Hypothetical Minds: 1).
+        v_thr: validation threshold (Hypothetical Minds: 0.7).
         top_k: a prediction is right iff the realised concept is among its ``top_k`` most probable
-            concepts (1: the arg-max; not paper 003's ``top_k``, which counts LLM hypotheses kept).
+            concepts (1: the arg-max; not Hypothetical Minds' ``top_k``, which counts LLM hypotheses kept).
         fallback: :data:`FALLBACKS`.
         prediction: :data:`PREDICTIONS`.
         layout, granularity: the concept set of the ToM models (default: the first model's spec).

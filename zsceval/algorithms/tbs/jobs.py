@@ -1,5 +1,5 @@
 """The TBS jobs after the training runs: cross-play clustering, the ToM models with the composite
-agents, and the TBS evaluation protocol (paper 000 Sec. 3.2-3.3 and Sec. 4).
+agents, and the TBS evaluation protocol (TBS paper, Sec. 3.2-3.3 and Sec. 4).
 
 * ``tbs.cluster``: cross-play of every (agent 1 of pair a, agent 2 of pair b) of the training pool,
   greedy, ``episodes`` each; Eq. 5 similarity (+1e-4); self-tuning spectral clustering (Eq. 6) or a
@@ -9,7 +9,7 @@ agents, and the TBS evaluation protocol (paper 000 Sec. 3.2-3.3 and Sec. 4).
   Eq. 11), then saves one checkpoint in
   ``run/`` holding the TBS agent (the ego, ``tbs``) and the baselines' agents: the single best
   response (``br``), the hypothesis-scoring agent over the same ToM models and BRs (``hypothesis``,
-  paper 003, :mod:`~.hypothesis`), Random Selection, CEM and CBPR for each ego seat (``random_0``,
+  Hypothetical Minds, :mod:`~.hypothesis`), Random Selection, CEM and CBPR for each ego seat (``random_0``,
   ``cem_1``, ...).
 * ``tbs.evaluate``: every agent with every held-out pair in both seats (``episodes`` each), the
   held-out pair's own partner as the Oracle; the scaled reward (return / the held-out pair's
@@ -558,7 +558,7 @@ HYPOTHESIS_OPTIONS = {"hypothesis_alpha": ("alpha", float), "hypothesis_c": ("c"
                       "hypothesis_fallback": ("fallback", str),
                       "hypothesis_prediction": ("prediction", str)}  # fmt: skip
 """Params of ``tbs.ego`` -> keyword arguments of :class:`~.hypothesis.HypothesisAgent` (absent: the
-agent's defaults, paper 003's alpha 0.3, c 1, V_thr 0.7 and the arg-max prediction)."""
+agent's defaults, Hypothetical Minds' alpha 0.3, c 1, V_thr 0.7 and the arg-max prediction)."""
 
 
 def hypothesis_options(params: dict) -> dict:
@@ -572,7 +572,7 @@ def _tom_summary(curve: dict) -> dict:
     held-out loss (losses in nats per step), and ``learned``: whether the model's loss (held-out
     with early stopping, else the last training loss) is below 0.9 x the constant predictor's. A
     model that did not learn predicts the same concepts at every step, and Eq. 8 then compares the
-    other models against a flat one (``docs/results.md``, issue 33's larger-budget chain)."""
+    other models against a flat one (``docs/results.md``, the larger-budget TBS chain)."""
     out = {"episodes": curve["episodes"][0], "epochs": len(curve["loss"]),
            "final_loss": curve["loss"][-1] if curve["loss"] else None,
            "baseline": curve["baseline"][0]}  # fmt: skip

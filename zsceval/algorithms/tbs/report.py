@@ -1,5 +1,5 @@
 """The TBS table of ``zsceval report``: scaled reward against the held-out pool per layout and agent
-(paper 000 Sec. 4; written by the ``tbs.evaluate`` jobs as ``tbs_eval/results.parquet``)."""
+(TBS paper, Sec. 4; written by the ``tbs.evaluate`` jobs as ``tbs_eval/results.parquet``)."""
 
 from __future__ import annotations
 

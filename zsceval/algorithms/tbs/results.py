@@ -1,6 +1,6 @@
 """The TBS result table: scaled rewards (return / the held-out pair's self-play return), one
 agent's results as a bootstrap cube, the per-agent summary with 95% CIs, and its bar chart
-(paper 000 Sec. 4). Read by the ``tbs.evaluate`` job and by ``zsceval report``."""
+(TBS paper, Sec. 4). Read by the ``tbs.evaluate`` job and by ``zsceval report``."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pandas as pd
 __all__ = ["AGENTS", "plot_tbs", "result_cube", "scaled_rewards", "summarize"]
 
 AGENTS = ("TBS", "BR", "Hypothesis", "Random", "CEM", "CBPR", "Oracle")
-"""Rows of the TBS table, in the paper's order of discussion; ``Hypothesis`` (not in paper 000) is
-the hypothesis-scoring agent of paper 003 over TBS's ToM models and BRs (:mod:`~.hypothesis`)."""
+"""Rows of the TBS table, in the paper's order of discussion; ``Hypothesis`` (not in the TBS paper) is
+the hypothesis-scoring agent of Hypothetical Minds over TBS's ToM models and BRs (:mod:`~.hypothesis`)."""
 
 
 def scaled_rewards(frame: pd.DataFrame) -> pd.DataFrame:

@@ -3,7 +3,7 @@
 A *row* is one game seen from the ego's seat. Every function here is stateless: the caller (a
 composite agent in :mod:`zsceval.algorithms.tbs.agents`) carries the accumulators between steps.
 
-**TBS (paper 000, Sec. 3.3, Eq. 8; window: App. A.1, Eq. 9).** At step t each cluster ToM model
+**TBS (TBS paper, Sec. 3.3, Eq. 8; window: App. A.1, Eq. 9).** At step t each cluster ToM model
 ``ToM_Ci`` and the global model predict M Bernoulli concept probabilities; the per-step distance of
 cluster i is ``d_i(t) = sum_j KL(Bern(c^i_t[j]) || Bern(c^g_t[j]))`` and the accumulated distance
 ``D_i(t)`` sums ``d_i`` over every step of the episode so far (Eq. 8) or over the ``w`` most recent
@@ -16,14 +16,14 @@ suggests. ``first_step_random=False`` uses the KL rule already at t = 0.
 *Window*: Eq. 9 sums ``t' = max(0, t-w) .. t`` (w + 1 terms); App. A.1's text says "the most recent
 w timesteps"; we follow the text (w terms) -- see docs/differences.md ("TBS selection").
 
-**CBPR (algorithms-facts.md section 7).** Queue of the last L = 20 (partner obs, partner action)
+**CBPR (docs/reference-protocol.md "TBS baselines").** Queue of the last L = 20 (partner obs, partner action)
 pairs kept as per-type log-probabilities ``[N, L, K]``; likelihood ``lambda = exp(sum of the
 queue)``; ``p = (lambda + eps) / (sum lambda + K eps)``; intra-episode belief ``xi <- clip(norm_eps(p
 xi))``; integrated belief ``zeta = rho^t beta + (1 - rho^t) xi`` with beta uniform (single-episode
 zero-shot evaluation); act with ``argmax zeta``; then ``xi <- clip(zeta)``; clip range [1e-4, 0.9999].
 
-**CEM (algorithms-facts.md section 7, "CEM", inferred reading of TSF).** Per pool pair j, the mean
-cross entropy of the observed partner actions under pair j's partner-seat policy over the observed
+**CEM (docs/reference-protocol.md "TBS baselines", "CEM", inferred reading of TSF).** Per pool pair j, the
+mean cross entropy of the observed partner actions under pair j's partner-seat policy over the observed
 steps (all, or the w most recent observed ones); act with the ego-seat agent of ``argmin_j CE_j``.
 """
 

@@ -1,4 +1,4 @@
-"""Random reward shaping of the TBS partner pools (TBS App. D.2; tbs-facts item 1).
+"""Random reward shaping of the TBS partner pools (TBS paper, App. D.2).
 
 For each agent of each run, a normally distributed coefficient is drawn per game event, with a
 magnitude roughly inversely proportional to how often the event is expected (three onions go in a

@@ -6,7 +6,7 @@ return relative to the self-play return (TBS Sec. 3.2, Eq. 5):
 
     s(A, B) = (J(A1, B2) + J(B1, A2)) / (J(A1, A2) + J(B1, B2))
 
-Practical rules from TBS Appendix B (tbs-facts.md item 2):
+Practical rules from the TBS paper, App. B.1:
 
 * ``s`` is clamped to ``[0, 1]``: cross-play can beat self-play.
 * ``0 / 0`` (both pairs fail in self-play *and* in cross-play) is ``1``: the pairs are alike in that

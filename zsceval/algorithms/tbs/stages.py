@@ -1,4 +1,4 @@
-"""TBS: Theory-of-Mind-based Best-response Selection (Ni et al., AAMAS 2026; paper 000).
+"""TBS: Theory-of-Mind-based Best-response Selection (Ni et al., AAMAS 2026).
 
 Method (TBS Sec. 3). (1) *Partner pool*: N agent pairs trained with VDN, every agent with its own
 random reward shaping (App. D.2), so that the pairs settle on different strategies; a second pool
@@ -319,7 +319,8 @@ class TBSOptions:
     deterministic game would repeat one episode; the partners, whose intentions are the labels,
     stay greedy)."""
     hypothesis_alpha: float = 0.3
-    """The hypothesis-scoring variant (paper 003, :mod:`~.hypothesis`): Rescorla-Wagner learning rate."""
+    """The hypothesis-scoring variant (Hypothetical Minds, :mod:`~.hypothesis`): Rescorla-Wagner learning
+    rate."""
     hypothesis_c: float = 1.0
     """Its intrinsic reward magnitude (+c for a right prediction, -c for a wrong one)."""
     hypothesis_v_thr: float = 0.7

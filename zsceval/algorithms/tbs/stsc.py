@@ -33,7 +33,7 @@ Method, as implemented here:
 4. **Choice of k** (``k_rule``, :func:`select_k`). ``"paper"`` (the default): the ``k`` of the lowest
    raw cost ``J(R*, k)``, as TBS Sec. 3.2 says ("selecting the k that yields the lowest alignment
    cost") and Sec. 4.3.2 ("minimizing the cost function from Eq. 6"), and as widely used Python ports
-   of STSC do (issue 33: the first ``k`` of a sort by cost, the smallest ``k`` on ties). Ties are costs
+   of STSC do (the first ``k`` of a sort by cost, the smallest ``k`` on ties). Ties are costs
    within :data:`PAPER_TIE_TOLERANCE` (``1e-9``) of the minimum on the scale ``J / n``, i.e. equal up
    to numerical error: the optimizer reaches a perfect alignment to within ``1e-12`` of ``J = n``, and
    two ``k`` that share one alignment (e.g. the same clusters plus perfectly aligned null-space

@@ -1,6 +1,6 @@
 """TBS Theory-of-Mind models: predict the partner's next concept from the ego's observations.
 
-Paper 000 Sec. 2.3 / 3.3 and App. D.3. A ToM model is a recurrent network that reads the ego's
+The TBS paper, Sec. 2.3 / 3.3 and App. D.3. A ToM model is a recurrent network that reads the ego's
 observation history ``o_1..o_t`` and outputs M Bernoulli probabilities ``c_hat_t``, one per
 concept (:mod:`zsceval.algorithms.tbs.concepts`): the partner's next high-level interaction. It is trained
 with the binary cross-entropy of Eq. 4 / Eq. 10,
@@ -258,7 +258,7 @@ def train_tom(
     concepts' strongly negative log-odds through the whole network; in some runs that saturated
     the GRU's candidate state (tanh at +-1, a state constant over every step), no gradient reached
     the inputs again, and the model stayed at the baseline for all its epochs (``docs/results.md``,
-    issue 33's larger-budget chain: 3.56 against a baseline of 3.54 nats per step; with the prior
+    the larger-budget TBS chain: 3.56 against a baseline of 3.54 nats per step; with the prior
     bias 0.14).
 
     Args:

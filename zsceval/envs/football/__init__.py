@@ -8,7 +8,7 @@ Public API::
     step = game.step(actions)             # int64 [3], default 19-action set
 
 The pure-numpy parts (``features``, ``events``, ``rewards``) import without gfootball.
-Source: algorithms-facts.md section 9 ("The reference's GRF wrapper").
+Source: docs/reference-protocol.md "Football".
 """
 
 from .events import EVENT_NAMES, EventTracker

@@ -4,7 +4,7 @@
 :class:`~zsceval.envs.football.game.FootballGame` (ZSC-Eval's ``FootballEnv`` wrapper:
 ``academy_3_vs_1_with_keeper`` in the reference's harder variant, 3 controlled left players,
 19 actions with the reference's availability masks, the 58-dim per-player observation, the 52-dim
-critic input, per-agent rewards and the 8 events; algorithms-facts section 9). Registered as
+critic input, per-agent rewards and the 8 events; docs/reference-protocol.md "Football"). Registered as
 ``football`` (``zsceval.envs.make("football", num_envs=...)``, ``zsceval train --env football``).
 
 What the batched ``Step`` holds (B games, n = 3 agents, slot k = the k-th controlled player):

@@ -1,6 +1,6 @@
 """Per-agent GRF events (pass, shot, catch, score, ...), as ZSC-Eval's StatsObserver counts them.
 
-Source: algorithms-facts.md section 9 ("Events"); ZSC-Eval ``zsceval/envs/grf/stats_process.py:
+Source: docs/reference-protocol.md "Football" ("Events"); ZSC-Eval ``zsceval/envs/grf/stats_process.py:
 StatsObserver.observe``. Differences from the reference (tracer cleared on reset, a goal credited
 only on the step the score rises, optional per-step agent -> player mapping) are listed in
 ``docs/differences-grf-game.md``.

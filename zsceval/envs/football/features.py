@@ -3,7 +3,7 @@
 Everything here is pure numpy on gfootball's *raw* observation dicts (one dict per controlled
 player, ``env.unwrapped.observation()``), so it is testable without the simulator.
 
-Source: algorithms-facts.md section 9 ("The reference's GRF wrapper"); ZSC-Eval
+Source: docs/reference-protocol.md "Football"; ZSC-Eval
 ``zsceval/envs/grf/raw_feature_process.py: FeatureEncoder.encode_each / encode_state /
 get_available_actions`` (representation ``simple115v2_custom``).
 
@@ -94,7 +94,7 @@ def obs_fields(num_left: int = 4, num_right: int = 2) -> list[tuple[str, slice]]
     """(name, slice) of every block of :func:`encode_observation`'s vector, in order.
 
     With the defaults (4 left, 2 right players) the blocks cover exactly the 58 dims; this is the
-    table of algorithms-facts.md section 9.
+    table of docs/reference-protocol.md "Football".
     """
     sizes = [
         ("own_position", 2),
@@ -269,7 +269,7 @@ def encode_state(obs_dicts: Sequence[Mapping], num_left: int) -> np.ndarray:
 def available_actions(obs: Mapping) -> np.ndarray:
     """The reference's action mask for one controlled player.
 
-    Rules, in order (algorithms-facts.md section 9):
+    Rules, in order (docs/reference-protocol.md "Football"):
 
     - SLIDE off when our team owns the ball (``ball_owned_team == 0``) or the player is dribbling;
     - RELEASE_SPRINT off unless sprinting (``sticky_actions[8]``);

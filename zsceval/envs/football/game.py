@@ -1,6 +1,6 @@
 """One Google Research Football game with 3 controlled players, as ZSC-Eval's FootballEnv plays it.
 
-Source: algorithms-facts.md section 9; ZSC-Eval ``zsceval/envs/grf/grf_env.py: FootballEnv`` (no
+Source: docs/reference-protocol.md "Football"; ZSC-Eval ``zsceval/envs/grf/grf_env.py: FootballEnv`` (no
 ``random_index`` agent permutation, no policy-id feature, no last-action feature: those belong to
 the batched wrapper).
 """

@@ -1,6 +1,6 @@
 """Per-agent GRF reward from event weights, as ZSC-Eval's Rewarder computes it.
 
-Source: algorithms-facts.md section 9 ("Rewards"); ZSC-Eval ``zsceval/envs/grf/reward_process.py:
+Source: docs/reference-protocol.md "Football" ("Rewards"); ZSC-Eval ``zsceval/envs/grf/reward_process.py:
 Rewarder.calc_reward``.
 """
 

@@ -8,7 +8,7 @@ into ``sys.modules`` under ``gfootball.scenarios.<level>``: gfootball's
 The registration is per process; every process that creates the environment must call it
 (:class:`~zsceval.envs.football.game.FootballGame` does).
 
-Source: algorithms-facts.md section 9 ("Scenario"); ZSC-Eval
+Source: docs/reference-protocol.md "Football" ("Scenario"); ZSC-Eval
 ``zsceval/envs/grf/scenarios/academy_3_vs_1_with_keeper_hard.py``.
 """
 

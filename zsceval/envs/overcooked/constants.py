@@ -1,6 +1,6 @@
 """Named constants of the Overcooked engine: actions, terrain, objects, interactions, events.
 
-Event lists and their order follow ZSC-Eval exactly (overcooked-spec sections 3.1 and 5.5): behavior
+Event lists and their order follow ZSC-Eval exactly (docs/overcooked-rules.md §3.1 and 5.5): behavior
 features and behavior-preferring reward weights index into them.
 """
 
@@ -30,7 +30,7 @@ __all__ = [
 
 
 class Action(IntEnum):
-    """overcooked-ai's action order (overcooked-spec section 0.2)."""
+    """overcooked-ai's action order (docs/overcooked-rules.md §0.2)."""
 
     NORTH = 0
     SOUTH = 1
@@ -102,7 +102,7 @@ class Interaction(IntEnum):
     DELIVER = 20
 
 
-# The 17 ZSC-Eval events of the classic (OLD) engine, in vector order (overcooked-spec 3.1).
+# The 17 ZSC-Eval events of the classic (OLD) engine, in vector order (docs/overcooked-rules.md §3.1).
 CLASSIC_EVENTS = (
     "put_onion_on_X",
     "put_dish_on_X",
@@ -123,7 +123,7 @@ CLASSIC_EVENTS = (
     "IDLE_INTERACT_EMPTY",
 )
 
-# The 29 ZSC-Eval events of the multi-recipe (NEW) engine, in vector order (overcooked-spec 5.5).
+# The 29 ZSC-Eval events of the multi-recipe (NEW) engine, in vector order (docs/overcooked-rules.md §5.5).
 MULTI_RECIPE_EVENTS = (
     "put_onion_on_X",
     "put_tomato_on_X",

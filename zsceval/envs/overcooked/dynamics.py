@@ -1,4 +1,4 @@
-"""The batched transition, split by phase: interact, move, cook (overcooked-spec section 2.2).
+"""The batched transition, split by phase: interact, move, cook (docs/overcooked-rules.md §2.2).
 
 All functions work on every game at once; the only Python loops are over players (n = 2) and
 player pairs. Actions here are in *player* order (the env maps agent slots to seats).
@@ -40,7 +40,7 @@ def table_index(t, h, o, ps):
 
 
 def interact(state: State, actions: torch.Tensor, T: Tables, out: dict[str, torch.Tensor]) -> None:
-    """Resolve INTERACT actions sequentially in player order, in place (spec sections 2.5, 5.2).
+    """Resolve INTERACT actions sequentially in player order, in place (docs/overcooked-rules.md §2.5, §5.2).
 
     Each player uses its start-of-step position and orientation and sees the state as modified by
     lower-indexed players. Writes ``out['sparse'|'shaped'|'events'|'kind'|'cell']`` for each player.
@@ -74,8 +74,8 @@ def interact(state: State, actions: torch.Tensor, T: Tables, out: dict[str, torc
             potadd, AUX_POT + cseq * 3 + ingredient, torch.where(deliver, AUX_DELIVER + hseq, 0)
         )
 
-        # USEFUL_DISH_PICKUP (spec 3.1 #8): no dish on any counter now, and fewer dishes in hands
-        # now than busy pots in the snapshot. Defined for two players only (overcooked-ai).
+        # USEFUL_DISH_PICKUP (docs/overcooked-rules.md §3.1 row 8): no dish on any counter now, and fewer
+        # dishes in hands now than busy pots in the snapshot. Defined for two players only (overcooked-ai).
         useful = (code == INTERACTION.PICKUP_DISH_DISPENSER) & (n == 2)
         useful &= counter_dishes == 0
         useful &= (state.held == OBJ.DISH).sum(1) < busy_pots
@@ -116,7 +116,7 @@ def interact(state: State, actions: torch.Tensor, T: Tables, out: dict[str, torc
 
 
 def move(state: State, actions: torch.Tensor, T: Tables, out: dict[str, torch.Tensor]) -> None:
-    """Resolve movement simultaneously, in place (spec sections 2.3-2.4); adds movement events.
+    """Resolve movement simultaneously, in place (docs/overcooked-rules.md §2.3-2.4); adds movement events.
 
     A direction action always turns the player; the move happens only onto floor; if any two
     players would end on the same cell or swap cells, every player stays where it was.
@@ -144,7 +144,8 @@ def cook(state: State, T: Tables, auto_start: bool) -> None:
     """Environment effects, in place: timestep += 1, then every cooking pot soup ticks.
 
     With ``auto_start`` (classic dynamics) an idle pot soup with 3 ingredients starts cooking
-    first, so it reaches tick 1 in the step its third ingredient was added (spec 2.6, 5.2 item 3).
+    first, so it reaches tick 1 in the step its third ingredient was added (docs/overcooked-rules.md §2.6,
+    §5.2 item 3).
     """
     state.timestep += 1
     o = state.obj.index_select(1, T.pot_cells)
@@ -158,7 +159,7 @@ def cook(state: State, T: Tables, auto_start: bool) -> None:
 
 
 def available_actions(state: State, T: Tables) -> torch.Tensor:
-    """``bool [B, n, 6]`` action mask in player order (overcooked-spec section 4.6).
+    """``bool [B, n, 6]`` action mask in player order (docs/overcooked-rules.md §4.6).
 
     A direction is masked iff the neighbour that way is not floor and the player already faces
     it; STAY is never masked; INTERACT is masked when it is a guaranteed idle interaction.

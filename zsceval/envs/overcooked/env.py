@@ -53,7 +53,7 @@ class OvercookedEnv:
     """Batched Overcooked: ``num_envs`` games of one layout whose state lives on ``device``.
 
     Dynamics are ZSC-Eval's: the classic (OLD) onion dynamics for ``dynamics: classic`` layouts
-    (overcooked-spec sections 2-3) and the multi-recipe (NEW) dynamics otherwise (section 5).
+    (docs/overcooked-rules.md §2-3) and the multi-recipe (NEW) dynamics otherwise (§5).
     ``step`` has no Python loop over games. Same seed, same trajectory.
 
     Args:
@@ -68,7 +68,7 @@ class OvercookedEnv:
             :class:`Step` is in slot order either way.
         random_start_prob: probability that a reset game starts from a random kitchen (items on
             counters, part-filled and ready pots) instead of the standard start; ZSC-Eval's
-            ``random_start_prob`` (overcooked-spec section 5.9), a training-time exploration aid.
+            ``random_start_prob`` (docs/overcooked-rules.md §5.9), a training-time exploration aid.
         view_radius: r; 0 (default) = fully observable. With r > 0 each agent observes only the
             cells within Chebyshev distance r of itself (TBS's partially observable setting, paper
             Sec. 4.1): the planes of the other players and of objects are zeroed outside that
@@ -102,7 +102,7 @@ class OvercookedEnv:
 
         Episodes end only at the horizon, so games reset together stay together: the host knows,
         without reading a tensor, that every game's episode ends in ``horizon - lockstep_timestep``
-        steps (the runner re-seats population games then, issue 34). It is 0 after :meth:`reset`,
+        steps (the runner re-seats population games then). It is 0 after :meth:`reset`,
         advances with every :meth:`step` and wraps at the horizon; after :meth:`load_state_dict` or
         :meth:`import_state` it is read from the state once (None when the games' timesteps differ).
         Changing ``env.state`` by hand bypasses it.
@@ -370,7 +370,7 @@ class OvercookedEnv:
 
     def compile_step(self, backend: str = "inductor", mode: str | None = None) -> None:
         """From now on :meth:`step` runs :meth:`graph_step` compiled with ``torch.compile``
-        (``fullgraph=True, dynamic=False``; ``run.compile: step``, issue 34).
+        (``fullgraph=True, dynamic=False``; ``run.compile: step``).
 
         The results are those of the eager step (tests: bit for bit); ``final_obs`` is then set on
         every step (read it where ``truncated``). Actions are checked for shape and dtype on the
@@ -419,7 +419,7 @@ class OvercookedEnv:
         )
 
     def graph_step(self, state: State, actions: torch.Tensor) -> dict[str, torch.Tensor]:
-        """One step of every game as a function of tensors, for ``torch.compile`` (issue 34).
+        """One step of every game as a function of tensors, for ``torch.compile``.
 
         The same transition as :meth:`step`, written so that it compiles to one graph with no
         host synchronization (``torch.compile(env.graph_step, fullgraph=True)``): no validation of
@@ -601,7 +601,7 @@ class OvercookedEnv:
 
     # ------------------------------------------------------------------ interop
     def export_state(self, i: int) -> dict:
-        """Game ``i`` as overcooked-ai's ``OvercookedState.to_dict()`` (overcooked-spec 6.3).
+        """Game ``i`` as overcooked-ai's ``OvercookedState.to_dict()`` (docs/overcooked-rules.md §6.3).
 
         Players are listed in seat (player) order, as in overcooked-ai.
         """

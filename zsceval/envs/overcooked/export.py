@@ -1,6 +1,6 @@
 """Conversion between one game of the batched state and overcooked-ai's state dict.
 
-The dict format is overcooked-ai's ``OvercookedState.to_dict()`` (overcooked-spec section 6.3):
+The dict format is overcooked-ai's ``OvercookedState.to_dict()`` (docs/overcooked-rules.md §6.3):
 keys ``players``, ``objects``, ``bonus_orders``, ``all_orders``, ``timestep``; positions and
 orientations are tuples; ``objects`` lists unowned objects in insertion order.
 """

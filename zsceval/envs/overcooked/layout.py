@@ -8,7 +8,7 @@ File format (one file per layout in ``layouts/``, documented in ``layouts/README
     aliases: random3                 # optional, comma-separated (ZSC-Eval names)
     dynamics: classic                # classic (auto-cook at 3 onions) | multi_recipe (explicit cook)
     horizon: 400                     # episode length in env steps
-    cook_time: 20                    # optional; overrides every order's time (spec section 5.3)
+    cook_time: 20                    # optional; overrides every order's time (docs/overcooked-rules.md §5.3)
     delivery_reward: 20              # optional; overrides every order's value
     default_cook_time: 20            # optional; cook time of soups that are not orders
     non_order_value: -10             # optional; reward for delivering a soup that is not an order
@@ -17,7 +17,7 @@ File format (one file per layout in ``layouts/``, documented in ``layouts/README
     XXXPPXXX
     ...
 
-Grid characters (overcooked-spec section 1.1): ``X`` counter, ``O`` onion dispenser, ``T`` tomato
+Grid characters (docs/overcooked-rules.md §1.1): ``X`` counter, ``O`` onion dispenser, ``T`` tomato
 dispenser, ``D`` dish dispenser, ``P`` pot, ``S`` serving window, space floor, ``1``-``9`` a player's
 start cell (digit k is player k-1; the cell is floor).
 """
@@ -47,7 +47,7 @@ PLAYER_CHARS = "123456789"
 DYNAMICS = ("classic", "multi_recipe")
 MAX_INGREDIENTS = 3
 
-# Defaults of overcooked-spec section 5.3 (value and time resolution) and ZSC-Eval's delivery rule.
+# Defaults of docs/overcooked-rules.md §5.3 (value and time resolution) and ZSC-Eval's delivery rule.
 DEFAULT_VALUE = 20
 DEFAULT_TIME = 20
 ZSC_NON_ORDER_VALUE = -10
@@ -76,7 +76,7 @@ class Recipe:
 
     @property
     def code(self) -> int:
-        """overcooked-ai's recipe integer code, used to sort order lists (spec section 5.1)."""
+        """overcooked-ai's recipe integer code, used to sort order lists (docs/overcooked-rules.md §5.1)."""
         base = self.onions + 4 * self.tomatoes
         return base if (self.onions == 0 or self.tomatoes == 0) else 17 * base
 
@@ -142,7 +142,7 @@ class Layout:
     def recipe(self, onions: int, tomatoes: int) -> tuple[int, int, bool]:
         """``(delivery value, cook time, is_order)`` of the soup with these ingredient counts.
 
-        Follows overcooked-spec section 5.3 and ZSC-Eval's delivery rule (section 5.2, item 6):
+        Follows docs/overcooked-rules.md §5.3 and ZSC-Eval's delivery rule (§5.2, item 6):
         a soup that is not an order pays ``non_order_value`` and cooks ``default_cook_time``.
         """
         for r in self.orders:

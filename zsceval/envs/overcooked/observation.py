@@ -4,8 +4,8 @@ Observations are ``uint8 [B, n, H, W, C]`` (a channels-last view of a channels-f
 ``obs.permute(0, 1, 4, 2, 3)`` is contiguous ``[B, n, C, H, W]`` for a CNN). Values are the
 integer plane values of the reference encoders, *not* multiplied by 255.
 
-Classic layouts (``CLASSIC_CHANNELS``, 20 planes; overcooked-spec section 4.2, with the held-type
-overwrite bug of section 4.3 fixed, i.e. section 5.8): ::
+Classic layouts (``CLASSIC_CHANNELS``, 20 planes; docs/overcooked-rules.md §4.2, with the held-type
+overwrite bug of §4.3 fixed, i.e. §5.8): ::
 
      0 ego location              1 other players' locations
      2-5 ego facing N, S, E, W   6-9 others facing N, S, E, W
@@ -14,7 +14,7 @@ overwrite bug of section 4.3 fixed, i.e. section 5.8): ::
     16 cooking ticks elapsed of a pot soup (0 while idle, 1..cook_time)
     17 soups not in a pot (held or on a counter)   18 dishes (held or loose)   19 onions
 
-Multi-recipe layouts (``MULTI_RECIPE_CHANNELS``, 25 planes; overcooked-spec section 5.7): ::
+Multi-recipe layouts (``MULTI_RECIPE_CHANNELS``, 25 planes; docs/overcooked-rules.md §5.7): ::
 
      0-9 as above   10 pots  11 counters  12 onion disp.  13 tomato disp.  14 dish disp.  15 serving
     16 onions in an idle pot soup        17 tomatoes in an idle pot soup

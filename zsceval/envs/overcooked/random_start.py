@@ -1,4 +1,4 @@
-"""Randomized start states: ZSC-Eval's ``random_start_prob`` (overcooked-spec section 5.9).
+"""Randomized start states: ZSC-Eval's ``random_start_prob`` (docs/overcooked-rules.md §5.9).
 
 ZSC-Eval's multi-recipe wrapper can start an episode from a random state instead of the empty
 kitchen: every counter independently holds one of {onion, tomato, dish, a ready soup of three

@@ -2,10 +2,10 @@
 
 The reference is built from the same grid with ``old_dynamics=True`` for classic layouts and with
 the layout's orders, values and times for multi-recipe layouts, and base shaping 3/3/5
-(overcooked-spec section 6.5). Install it with ``pip install -e .[reference]``.
+(docs/overcooked-rules.md §6.5). Install it with ``pip install -e .[reference]``.
 
 Known, documented reward differences for multi-recipe layouts (ZSC-Eval rules we follow,
-overcooked-spec section 5.2): delivering a soup that is not an order pays -10 here and 0 in the
+docs/overcooked-rules.md §5.2): delivering a soup that is not an order pays -10 here and 0 in the
 reference; a catastrophic potting earns no shaped reward here and +3 in the reference.
 """
 

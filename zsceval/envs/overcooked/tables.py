@@ -34,7 +34,7 @@ from .layout import Layout
 PS_NONE, PS_IDLE, PS_IDLE_FULL, PS_COOKING, PS_READY = range(5)
 NUM_T, NUM_H, NUM_O, NUM_PS = 7, 5, 5, 5
 
-# Shaped-reward constants (overcooked-spec section 3.2, ZSC-Eval base shaping).
+# Shaped-reward constants (docs/overcooked-rules.md §3.2, ZSC-Eval base shaping).
 PLACEMENT_IN_POT_REW = 3.0
 DISH_PICKUP_REWARD = 3.0
 SOUP_PICKUP_REWARD = 5.0
@@ -51,7 +51,7 @@ MOVE_NONE, MOVE_STAY, MOVE_MOVE, MOVE_IDLE = range(4)
 def interaction_code(t: int, h: int, o: int, ps: int, multi: bool) -> Interaction:
     """The outcome of INTERACT for one (terrain, held, cell object, pot state) combination.
 
-    Implements overcooked-spec section 2.5 (classic) and 5.2 (multi-recipe).
+    Implements docs/overcooked-rules.md §2.5 (classic) and 5.2 (multi-recipe).
     """
     I = Interaction
     if t == Terrain.FLOOR:
@@ -90,7 +90,7 @@ def interaction_code(t: int, h: int, o: int, ps: int, multi: bool) -> Interactio
 
 
 def interact_available(t: int, h: int, o: int, ps: int, multi: bool) -> bool:
-    """Whether INTERACT is unmasked (overcooked-spec section 4.6)."""
+    """Whether INTERACT is unmasked (docs/overcooked-rules.md §4.6)."""
     if t == Terrain.FLOOR:
         return False
     if t == Terrain.COUNTER:
@@ -136,7 +136,7 @@ _CODE_EVENTS_COMMON = {
 
 
 def best_value(onions: int, tomatoes: int, layout: Layout) -> int:
-    """best(R) of overcooked-spec section 5.4: the best positive order value reachable from R.
+    """best(R) of docs/overcooked-rules.md §5.4: the best positive order value reachable from R.
 
     Reachable recipes add zero or more ingredients to R, up to 3 in total. If none has a strictly
     positive delivery value, returns the delivery value of R itself (for an empty R with no

@@ -1,7 +1,7 @@
 """Which checkpoints of a stage-1 population become stage-2 partners: init, mid and final.
 
 Rule (ZSC-Eval ``scripts/extract_models/extract_sp_models.py`` and ``extract_pop_S1_models.py``,
-algorithms-facts section 1, following FCP's recipe):
+docs/reference-protocol.md "FCP", following FCP's recipe):
 
 - the curve is a member's logged training sparse return against env steps;
 - final return ``R_f`` = mean of the last 5 logged values; **final** = the last checkpoint;

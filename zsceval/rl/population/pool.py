@@ -283,7 +283,7 @@ class PolicyPool(nn.Module):
     def group_rows(self, member: torch.Tensor) -> None:
         """Group the rows of ``member int64 [N]`` now (host reads: once per seating), so acting
         with this same, unchanged tensor reads nothing on the host (a runner calls this when it
-        re-seats games, issue 34).
+        re-seats games).
 
         Raises:
             IndexError: a member index outside ``[0, len(pool))``.
@@ -293,7 +293,7 @@ class PolicyPool(nn.Module):
     def _layout(self, member: torch.Tensor) -> Layout:
         """The rows grouped by member, kept while the same unchanged ``member`` tensor comes back:
         a runner passes one tensor per seating, so grouping reads the host once per re-seat (per
-        episode), not once per step (issue 34)."""
+        episode), not once per step."""
         cached = self._layout_cache
         if cached is not None and cached[0] is member and cached[1:3] == (member._version, len(self)):
             return cached[3]

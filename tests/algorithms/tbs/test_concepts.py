@@ -1,4 +1,4 @@
-"""TBS concept sets and next-interaction labels on scripted Overcooked episodes (paper 000 App. C, D.3)."""
+"""TBS concept sets and next-interaction labels on scripted Overcooked episodes (TBS paper, App. C, D.3)."""
 
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"""The hypothesis-scoring agent (paper 003 over TBS's cluster ToM models and BRs): Rescorla-Wagner
+"""The hypothesis-scoring agent (Hypothetical Minds, over TBS's cluster ToM models and BRs): Rescorla-Wagner
 values by hand, validation and fallback, the partner's concept read from observations, a scripted
 partner, which prediction is scored, checkpoint round trip and the chain's options."""
 

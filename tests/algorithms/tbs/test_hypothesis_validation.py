@@ -1,5 +1,5 @@
 """benchmarks/learning/hypothesis_validation.py: steps to validation and the per-pool summary on
-hand-built records (issue 36's distribution of steps to validation)."""
+hand-built records (the hypothesis agent's distribution of steps to validation)."""
 
 import numpy as np
 import pytest

@@ -15,8 +15,8 @@ from zsceval.algorithms.tbs import jobs as tbs_jobs
 from zsceval.execution.jobs import JobInputError
 from zsceval.rl.config import ConfigError
 
-# a measured counter_circuit pool (tests/tbs/test_stsc.py, _identical_blocks_pool): the paper's rule
-# takes k = 5, Zelnik-Manor's normalized rule k = 6
+# a measured counter_circuit pool (tests/algorithms/tbs/test_stsc.py, _identical_blocks_pool): the paper's
+# rule takes k = 5, Zelnik-Manor's normalized rule k = 6
 CC_J = np.zeros((10, 10))
 for _i, _r in [(0, 240), (1, 220), (7, 180), (9, 180)]:
     CC_J[_i, _i] = _r
@@ -120,7 +120,7 @@ def test_cluster_job_applies_the_rule_of_k(tmp_path, monkeypatch, params, k, lab
 
 def test_cluster_job_keeps_the_diagonal_and_refuses_bad_options(tmp_path, monkeypatch):
     """Pairs that cooperate with nobody else stay clusters of their own: the job clusters S with
-    s(A, A) = 1 kept (a zero diagonal merges pairs 1, 4 and 5; tests/tbs/test_stsc.py)."""
+    s(A, A) = 1 kept (a zero diagonal merges pairs 1, 4 and 5; tests/algorithms/tbs/test_stsc.py)."""
     J = np.array([
         [200, 0, 200, 160, 0, 0], [0, 200, 0, 0, 40, 0], [160, 0, 160, 20, 20, 0],
         [140, 0, 140, 140, 0, 0], [0, 0, 0, 0, 220, 0], [0, 20, 0, 0, 0, 180],

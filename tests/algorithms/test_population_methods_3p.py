@@ -1,4 +1,4 @@
-"""Issue 37: the population methods on Football's three players: the seatings of each algorithm
+"""The population methods on Football's three players: the seatings of each algorithm
 (the reference's GRF combinations, ``grf_runner.py: get_agent_pairs``), their draw, the critic's
 per-seat policy ids, MEP's prioritized units, TrajeDi's rows, HSP's Football features, COLE's
 seatings around its top member (the GRF rules themselves: tests/algorithms/test_cole_grf.py), and

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-LEARNING = Path(__file__).resolve().parents[2] / "benchmarks" / "learning"
+LEARNING = Path(__file__).resolve().parents[3] / "benchmarks" / "learning"
 
 
 def load_script(name: str, alias: str | None = None) -> ModuleType:

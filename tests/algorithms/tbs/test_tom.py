@@ -1,4 +1,4 @@
-"""TBS ToM model: learning, state handling, checkpoints, data collection (paper 000 Sec. 2.3, App. D.3)."""
+"""TBS ToM model: learning, state handling, checkpoints, data collection (TBS paper, Sec. 2.3, App. D.3)."""
 
 import math
 

@@ -370,7 +370,7 @@ def test_tbs_chain_through_the_cli_resumes_after_a_failed_stage(tmp_path, monkey
         assert meta["tom"][name]["best_epoch"] == best and meta["tom"][name]["heldout_loss"] == min(
             c["val_loss"]
         )
-    hyp, _ = load_agent(out / "ego" / "run", "hypothesis")  # paper 003's rule over the same hypotheses
+    hyp, _ = load_agent(out / "ego" / "run", "hypothesis")  # Hypothetical Minds' rule, same hypotheses
     assert type(hyp).agent_class == "tbs-hypothesis" and len(hyp.brs) == len(hyp.toms) == clustering["k"]
     same = zip(hyp.toms.state_dict().values(), tbs.toms.state_dict().values())
     assert all(torch.equal(a, b) for a, b in same)
