@@ -1,9 +1,10 @@
 """Models of the 2019 human players: H_proxy (the evaluation partner) and BC (a training partner).
 
 Carroll et al. (2019), "On the Utility of Learning about Humans for Human-AI Coordination"
-(arXiv:1910.05789), behavior-clone two models per layout from their human-human trials (human_aware_rl
-``ppo/evaluate.py``: "a human proxy model (trained with the human testing data)", loaded from
-``bc_runs/test``; the PPO_BC partner from ``bc_runs/train``; overcooked_ai issue #135):
+(arXiv:1910.05789), behavior-clone two models per layout from their human-human trials
+(human_aware_rl ``ppo/evaluate.py``: "a human proxy model (trained with the human testing data)",
+loaded from ``bc_runs/test``; the PPO_BC partner from ``bc_runs/train``; see also
+https://github.com/HumanCompatibleAI/overcooked_ai/issues/135):
 
 * **``human-proxy``** (H_proxy): fitted on the **test** split. Every human-proxy score uses it,
   so that no agent is scored with the model it may have trained with.
