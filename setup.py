@@ -29,7 +29,7 @@ setup(
     package_data={
         "zsceval.layouts": ["*.layout", "*.md"],
         "zsceval.suites": ["*.yaml"],
-        "zsceval.partner_sets": ["index.yaml", "*.md", "sets/**/*"],
+        "zsceval.partner_sets": ["index.yaml", "*.md", "sets/**/*", "human/**/*"],
         "zsceval": ["presets/*.yaml", "evaluation/grids/*.yaml", "bench/reference/*.yaml"],
     },
     install_requires=[

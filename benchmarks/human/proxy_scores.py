@@ -1,10 +1,12 @@
 """Human-proxy scores and interdependence of saved agents, and of each proxy with itself.
 
-    python benchmarks/human/proxy_scores.py --proxy-root eval_partners \
+    python benchmarks/human/proxy_scores.py \
         --agent sp:0:cramped_room:runs/sp_cramped_room_s0 --agent sp:1:cramped_room:runs/sp_cramped_room_s1
 
-``--agent NAME:SEED:LAYOUT:RUN`` (repeatable); the proxies are read from ``PROXY_ROOT/<layout>`` or
-``PROXY_ROOT/<layout>/human-proxy`` (``zsceval partners human-proxy --layout L --out ...``). Prints
+``--agent NAME:SEED:LAYOUT:RUN`` (repeatable); the proxy is the shipped H_proxy of the layout
+(fitted on the 2019 trials' test split, docs/human-data.md) or, with ``--proxy-root``, read from
+``PROXY_ROOT/<layout>`` or ``PROXY_ROOT/<layout>/human-proxy``
+(``zsceval partners human-proxy --layout L --out ...``). Prints
 one row per (layout, agent name): the mean return with the proxy (both seats, bootstrap 95% CI over
 (seed, seat) units) and the mean interdependence counts per episode (docs/results.md).
 """
@@ -20,11 +22,13 @@ import torch
 from zsceval.envs.overcooked import OvercookedEnv, load_layout
 from zsceval.evaluation.human_proxy import human_proxy_summary
 from zsceval.evaluation.interdependence import interdependence_summary, play_with_interdependence
-from zsceval.human.partners import HUMAN_PROXY_FILE, load_human_proxy
+from zsceval.human.partners import HUMAN_PROXY_FILE, load_human_proxy, shipped_model_dir
 from zsceval.rl.checkpoint import load_policy
 
 
-def proxy_dir(root: Path, layout: str) -> Path:
+def proxy_dir(root: Path | None, layout: str) -> Path:
+    if root is None:
+        return shipped_model_dir(layout, "human-proxy")
     for d in (root / layout, root / layout / "human-proxy"):
         if (d / HUMAN_PROXY_FILE).is_file():
             return d
@@ -34,7 +38,7 @@ def proxy_dir(root: Path, layout: str) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--proxy-root", type=Path, default=Path("eval_partners"))
+    ap.add_argument("--proxy-root", type=Path, default=None, help="default: the shipped H_proxy models")
     ap.add_argument("--agent", action="append", default=[], help="NAME:SEED:LAYOUT:RUN")
     ap.add_argument("--episodes", type=int, default=10, help="episodes per seat")
     ap.add_argument("--seed", type=int, default=17)

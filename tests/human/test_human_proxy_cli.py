@@ -10,9 +10,24 @@ from click.testing import CliRunner
 
 from zsceval.cli import main
 from zsceval.human.bc import BCConfig, train_bc
-from zsceval.human.partners import HumanProxyError, load_human_proxy
+from zsceval.human.partners import (
+    ROLES,
+    HumanProxyError,
+    load_human_model,
+    load_human_proxy,
+    resolve_proxy_dir,
+    shipped_model_dir,
+)
 
 from . import cached_trials, require_data
+
+LAYOUTS = (
+    "cramped_room",
+    "asymmetric_advantages",
+    "coordination_ring",
+    "forced_coordination",
+    "counter_circuit",
+)
 
 TINY = ["--preset", "quick", "--steps", "3200", "--no-progress",
         "--set", "env.num_envs=8", "--set", "run.checkpoint_every=3200", "--set", "run.eval_episodes=2",
@@ -25,8 +40,8 @@ def test_bc_beats_the_majority_baseline_on_the_test_split():
     train = cached_trials("train", ("cramped_room",))
     test = cached_trials("test", ("cramped_room",))
     torch.set_num_threads(1)
-    result = train_bc(train, "cramped_room", BCConfig(epochs=3, batch_size=256), test_trials=test)
-    t = result.metrics["test"]
+    result = train_bc(train, "cramped_room", BCConfig(epochs=3, batch_size=256), held_out_trials=test)
+    t = result.metrics["held_out"]
     assert t["examples"] == 2 * sum(len(x.actions) for x in test)
     assert t["balanced_accuracy"] > t["majority_balanced_accuracy"] + 0.15
     assert 0 < result.metrics["best_epoch"] <= 3
@@ -47,10 +62,19 @@ def proxy_and_agent(tmp_path_factory):
 
 
 def test_partners_human_proxy_writes_a_loadable_set(proxy_and_agent):
+    """H_proxy is fitted on the test split and scored on the train split (Carroll et al. 2019;
+    human_aware_rl ppo/evaluate.py loads the proxy from bc_runs/test)."""
     root, _ = proxy_and_agent
     record = json.loads((root / "proxy" / "human-proxy.json").read_text())
-    assert record["layout"] == "cramped_room" and record["data"]["train_trials"] > 0
-    assert {"train", "validation", "test"} <= set(record["metrics"]) and len(record["history"]) == 2
+    assert record["layout"] == "cramped_room" and record["role"] == "human-proxy"
+    assert (record["trained_on"], record["held_out"]) == ("test", "train")
+    test = cached_trials("test", ("cramped_room",))
+    train = cached_trials("train", ("cramped_room",))
+    assert record["data"]["test_trials"] == len(test) and record["data"]["train_trials"] == len(train)
+    fit_examples = record["metrics"]["fit"]["examples"] + record["metrics"]["validation"]["examples"]
+    assert fit_examples == 2 * sum(len(t.actions) for t in test)
+    assert record["metrics"]["held_out"]["examples"] == 2 * sum(len(t.actions) for t in train)
+    assert len(record["history"]) == 2
     agent, rec = load_human_proxy(root / "proxy", "cramped_room")
     assert rec == record and agent.spec["stuck_time"] == 3
     with pytest.raises(HumanProxyError, match="trained on layout 'cramped_room'"):
@@ -95,3 +119,81 @@ def test_bench_job_kinds_train_and_use_the_proxy(proxy_and_agent, tmp_path):
     assert {"constructive", "ego_triggered_constructive", "partner_accepted_looping"} <= set(frame.columns)
     # non-constructive is looping + irrelevant in every episode
     assert (frame["non_constructive"] == frame["looping"] + frame["irrelevant"]).all()
+
+
+def test_bc_is_fitted_on_the_train_split_and_is_no_evaluation_partner(tmp_path):
+    """`zsceval partners bc` fits the train split and reports the test split; the BC model is
+    refused where H_proxy is needed (scoring), and H_proxy where BC is, each naming the rebuild."""
+    require_data()
+    res = CliRunner().invoke(
+        main,
+        [
+            "partners",
+            "bc",
+            "--layout",
+            "cramped_room",
+            "--epochs",
+            "1",
+            "--out",
+            str(tmp_path / "bc"),
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    record = json.loads(res.output)
+    assert (record["role"], record["trained_on"], record["held_out"]) == ("bc", "train", "test")
+    train = cached_trials("train", ("cramped_room",))
+    test = cached_trials("test", ("cramped_room",))
+    assert record["metrics"]["held_out"]["examples"] == 2 * sum(len(t.actions) for t in test)
+    fit = record["metrics"]["fit"]["examples"] + record["metrics"]["validation"]["examples"]
+    assert fit == 2 * sum(len(t.actions) for t in train)
+    _, rec = load_human_model(tmp_path / "bc", "cramped_room", role="bc")
+    assert rec["role"] == "bc"
+    with pytest.raises(HumanProxyError, match="train split .*BC, a training partner.*partners human-proxy"):
+        load_human_proxy(tmp_path / "bc", "cramped_room")
+    args = ["eval", "--agent", "x", "--layout", "cramped_room", "--partner-set", str(tmp_path / "bc")]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code != 0 and "train split" in out.output
+
+
+def test_a_format_1_proxy_fitted_on_the_train_split_is_refused(tmp_path):
+    """Proxies written before the split fix carry no `trained_on` and were fitted on the train
+    split: loading one as H_proxy fails with the rebuild command instead of scoring with it."""
+    folder = tmp_path / "old"
+    folder.mkdir()
+    record = {"format": "zsceval-human-proxy", "format_version": 1, "layout": "cramped_room",
+              "checkpoint": "checkpoints/step_000000000000"}  # fmt: skip
+    (folder / "human-proxy.json").write_text(json.dumps(record))
+    with pytest.raises(
+        HumanProxyError, match=r"fitted on the 2019 trials' train split.*zsceval partners human-proxy"
+    ):
+        load_human_proxy(folder, "cramped_room")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_shipped_models_load_and_are_fitted_on_their_split(layout):
+    """Every classic layout ships H_proxy (test split) and BC (train split), sha256-verified,
+    each with its accuracy on the other split above the majority predictor's balanced accuracy."""
+    for role, split in ROLES.items():
+        folder = shipped_model_dir(layout, role)
+        agent, record = load_human_model(folder, layout, role=role)
+        assert record["trained_on"] == split and record["held_out"] != split
+        m = record["metrics"]["held_out"]
+        assert m["balanced_accuracy"] > m["majority_balanced_accuracy"] + 0.15
+    assert resolve_proxy_dir("human-proxy", layout) == shipped_model_dir(layout, "human-proxy")
+
+
+def test_a_corrupted_shipped_model_is_refused_with_the_file_named(tmp_path, monkeypatch):
+    import shutil
+
+    from zsceval.human import partners as hp
+
+    root = tmp_path / "sets"
+    shutil.copytree(hp._shipped_root() / "human", root / "human")
+    ckpt = next((root / "human" / "cramped_room" / "human-proxy" / "checkpoints").rglob("*.safetensors"))
+    ckpt.write_bytes(ckpt.read_bytes()[:-1] + b"\0")
+    monkeypatch.setattr(hp, "_shipped_root", lambda: root)
+    with pytest.raises(HumanProxyError, match=rf"{ckpt.name} does not match its sha256"):
+        shipped_model_dir("cramped_room", "human-proxy")
+    with pytest.raises(HumanProxyError, match="no shipped human-proxy model for layout 'large_room'"):
+        shipped_model_dir("large_room", "human-proxy")

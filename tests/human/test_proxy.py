@@ -143,7 +143,7 @@ def test_bc_learns_a_deterministic_rule():
             acts.append(a)
         trials.append(_Trial("cramped_room", states, torch.stack(acts), f"t{i}"))
     result = train_bc(trials, "cramped_room", BCConfig(epochs=30, batch_size=16, validation_split=0.25))
-    assert result.metrics["train"]["loss"] < math.log(6)
+    assert result.metrics["fit"]["loss"] < math.log(6)
     x, y = observations(trials, "cramped_room")
     p0 = result.proxy(x[0::2]).argmax(1)
     assert (p0 == 2).float().mean() > 0.9

@@ -171,7 +171,11 @@ def _echo_cross_play(out: dict, episodes: int) -> None:
         click.echo(f"wrote {', '.join(out['gifs'])}")
     click.echo(f"layout {out['layout']}: {_n(episodes, 'episode')} per seating")
     if "human_proxy" in out:
-        click.echo("  partner: the behavior-cloned human model (human-proxy score = pooled return)")
+        split = out["human_proxy"].get("trained_on", "test")
+        click.echo(
+            f"  partner: the behavior-cloned human model H_proxy, fitted on the 2019 trials' {split} "
+            "split (human-proxy score = pooled return)"
+        )
     for s in out["seatings"]:
         lo, hi = s["sparse_return_ci95"]
         click.echo(

@@ -184,56 +184,70 @@ def select(
     click.echo(f"partner-set manifest: {manifest}")
 
 
-@partners.command(name="human-proxy")
-@click.option(
-    "--layout",
-    required=True,
-    help="A layout with 2019 human data (cramped_room, asymmetric_advantages, coordination_ring, "
-    "forced_coordination = random0, counter_circuit = random3).",
-)
-@click.option("--out", default=None, help="Output folder [default: eval_partners/<layout>/human-proxy].")
-@click.option("--epochs", type=click.IntRange(min=1), default=100, show_default=True, help="BC epochs.")
-@click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of init, shuffles and validation split."
-)
-@click.option(
-    "--class-balance/--no-class-balance",
-    default=True,
-    show_default=True,
-    help="Weight the loss by inverse action frequency (STAY is 49-71% of human actions).",
-)
-@click.option(
-    "--data-dir",
-    default=None,
-    help="Folder of clean_{train,test}_trials.pickle [default: the installed overcooked-ai package; "
-    "env ZSCEVAL_HUMAN_DATA].",
-)
-@click.option(
-    "--json/--no-json", "as_json", default=False, show_default=True, help="Print the record as JSON."
-)
-def human_proxy(layout, out, epochs, seed, class_balance, data_dir, as_json) -> None:
-    """Behavior-clone the 2019 human-human trials of LAYOUT into a human-proxy partner.
+def _human_model_options(role: str):
+    """The options of ``partners human-proxy`` and ``partners bc`` (one BC recipe, two splits)."""
 
-    Trains on the train split (15% of its trials held out to pick the epoch), reports accuracy on the
-    test split beside a majority-class baseline, and saves the proxy where `zsceval eval --partner-set
-    human-proxy` finds it. Needs the trials: pip install --no-deps overcooked-ai==1.1.0.
+    def wrap(f):
+        for opt in reversed(
+            [
+                click.option(
+                    "--layout",
+                    required=True,
+                    help="A layout with 2019 human data (cramped_room, asymmetric_advantages, "
+                    "coordination_ring, forced_coordination = random0, counter_circuit = random3).",
+                ),
+                click.option(
+                    "--out", default=None, help=f"Output folder [default: eval_partners/<layout>/{role}]."
+                ),
+                click.option(
+                    "--epochs", type=click.IntRange(min=1), default=100, show_default=True, help="BC epochs."
+                ),
+                click.option(
+                    "--seed",
+                    type=int,
+                    default=0,
+                    show_default=True,
+                    help="Seed of init, shuffles and validation split.",
+                ),
+                click.option(
+                    "--class-balance/--no-class-balance",
+                    default=True,
+                    show_default=True,
+                    help="Weight the loss by inverse action frequency (STAY is 49-71% of human actions).",
+                ),
+                click.option(
+                    "--data-dir",
+                    default=None,
+                    help="Folder of clean_{train,test}_trials.pickle [default: the installed overcooked-ai "
+                    "package; env ZSCEVAL_HUMAN_DATA].",
+                ),
+                click.option(
+                    "--json/--no-json",
+                    "as_json",
+                    default=False,
+                    show_default=True,
+                    help="Print the record as JSON.",
+                ),
+            ]
+        ):
+            f = opt(f)
+        return f
 
-    \b
-    Examples:
-      zsceval partners human-proxy --layout counter_circuit
-      zsceval eval --agent runs/sp_counter_circuit_s0 --layout counter_circuit --partner-set human-proxy
-    """
+    return wrap
+
+
+def _build_human_model(role, layout, out, epochs, seed, class_balance, data_dir, as_json) -> None:
     import json
 
     from tqdm import tqdm
 
     from zsceval.human.bc import BCConfig
-    from zsceval.human.partners import build_human_proxy, default_proxy_dir
+    from zsceval.human.partners import build_human_model, default_proxy_dir
 
     try:
-        folder = Path(out) if out else default_proxy_dir(layout)
+        folder = Path(out) if out else default_proxy_dir(layout, role)
         cfg = BCConfig(epochs=epochs, seed=seed, class_balance=class_balance)
-        with tqdm(total=epochs, desc=f"BC {layout}", unit="epoch", disable=as_json) as bar:
+        with tqdm(total=epochs, desc=f"{role} {layout}", unit="epoch", disable=as_json) as bar:
 
             def progress(epoch, row):
                 bar.set_postfix(
@@ -241,25 +255,65 @@ def human_proxy(layout, out, epochs, seed, class_balance, data_dir, as_json) -> 
                 )
                 bar.update(1)
 
-            record = build_human_proxy(layout, folder, cfg, data_dir=data_dir, progress=progress)
+            record = build_human_model(layout, folder, role, cfg, data_dir=data_dir, progress=progress)
     except (ValueError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
         click.echo(json.dumps({k: v for k, v in record.items() if k != "history"}, indent=2))
         return
-    m = record["metrics"]
-    click.echo(f"human proxy of {record['layout']} -> {folder} (epoch {m['best_epoch']} of {epochs})")
+    m, fit, held = record["metrics"], record["trained_on"], record["held_out"]
+    click.echo(f"{role} model of {record['layout']} -> {folder} (epoch {m['best_epoch']} of {epochs})")
     click.echo(
-        f"  data: {record['data']['train_trials']} train / {record['data']['test_trials']} test trials"
+        f"  fitted on the {fit} split ({record['data'][f'{fit}_trials']} trials), "
+        f"held out: the {held} split ({record['data'][f'{held}_trials']} trials)"
     )
-    for split in ("train", "validation", "test"):
-        if split in m:
-            r = m[split]
+    for key, label in (
+        ("fit", f"{fit} (fit)"),
+        ("validation", "validation"),
+        ("held_out", f"{held} (held out)"),
+    ):
+        if key in m:
+            r = m[key]
             click.echo(
-                f"  {split:<10} accuracy {r['accuracy']:.3f} (majority class {r['majority_accuracy']:.3f})  "
+                f"  {label:<16} accuracy {r['accuracy']:.3f} (majority class {r['majority_accuracy']:.3f})  "
                 f"balanced accuracy {r['balanced_accuracy']:.3f} "
                 f"(majority {r['majority_balanced_accuracy']:.3f})"
             )
+
+
+@partners.command(name="human-proxy")
+@_human_model_options("human-proxy")
+def human_proxy(layout, out, epochs, seed, class_balance, data_dir, as_json) -> None:
+    """Behavior-clone the 2019 human-human trials of LAYOUT into H_proxy, the evaluation partner.
+
+    Fits the test split, as Carroll et al. (2019) and human_aware_rl do for the human proxy (15% of
+    its trials held out to pick the epoch), and reports accuracy on the train split beside a
+    majority-class baseline. The five classic layouts' H_proxy ships with zsceval (`--partner-set
+    human-proxy` plays it); this rebuilds one, which `--partner-set FOLDER` plays. Needs the trials:
+    pip install --no-deps overcooked-ai==1.1.0.
+
+    \b
+    Examples:
+      zsceval partners human-proxy --layout counter_circuit --out my-proxy
+      zsceval eval --agent runs/sp_counter_circuit_s0 --layout counter_circuit --partner-set human-proxy
+    """
+    _build_human_model("human-proxy", layout, out, epochs, seed, class_balance, data_dir, as_json)
+
+
+@partners.command(name="bc")
+@_human_model_options("bc")
+def bc(layout, out, epochs, seed, class_balance, data_dir, as_json) -> None:
+    """Behavior-clone the 2019 human-human trials of LAYOUT into BC, a training partner.
+
+    Fits the train split (the model PPO_BC trains with in Carroll et al. 2019) and reports accuracy on
+    the test split. Never score with it: H_proxy (`zsceval partners human-proxy`) is fitted on the
+    other split so that no agent is scored with a model it trained with.
+
+    \b
+    Example:
+      zsceval partners bc --layout counter_circuit
+    """
+    _build_human_model("bc", layout, out, epochs, seed, class_balance, data_dir, as_json)
 
 
 @partners.command(name="probe")

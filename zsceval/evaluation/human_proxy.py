@@ -4,7 +4,8 @@ Carroll et al. (2019) score agents by their mean sparse return with a BC human m
 seats; ZSC-Eval (Sec. 5) replaced that with BR-Prox against generated partners. We report both,
 side by side, so a user can see whether they agree. Job kinds (:mod:`zsceval.execution.jobs`):
 
-* ``partners.human_proxy``: train the layout's proxy (:func:`zsceval.human.partners.build_human_proxy`);
+* ``partners.human_proxy``: fit the layout's H_proxy on the test split
+  (:func:`zsceval.human.partners.build_human_proxy`);
 * ``ego.human_proxy``: one ego vs the proxy, writes ``human_proxy.parquet`` (one row per episode).
 
 The bench concatenates the per-ego tables into ``human_proxy.parquet`` and ``zsceval report``
@@ -143,7 +144,7 @@ def partners_human_proxy(params: dict, out: Path, needs: dict) -> dict:
     record = build_human_proxy(params["layout"], out, cfg)
     return {
         "metrics": {
-            k: record["metrics"][k] for k in ("best_epoch", "train", "test") if k in record["metrics"]
+            k: record["metrics"][k] for k in ("best_epoch", "fit", "held_out") if k in record["metrics"]
         }
     }
 

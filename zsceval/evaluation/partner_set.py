@@ -208,15 +208,16 @@ def human_proxy_partner(partner_set: str, layout: str) -> tuple[str, dict] | Non
     """The partner checkpoint of a ``--partner-set`` value that names a human proxy, else None.
 
     Args:
-        partner_set: ``"human-proxy"`` (the layout's model in ``eval_partners/<layout>/human-proxy``),
-            a human-proxy folder or its ``human-proxy.json``; anything else (a BR-Prox manifest)
-            returns None.
+        partner_set: ``"human-proxy"`` (the layout's shipped H_proxy, fitted on the 2019 trials'
+            test split), an H_proxy folder or its ``human-proxy.json``; anything else (a BR-Prox
+            manifest) returns None.
         layout: the layout the proxy must have been trained on.
 
     Returns:
         ``(partner_path, info)``: ``"<folder>/<checkpoint>#human_proxy"`` (a path ``cross_play``
-        loads) and ``{"layout", "test_accuracy"}`` of the proxy's record (``test_accuracy``: its
-        metrics on the test split, None when absent); None for a value that is not a human proxy.
+        loads) and ``{"layout", "trained_on", "held_out_accuracy"}`` of the proxy's record
+        (``held_out_accuracy``: its metrics on the other split, the train split for H_proxy; None
+        when absent); None for a value that is not a human proxy.
 
     Raises:
         HumanProxyError: no such folder (names ``zsceval partners human-proxy``), a malformed record,
@@ -229,5 +230,9 @@ def human_proxy_partner(partner_set: str, layout: str) -> tuple[str, dict] | Non
         return None
     folder = resolve_proxy_dir(partner_set, layout)
     _, record = load_human_proxy(folder, layout)
-    info = {"layout": record["layout"], "test_accuracy": (record.get("metrics") or {}).get("test")}
+    info = {
+        "layout": record["layout"],
+        "trained_on": record["trained_on"],
+        "held_out_accuracy": (record.get("metrics") or {}).get("held_out"),
+    }
     return f"{folder / record['checkpoint']}#human_proxy", info

@@ -1,9 +1,14 @@
 """Behavior cloning of the 2019 human-human trials into human-proxy partners.
 
-Carroll et al. (2019) train one BC model per layout on the train split of their human-human
-trials and play it as the "human model" partner; held-out accuracy is measured on the test split.
+Carroll et al. (2019), "On the Utility of Learning about Humans for Human-AI Coordination"
+(arXiv:1910.05789), fit two models per layout on their human-human trials: **BC** on the
+train split, the partner PPO_BC trains with, and the **human proxy** H_proxy on the test split, the
+partner every agent is evaluated with (human_aware_rl ``ppo/evaluate.py``: "a human proxy model
+(trained with the human testing data)", loaded from ``bc_runs/test``). :func:`train_bc` fits
+either: it takes the trials to fit and, optionally, the other split's trials to score on.
+
 We follow human_aware_rl's defaults (``imitation/default_bc_params.py``: an MLP of two hidden
-layers of 64, Adam with learning rate 1e-3, batch 64, 15% of the train split held out for model
+layers of 64, Adam with learning rate 1e-3, batch 64, 15% of the fitted trials held out for model
 selection, the weights of the epoch with the lowest validation loss kept) with two documented
 choices (docs/differences.md):
 
@@ -43,7 +48,7 @@ class BCConfig:
         epochs: passes over the training examples.
         batch_size: examples per Adam step.
         lr: Adam learning rate.
-        validation_split: fraction of the train split's trials held out to pick the epoch.
+        validation_split: fraction of the fitted split's trials held out to pick the epoch.
         class_balance: weight the loss by ``n / (A * count_a)`` per action class.
         stuck_time: the proxy's unstuck rule (:class:`~zsceval.human.proxy.HumanProxy`).
         seed: torch/numpy seed of initialization, shuffles and the validation split.
@@ -72,9 +77,10 @@ class BCResult:
 
     Attributes:
         proxy: the trained :class:`~zsceval.human.proxy.HumanProxy` (eval mode, CPU).
-        metrics: ``{"train"|"validation"|"test": {"examples", "accuracy", "balanced_accuracy",
-            "majority_accuracy", "majority_balanced_accuracy", "loss"}}`` (test only when test
-            trials were given); ``best_epoch``.
+        metrics: ``{"fit"|"validation"|"held_out": {"examples", "accuracy", "balanced_accuracy",
+            "majority_accuracy", "majority_balanced_accuracy", "loss"}}``: the fitted examples, the
+            validation trials that chose the epoch, and the other split (``held_out`` only when
+            ``held_out_trials`` were given); ``best_epoch``; ``majority_class``.
         history: per epoch ``{"epoch", "train_loss", "validation_loss", "validation_accuracy"}``.
         config: the :class:`BCConfig` used, as a dict.
     """
@@ -163,17 +169,17 @@ def train_bc(
     trials: Sequence,
     layout: str,
     config: BCConfig | None = None,
-    test_trials: Sequence | None = None,
+    held_out_trials: Sequence | None = None,
     progress=None,
 ) -> BCResult:
-    """Train a human proxy on ``trials`` (one layout) and measure it on held-out trials.
+    """Fit a behavior-cloned model on ``trials`` (one layout) and measure it on the other split.
 
     Args:
-        trials: the train split's trials of ``layout``; ``config.validation_split`` of them (whole
-            trials) are held out to choose the epoch.
+        trials: the trials of ``layout`` to fit (the test split for H_proxy, the train split for
+            BC); ``config.validation_split`` of them (whole trials) are held out to choose the epoch.
         layout: our layout name.
         config: :class:`BCConfig` (default: the defaults).
-        test_trials: the test split's trials of ``layout``, scored once with the chosen weights.
+        held_out_trials: the other split's trials of ``layout``, scored once with the chosen weights.
         progress: optional callable ``progress(epoch, row_dict)`` called after every epoch.
 
     Returns:
@@ -235,15 +241,15 @@ def train_bc(
     proxy.eval()
     metrics: dict = {"best_epoch": best[1], "majority_class": majority}
     with torch.no_grad():
-        for name, (xs, ys) in {"train": (x, y), "validation": (xv, yv)}.items():
+        for name, (xs, ys) in {"fit": (x, y), "validation": (xv, yv)}.items():
             lg = proxy(xs)
             metrics[name] = accuracy_table(lg, ys, majority, A) | {
                 "loss": float(F.cross_entropy(lg, ys, weight=weight))
             }
-        if test_trials:
-            xt, yt = observations(list(test_trials), layout)
+        if held_out_trials:
+            xt, yt = observations(list(held_out_trials), layout)
             lg = proxy(xt)
-            metrics["test"] = accuracy_table(lg, yt, majority, A) | {
+            metrics["held_out"] = accuracy_table(lg, yt, majority, A) | {
                 "loss": float(F.cross_entropy(lg, yt, weight=weight))
             }
     return BCResult(proxy=proxy, metrics=metrics, history=history, config=asdict(config))
