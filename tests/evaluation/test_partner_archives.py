@@ -120,9 +120,14 @@ def test_release_writes_reproducible_archives_and_the_acting_only_copy(tmp_path)
 # -- the installed package's view: index, shipped/ and manifests/ only; a file:// mirror ------------------
 @pytest.fixture(scope="module")
 def mirror(tmp_path_factory):
-    """Archives of counter_circuit@2/validation and cramped_room@1/validation in a local folder."""
+    """Archives of counter_circuit@2/validation and cramped_room@1 (both splits) in a local folder."""
     folder = tmp_path_factory.mktemp("mirror")
-    for name, version, split in (("counter_circuit", 2, "validation"), ("cramped_room", 1, "validation")):
+    sets = [
+        ("counter_circuit", 2, "validation"),
+        ("cramped_room", 1, "validation"),
+        ("cramped_room", 1, "test"),
+    ]
+    for name, version, split in sets:
         set_archives.write_archive(
             FULL / name / f"v{version}" / split, folder / set_archives.archive_name(name, version, split)
         )
@@ -140,7 +145,7 @@ def wheel_view(tmp_path, monkeypatch, mirror):
     copy = tmp_path / "mirror"
     shutil.copytree(mirror, copy)
     monkeypatch.setattr(shipped_sets, "registry_roots", lambda: {"zsceval": root})
-    monkeypatch.setattr(set_archives, "cache_root", lambda: tmp_path / "cache")
+    monkeypatch.setattr(shipped_sets, "cache_root", lambda: tmp_path / "cache")
     monkeypatch.setenv("ZSCEVAL_PARTNERS_URL", copy.as_uri())
     return copy
 
@@ -200,6 +205,14 @@ def test_a_tampered_download_is_refused_like_an_installed_set(wheel_view):
     with pytest.raises(ChecksumMismatchError, match="was altered") as err:
         shipped_sets.verify_set(shipped_sets.resolve_set(name))
     assert str(victim) in str(err.value)
+
+
+def test_fetching_an_installed_test_split_downloads_the_full_set(wheel_view, tmp_path):
+    name = "zsceval:cramped_room@1/test"
+    entry = set_archives.fetch_set(name)
+    assert not entry.acting_only and entry.folder == tmp_path / "cache/zsceval/cramped_room/v1/test"
+    assert len(list((entry.folder / "brs").rglob("meta.json"))) == entry.partners  # the BR checkpoints
+    assert shipped_sets.resolve_set(name).acting_only  # scores keep reading the installed copy
 
 
 def test_a_set_without_archive_or_mirror_is_refused(wheel_view, monkeypatch):

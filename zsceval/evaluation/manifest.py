@@ -25,6 +25,8 @@ constants"; the reference copied selections by hand into a Python file). It is a
     }
 
 Paths are relative to the manifest's folder (POSIX separators) so a partner set moves as one folder.
+An acting-only copy of a set (:mod:`zsceval.evaluation.set_archives`) writes ``"br": {"checkpoint":
+null, "return": 212.5}``: it keeps the BR returns that scores read, not the BRs.
 ``candidate_ids`` are all candidates in the row order of the selection kernel; ``selected_ids`` the chosen
 ones. ``level`` is ``final`` or ``mid`` (ZSC-Eval Alg. 1 line 7); each partner carries its own BR
 reference (checkpoint and BR return, the denominator of BR-Prox) and its BR's behavior ``features``

@@ -12,12 +12,13 @@ archive, ``<name>-v<version>-<split>.tar.gz``, whose SHA-256 the collection's ``
 :func:`fetch_set` downloads one with pooch from the index's ``mirror.url`` (or the URL in the
 environment variable ``mirror.env``, ``ZSCEVAL_PARTNERS_URL`` for zsceval's own sets, or a given
 one; ``file://`` URLs name a local mirror), checks its SHA-256 and unpacks it into
-:func:`cache_folder` (under ``pooch.os_cache("zsceval")``), where
+:func:`~zsceval.evaluation.shipped_sets.cache_folder` (under ``pooch.os_cache("zsceval")``), where
 :func:`~zsceval.evaluation.shipped_sets.read_index` finds it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import os
 import shutil
@@ -31,15 +32,23 @@ import yaml
 from zsceval.io import atomic_directory, sha256_file
 from zsceval.rl.checkpoint import strip_checkpoint
 
-from .manifest import ChecksumMismatchError, load_manifest, make_file_ref, write_manifest
+from . import shipped_sets
+from .manifest import ChecksumMismatchError, ManifestError, load_manifest, make_file_ref, write_manifest
+from .shipped_sets import (
+    INDEX,
+    SET_FILES,
+    PartnerSetError,
+    ShippedSet,
+    _write_index,
+    resolve_set,
+    verify_set,
+)
 
 __all__ = [
     "ARCHIVE_SUFFIX",
     "MIRROR_ENV",
     "acting_only_copy",
     "archive_name",
-    "cache_folder",
-    "cache_root",
     "fetch_set",
     "release_sets",
     "write_archive",
@@ -56,19 +65,6 @@ DEFAULT_MIRROR = "https://github.com/zsceval/zsceval/releases/download/partner-s
 def archive_name(name: str, version: int, split: str) -> str:
     """``<name>-v<version>-<split>.tar.gz``."""
     return f"{name}-v{version}-{split}{ARCHIVE_SUFFIX}"
-
-
-def cache_root() -> Path:
-    """The folder fetched sets are kept in: ``pooch.os_cache("zsceval") / "partner_sets"`` (e.g.
-    ``~/.cache/zsceval/partner_sets`` on Linux)."""
-    import pooch
-
-    return Path(pooch.os_cache("zsceval")) / "partner_sets"
-
-
-def cache_folder(label: str, name: str, version: int, split: str) -> Path:
-    """Where a fetched set is unpacked: ``cache_root()/<label>/<name>/v<version>/<split>``."""
-    return cache_root() / label / name / f"v{version}" / split
 
 
 # -- writing -------------------------------------------------------------------------------------------
@@ -117,10 +113,6 @@ def acting_only_copy(src: str | Path, dst: str | Path) -> Path:
         ManifestError: ``src`` fails verification, or holds combination BRs (games of more than
             two players), which this copy does not cover.
     """
-    import dataclasses
-
-    from .manifest import ManifestError
-
     manifest = load_manifest(Path(src) / "manifest.json", verify=True)
     if manifest.combination_brs:
         raise ManifestError(f"{src}: acting-only copies of sets with combination BRs are not supported")
@@ -165,8 +157,6 @@ def release_sets(root: str | Path, out: str | Path, *, mirror: str | None = None
         PartnerSetError: a set's full folder is missing.
         ManifestError: a set fails verification.
     """
-    from .shipped_sets import INDEX, SET_FILES, PartnerSetError, _write_index
-
     root, out = Path(root), Path(out)
     data = yaml.safe_load((root / INDEX).read_text()) or {}
     entries = list(data.get("sets") or [])
@@ -222,15 +212,13 @@ def _file_downloader(url: str, output_file, pooch=None, check_only: bool = False
     return None
 
 
-def base_url(entry, url: str | None = None) -> str:
+def base_url(entry: ShippedSet, url: str | None = None) -> str:
     """The base URL of a set's archive: ``url``, else the environment variable the index names
     (``mirror.env``), else the index's ``mirror.url``.
 
     Raises:
         PartnerSetError: none of them is set.
     """
-    from .shipped_sets import PartnerSetError
-
     env = entry.mirror.get("env")
     found = url or (os.environ.get(env) if env else None) or entry.mirror.get("url")
     if not found:
@@ -238,12 +226,14 @@ def base_url(entry, url: str | None = None) -> str:
     return found if found.endswith("/") else found + "/"
 
 
-def fetch_set(value: str, *, url: str | None = None, progressbar: bool = False):
+def fetch_set(value: str, *, url: str | None = None, progressbar: bool = False) -> ShippedSet:
     """Download a listed set (validation splits, older versions, the full test split) into the cache.
 
-    Nothing is downloaded when the set is already on this machine. Else the archive is fetched
+    Nothing is downloaded when the full set is already on this machine (an installed acting-only
+    copy does not count: fetching its set downloads the critics and BR checkpoints, while scores
+    keep reading the copy, which gives the same ones). Else the archive is fetched
     with pooch from :func:`base_url`, its SHA-256 checked against the index, unpacked into
-    :func:`cache_folder` (atomically) and the set verified
+    :func:`~zsceval.evaluation.shipped_sets.cache_folder` (atomically) and the set verified
     (:func:`~zsceval.evaluation.shipped_sets.verify_set`) before it is kept.
 
     Args:
@@ -252,7 +242,7 @@ def fetch_set(value: str, *, url: str | None = None, progressbar: bool = False):
         progressbar: show pooch's progress bar (needs tqdm).
 
     Returns:
-        The set's :class:`~zsceval.evaluation.shipped_sets.ShippedSet`, verified.
+        The full set's :class:`~zsceval.evaluation.shipped_sets.ShippedSet`, verified.
 
     Raises:
         UnknownPartnerSetError: an unknown name (the valid names listed).
@@ -260,13 +250,15 @@ def fetch_set(value: str, *, url: str | None = None, progressbar: bool = False):
         ChecksumMismatchError: the download differs from the index's SHA-256 (URL and both hashes).
         ManifestError: the unpacked set fails verification.
     """
-    import dataclasses
-
     import pooch
 
-    from .shipped_sets import PartnerSetError, resolve_set, verify_set
-
-    entry = resolve_set(value)
+    installed = resolve_set(value)
+    roots = shipped_sets.registry_roots()
+    entry = next(
+        s
+        for s in shipped_sets.read_index(roots[installed.label], installed.label, full=True)
+        if (s.name, s.version, s.split) == (installed.name, installed.version, installed.split)
+    )  # the full set, also where an acting-only copy of it is installed
     if entry.installed:
         verify_set(entry)
         return entry
@@ -276,9 +268,14 @@ def fetch_set(value: str, *, url: str | None = None, progressbar: bool = False):
     expected = entry.archive["sha256"]
     downloader = _file_downloader if source.startswith("file:") else None
     try:
-        archive = pooch.retrieve(source, known_hash=f"sha256:{expected}", fname=entry.archive["file"],
-                                 path=cache_root() / entry.label / "archives", downloader=downloader,
-                                 progressbar=progressbar)  # fmt: skip
+        archive = pooch.retrieve(
+            source,
+            known_hash=f"sha256:{expected}",
+            fname=entry.archive["file"],
+            path=shipped_sets.cache_root() / entry.label / "archives",
+            downloader=downloader,
+            progressbar=progressbar,
+        )
     except ValueError as exc:  # pooch: the SHA-256 of the downloaded file does not match
         raise ChecksumMismatchError(
             f"partner set {entry.full_name}: the download {source} does not match its sha256 in the "

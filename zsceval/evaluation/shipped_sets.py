@@ -95,6 +95,8 @@ __all__ = [
     "Provenance",
     "ShippedSet",
     "UnknownPartnerSetError",
+    "cache_folder",
+    "cache_root",
     "export_sets",
     "is_set_name",
     "list_sets",
@@ -278,8 +280,14 @@ def registry_roots() -> dict[str, Path]:
     return {label: Path(str(resources.files(pkg))) for label, pkg in sorted(_collections.loaded().items())}
 
 
-def read_index(root: str | Path, label: str) -> list[ShippedSet]:
+def read_index(root: str | Path, label: str, *, full: bool = False) -> list[ShippedSet]:
     """The entries of one collection's ``index.yaml`` (none when it has no index).
+
+    Args:
+        root: the collection's folder.
+        label: its label.
+        full: describe the full sets, never an installed acting-only copy (what ``zsceval
+            partners fetch`` downloads).
 
     Raises:
         PartnerSetError: a malformed index (names the file and the entry).
@@ -300,7 +308,7 @@ def read_index(root: str | Path, label: str) -> list[ShippedSet]:
     for i, e in enumerate(data.get("sets") or []):
         try:
             prov = dict(e.get("provenance") or {})
-            folder, files, acting_only = _set_folder(path.parent, label, e)
+            folder, files, acting_only = _set_folder(path.parent, label, e, full)
             copy = e.get("manifest_copy")
             out.append(
                 ShippedSet(
@@ -330,21 +338,32 @@ def read_index(root: str | Path, label: str) -> list[ShippedSet]:
     return out
 
 
-def _set_folder(root: Path, label: str, e: dict) -> tuple[Path, dict[str, str], bool]:
+def _set_folder(root: Path, label: str, e: dict, full: bool) -> tuple[Path, dict[str, str], bool]:
     """``(folder, its files' SHA-256, acting-only)`` of an index entry: the installed acting-only
-    copy, else the full folder ``path`` where it exists (a source checkout) or where the entry has
-    no archive, else the cache folder that ``zsceval partners fetch`` fills."""
+    copy (unless ``full``), else the full folder ``path`` where it exists (a source checkout) or
+    where the entry has no archive, else the cache folder that ``zsceval partners fetch`` fills."""
     shipped = e.get("shipped") or {}
-    if shipped and (root / str(shipped["path"]) / "manifest.json").is_file():
+    if shipped and not full and (root / str(shipped["path"]) / "manifest.json").is_file():
         files = {str(k): str(v) for k, v in shipped["files"].items()}
         return (root / str(shipped["path"])).resolve(), files, True
     files = {str(k): str(v) for k, v in e["files"].items()}
     source = (root / str(e["path"])).resolve()
     if (source / "manifest.json").is_file() or not e.get("archive"):
         return source, files, False
-    from .set_archives import cache_folder
-
     return cache_folder(label, str(e["name"]), int(e["version"]), str(e["split"])), files, False
+
+
+def cache_root() -> Path:
+    """The folder downloaded sets are kept in: ``pooch.os_cache("zsceval") / "partner_sets"`` (e.g.
+    ``~/.cache/zsceval/partner_sets`` on Linux)."""
+    import pooch
+
+    return Path(pooch.os_cache("zsceval")) / "partner_sets"
+
+
+def cache_folder(label: str, name: str, version: int, split: str) -> Path:
+    """Where a fetched set is unpacked: ``cache_root()/<label>/<name>/v<version>/<split>``."""
+    return cache_root() / label / name / f"v{version}" / split
 
 
 def list_sets() -> list[ShippedSet]:

@@ -91,6 +91,10 @@ def agent_fingerprint(state: Mapping[str, torch.Tensor]) -> str:
     return h.hexdigest()
 
 
+ACTOR_ONLY_STRIPPED: tuple[str, ...] = ("critic", "value_norm")
+"""Parameter prefixes an actor-only copy of a PPO agent leaves out (:func:`strip_checkpoint`)."""
+_STRIPPED_PREFIXES = tuple(f"{part}." for part in ACTOR_ONLY_STRIPPED)
+
 _REFUSED: dict[str, str] = {}
 """Digests (:func:`agent_fingerprint`, or a checkpoint's ``meta.json`` SHA-256) that
 :func:`load_checkpoint` refuses in this process, with what each one is."""
@@ -100,7 +104,8 @@ _REFUSED_WHY: list[str] = []
 @contextlib.contextmanager
 def refusing(digests: Mapping[str, str], why: str) -> Iterator[None]:
     """Refuse, inside the ``with`` block, every checkpoint whose ``meta.json`` SHA-256 or one of
-    whose agents' :func:`agent_fingerprint` is in ``digests``.
+    whose agents' :func:`agent_fingerprint` is in ``digests``: the fingerprint of all its
+    parameters or of its acting ones alone (without the :data:`ACTOR_ONLY_STRIPPED` parameters).
 
     The training jobs hold the evaluation partners of their layout this way
     (:func:`zsceval.evaluation.exclusion.training_guard`): no evaluation partner, nor a copy of
@@ -132,9 +137,13 @@ def _check_refused(ckpt: Path, meta: dict[str, Any], weights: dict[str, torch.Te
     if digest in _REFUSED:
         hits.append(f"its {META} (sha256 {digest}) is that of {_REFUSED[digest]}")
     for name in agent_entries(meta):
-        fp = agent_fingerprint(policy_weights(weights, name))
-        if fp in _REFUSED:
-            hits.append(f"agent '{name}' has the parameters (sha256 {fp}) of {_REFUSED[fp]}")
+        state = policy_weights(weights, name)
+        acting = {k: v for k, v in state.items() if not k.startswith(_STRIPPED_PREFIXES)}
+        # the acting parameters alone too: a copy re-saved from an acting-only partner has a new critic
+        for fp in dict.fromkeys((agent_fingerprint(state), agent_fingerprint(acting))):
+            if fp in _REFUSED:
+                hits.append(f"agent '{name}' has the parameters (sha256 {fp}) of {_REFUSED[fp]}")
+                break
     if hits:
         why = f" ({_REFUSED_WHY[0]})" if _REFUSED_WHY else ""
         raise RefusedCheckpointError(f"refusing checkpoint {ckpt}: {'; '.join(hits)}{why}")
@@ -422,10 +431,6 @@ def _load_agent_state(agent: Any, state: dict[str, torch.Tensor], stripped: tupl
     bad = [k for k in missing if not k.startswith(prefixes)]
     if bad or unexpected:
         raise RuntimeError(f"missing keys {bad}, unexpected keys {list(unexpected)}")
-
-
-ACTOR_ONLY_STRIPPED: tuple[str, ...] = ("critic", "value_norm")
-"""Parameter prefixes an actor-only copy of a PPO agent leaves out (:func:`strip_checkpoint`)."""
 
 
 def strip_checkpoint(
