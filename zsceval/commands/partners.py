@@ -457,6 +457,8 @@ def release(root, out, mirror) -> None:
     for e in entries:
         shipped = f", installed acting-only: {e['shipped']['path']}" if "shipped" in e else ""
         size = e["archive"]["size"] / 1e6
+        if "replaces" in e["archive"]:
+            shipped += f"; its SHA-256 changed (was {e['archive']['replaces'][:12]}): upload it again"
         click.echo(
             f"{e['name']}@{e['version']}/{e['split']}: {out}/{e['archive']['file']} ({size:.1f} MB){shipped}"
         )

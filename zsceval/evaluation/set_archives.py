@@ -151,7 +151,9 @@ def release_sets(root: str | Path, out: str | Path, *, mirror: str | None = None
         mirror: a new base URL to record.
 
     Returns:
-        The index entries, as written.
+        The index entries, as written; an entry whose archive's SHA-256 changed (the same files
+        compressed by another zlib) carries the old one in ``archive["replaces"]`` for this call's
+        caller only (upload that archive again); it is not written to the index.
 
     Raises:
         PartnerSetError: a set's full folder is missing.
@@ -171,7 +173,10 @@ def release_sets(root: str | Path, out: str | Path, *, mirror: str | None = None
         load_manifest(src / "manifest.json", verify=True)
         file = archive_name(e["name"], int(e["version"]), e["split"])
         digest = write_archive(src, out / file)
+        before = (e.get("archive") or {}).get("sha256")
         e["archive"] = {"file": file, "sha256": digest, "size": (out / file).stat().st_size}
+        if before not in (None, digest):  # another zlib compresses the same files to other bytes
+            e["archive"]["replaces"] = before
         e.pop("shipped", None)
         e.pop("manifest_copy", None)
         if e["split"] != "test":
@@ -192,7 +197,8 @@ def release_sets(root: str | Path, out: str | Path, *, mirror: str | None = None
     mirror_record = dict(data.get("mirror") or {"url": DEFAULT_MIRROR, "env": MIRROR_ENV})
     if mirror:
         mirror_record["url"] = mirror
-    _write_index(root, entries, mirror_record)
+    _write_index(root, [{**e, "archive": {k: v for k, v in e["archive"].items() if k != "replaces"}}
+                        for e in entries], mirror_record)  # fmt: skip
     return entries
 
 
