@@ -436,6 +436,8 @@ def verify_set(entry: ShippedSet, layout: str | None = None) -> PartnerSetManife
         The set's manifest (verified, ``root`` set).
 
     Raises:
+        NotDownloadedError: the set is listed but not on this machine (the ``zsceval partners
+            fetch`` command named).
         MissingFilesError: a file of the set is missing (named).
         ChecksumMismatchError: a file differs from its recorded SHA-256 (named, both hashes).
         EngineMismatchError: made by an incompatible zsceval version (both named), or on another
