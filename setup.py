@@ -22,14 +22,16 @@ setup(
     package_dir={
         "zsceval.layouts": "layouts",
         "zsceval.suites": "benchmarks/suites",
-        # Shipped evaluation-partner sets (index.yaml + sets/<name>/v<version>/<split>/); the working
-        # folders `zsceval partners generate` leaves in eval_partners/<layout> are not installed.
+        # Shipped evaluation-partner sets: index.yaml, the acting-only test split of each set's newest
+        # version (shipped/) and the test splits' manifests (manifests/). The full sets (sets/) are
+        # not installed: `zsceval partners fetch` downloads them (docs/partner-sets.md); nor are the
+        # working folders `zsceval partners generate` leaves in eval_partners/<layout>.
         "zsceval.partner_sets": "eval_partners",
     },
     package_data={
         "zsceval.layouts": ["*.layout", "*.md"],
         "zsceval.suites": ["*.yaml"],
-        "zsceval.partner_sets": ["index.yaml", "*.md", "sets/**/*", "human/**/*"],
+        "zsceval.partner_sets": ["index.yaml", "*.md", "shipped/**/*", "manifests/**/*", "human/**/*"],
         "zsceval": ["presets/*.yaml", "evaluation/grids/*.yaml", "bench/reference/*.yaml"],
     },
     install_requires=[
@@ -46,6 +48,8 @@ setup(
         "dppy>=0.3.2",
         "matplotlib>=3.7",
         "seaborn>=0.13",
+        # pooch: `zsceval partners fetch` downloads the partner sets the wheel does not carry.
+        "pooch>=1.7",
     ],
     extras_require={
         # rliable: its probability of improvement is the reference value of a statistics test.
@@ -64,6 +68,9 @@ setup(
             "filelock>=3.12",
             # cffconvert: the CITATION.cff schema check (tests/test_release_files.py).
             "cffconvert>=2.0",
+            # build, twine: .ci/run builds the sdist and wheel and checks them.
+            "build>=1.0",
+            "twine>=5.0",
         ],
         # The reference simulator used by the parity tests (PyPI `overcooked`, old_dynamics flag).
         "reference": ["overcooked==0.2.1"],

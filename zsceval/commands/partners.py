@@ -1,5 +1,5 @@
 """``zsceval partners``: generate behavior-preferring candidates, select an evaluation-partner set,
-list the shipped sets and add a set to a collection."""
+list the shipped sets, add a set to a collection, make a collection's release and fetch a set."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ def partners() -> None:
       zsceval partners generate --layout counter_circuit --candidates 24 --out eval_partners/counter_circuit
       zsceval partners select --layout counter_circuit -k 10 --out eval_partners/counter_circuit
       zsceval partners list
+      zsceval partners fetch zsceval:counter_circuit@2/validation
     """
 
 
@@ -380,8 +381,11 @@ def list_sets(as_json) -> None:
     for s in sets:
         levels = ", ".join(f"{n} {lvl}" for lvl, n in s.levels.items())
         p = s.provenance
+        where = "" if s.installed else f"; not downloaded: zsceval partners fetch {s.full_name}"
+        where = " (acting-only copy)" if s.acting_only else where
         click.echo(
             f"{s.full_name}: layout {s.layout}, {s.split} split, {_n(s.partners, 'partner')} ({levels})"
+            + where
         )
         click.echo(
             f"    suite {p.suite}, seed {p.seed}, commit {(p.commit or 'unknown')[:12]}, {p.date}, "
@@ -437,3 +441,78 @@ def export(source, layout, root, name, version, episodes, validation, suite, com
         raise write_error(exc) from None
     for s in added:
         click.echo(f"added {s.name}@{s.version}/{s.split}: {_n(s.partners, 'partner')} -> {s.folder}")
+
+
+@partners.command(name="fetch")
+@click.argument("name")
+@click.option(
+    "--url", default=None,
+    help="Base URL of the archives (https://... or file:///...). [default: $ZSCEVAL_PARTNERS_URL, "
+    "else the collection index's mirror]",
+)  # fmt: skip
+def fetch(name, url) -> None:
+    """Download a listed partner set that is not installed (validation splits, older versions, the
+    full test split with critics and BR checkpoints) into the user's cache, checked against the
+    SHA-256 in the collection's index.
+
+    The package installs only the test split of each set's newest version (acting-only: the
+    partners' actors and the stored BR returns). `zsceval partners list` shows what is downloaded.
+
+    \b
+    Examples:
+      zsceval partners fetch zsceval:counter_circuit@2/validation
+      ZSCEVAL_PARTNERS_URL=file:///data/mirror zsceval partners fetch zsceval:cramped_room@1/validation
+    """
+    from zsceval.evaluation.manifest import ManifestError
+    from zsceval.evaluation.set_archives import fetch_set
+
+    try:
+        entry = fetch_set(name, url=url)
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise write_error(exc) from None
+    click.echo(f"{entry.full_name}: {_n(entry.partners, 'partner')}, verified -> {entry.folder}")
+
+
+@partners.command(name="release")
+@click.option(
+    "--into", "root", default="eval_partners", show_default=True,
+    help="The collection folder (index.yaml and the full sets under sets/).",
+)  # fmt: skip
+@click.option(
+    "--out", default="build/partner-sets", show_default=True, type=click.Path(file_okay=False),
+    help="Where the archives are written (upload them to the mirror).",
+)  # fmt: skip
+@click.option("--mirror", default=None, help="A new base URL of the archives to record in the index.")
+def release(root, out, mirror) -> None:
+    """Make a collection's release: one archive per set (.tar.gz, SHA-256 in index.yaml), the
+    acting-only copy of each set's newest test split (installed with the package) and a copy of
+    every test split's manifest (training excludes those partners).
+
+    Run it after `zsceval partners export`, commit the index, shipped/ and manifests/, and upload
+    the archives to the mirror (docs/partner-sets.md).
+
+    \b
+    Examples:
+      zsceval partners release
+      zsceval partners release --mirror https://example.org/zsceval/partner-sets/
+    """
+    from zsceval.evaluation.manifest import ManifestError
+    from zsceval.evaluation.set_archives import release_sets
+
+    check_writable(root)
+    try:
+        entries = release_sets(root, out, mirror=mirror)
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise write_error(exc) from None
+    for e in entries:
+        shipped = f", installed acting-only: {e['shipped']['path']}" if "shipped" in e else ""
+        size = e["archive"]["size"] / 1e6
+        if "replaces" in e["archive"]:
+            shipped += f"; its SHA-256 changed (was {e['archive']['replaces'][:12]}): upload it again"
+        click.echo(
+            f"{e['name']}@{e['version']}/{e['split']}: {out}/{e['archive']['file']} ({size:.1f} MB){shipped}"
+        )

@@ -11,7 +11,9 @@ partner's parameter digest):
   evaluation partner of that layout (by the partner's parameters, so a re-saved copy is caught too,
   or by the exported ``meta.json``'s SHA-256), naming the checkpoint and the partner
   (:func:`zsceval.rl.checkpoint.refusing`). The evaluation partners are the ``test`` splits of every
-  installed set of the layout, every version, and any manifest the job names.
+  listed set of the layout, every version, and any manifest the job names. A set that is not
+  downloaded is read from the copy of its manifest that the package installs; an installed
+  acting-only copy adds its checkpoints' own digests (its ``meta.json`` and the actor's parameters).
 * :func:`excluded_weights` and :data:`OWN_CANDIDATE_SEED`: candidates an algorithm trains for itself
   (HSP's biased agents when no bench gives it candidates) draw their reward weights from the grid
   without any evaluation partner's weight vector, and their seeds from a stream that no bench uses,
@@ -23,6 +25,7 @@ A bench that generates its own partners excludes them by candidate id (HSP's ``s
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -33,7 +36,7 @@ import numpy as np
 from zsceval.envs.scenarios import resolve_scenario
 from zsceval.rl.checkpoint import agent_fingerprint, load_checkpoint, policy_weights, refusing
 
-from .manifest import PartnerSetManifest, load_manifest
+from .manifest import ManifestError, PartnerSetManifest, load_manifest
 
 __all__ = [
     "OWN_CANDIDATE_SEED",
@@ -64,6 +67,8 @@ class EvaluationPartner:
         checkpoint_sha256: SHA-256 of its exported ``meta.json``.
         weights: its candidate's reward weight vector (None when the manifest predates the record).
         seed: its candidate's training seed (likewise).
+        other_sha256: further digests of copies of it (an acting-only copy's ``meta.json`` and
+            parameters, the full export's ``meta.json``).
     """
 
     source: str
@@ -72,6 +77,7 @@ class EvaluationPartner:
     checkpoint_sha256: str
     weights: tuple[float, ...] | None
     seed: int | None
+    other_sha256: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """``evaluation partner <id> of <set>``."""
@@ -101,6 +107,9 @@ def _from_manifest(manifest: PartnerSetManifest, source: str) -> list[Evaluation
     out = []
     for p in manifest.partners:
         c = p.candidate
+        other = ()
+        if p.br.checkpoint is None and c is not None and manifest.resolve(p.checkpoint).is_file():
+            other = (_checkpoint_fingerprint(str(manifest.resolve(p.checkpoint))),)  # acting-only copy
         out.append(
             EvaluationPartner(
                 source=source,
@@ -109,9 +118,25 @@ def _from_manifest(manifest: PartnerSetManifest, source: str) -> list[Evaluation
                 checkpoint_sha256=p.checkpoint.sha256,
                 weights=None if c is None else c.weights,
                 seed=None if c is None else c.seed,
+                other_sha256=other,
             )
         )
     return out
+
+
+def _merge(first: list[EvaluationPartner], second: list[EvaluationPartner]) -> list[EvaluationPartner]:
+    """The partners of two manifests of one set (its folder's and the installed copy of its full
+    manifest), one record per partner with the other's digests added."""
+    extra = {p.partner_id: p for p in second}
+    out = []
+    for p in first:
+        q = extra.pop(p.partner_id, None)
+        if q is not None:
+            digests = (*p.other_sha256, q.policy_sha256, q.checkpoint_sha256, *q.other_sha256)
+            mine = {p.policy_sha256, p.checkpoint_sha256}
+            p = dataclasses.replace(p, other_sha256=tuple(dict.fromkeys(d for d in digests if d not in mine)))
+        out.append(p)
+    return out + list(extra.values())
 
 
 def evaluation_partners(layout: str, manifests: Sequence[str | Path] = ()) -> list[EvaluationPartner]:
@@ -134,7 +159,14 @@ def evaluation_partners(layout: str, manifests: Sequence[str | Path] = ()) -> li
     out: list[EvaluationPartner] = []
     for entry in list_sets():
         if entry.split == "test" and entry.layout == lay:
-            out += _from_manifest(load_manifest(entry.manifest, verify=False), entry.full_name)
+            found = [m for m in (entry.manifest, entry.manifest_copy) if m is not None and m.is_file()]
+            if not found:
+                raise ManifestError(
+                    f"partner set {entry.full_name}: neither {entry.manifest} nor a copy of its "
+                    "manifest is installed; training cannot exclude its partners"
+                )
+            records = [_from_manifest(load_manifest(m, verify=False), entry.full_name) for m in found]
+            out += records[0] if len(records) == 1 else _merge(*records)
     for path in manifests:
         out += _from_manifest(load_manifest(path, layout=lay, verify=False), str(path))
     return out
@@ -161,7 +193,7 @@ def training_guard(layout: str, manifests: Sequence[str | Path] = ()) -> Iterato
     partners = evaluation_partners(layout, manifests)
     digests = {}
     for p in partners:
-        digests.setdefault(p.policy_sha256, p.describe())
-        digests.setdefault(p.checkpoint_sha256, p.describe())
+        for digest in (p.policy_sha256, p.checkpoint_sha256, *p.other_sha256):
+            digests.setdefault(digest, p.describe())
     with refusing(digests, RULE):
         yield partners

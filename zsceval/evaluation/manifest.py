@@ -25,6 +25,8 @@ constants"; the reference copied selections by hand into a Python file). It is a
     }
 
 Paths are relative to the manifest's folder (POSIX separators) so a partner set moves as one folder.
+An acting-only copy of a set (:mod:`zsceval.evaluation.set_archives`) writes ``"br": {"checkpoint":
+null, "return": 212.5}``: it keeps the BR returns that scores read, not the BRs.
 ``candidate_ids`` are all candidates in the row order of the selection kernel; ``selected_ids`` the chosen
 ones. ``level`` is ``final`` or ``mid`` (ZSC-Eval Alg. 1 line 7); each partner carries its own BR
 reference (checkpoint and BR return, the denominator of BR-Prox) and its BR's behavior ``features``
@@ -98,11 +100,12 @@ class BRReference:
     """A partner's approximate best response: its checkpoint and its return with the partner.
 
     Attributes:
-        checkpoint: the BR's checkpoint file.
+        checkpoint: the BR's checkpoint file; None in an acting-only copy of a set, which keeps
+            the BR returns that scores read but not the BRs (``"checkpoint": null`` in the file).
         br_return: mean team sparse return of (BR, partner), the BR-Prox denominator.
     """
 
-    checkpoint: FileRef
+    checkpoint: FileRef | None
     br_return: float
 
 
@@ -231,7 +234,7 @@ class PartnerSetManifest:
     def checkpoint_refs(self) -> list[FileRef]:
         """The checkpoints' ``meta.json`` files: each partner's, then its BR's, then the combination
         BRs'."""
-        refs = [ref for p in self.partners for ref in (p.checkpoint, p.br.checkpoint)]
+        refs = [ref for p in self.partners for ref in (p.checkpoint, p.br.checkpoint) if ref is not None]
         return refs + [c.checkpoint for c in self.combination_brs]
 
     def file_refs(self) -> list[FileRef]:
@@ -356,8 +359,12 @@ def verify_files(manifest: PartnerSetManifest) -> None:
         raise ChecksumMismatchError(f"files changed since the manifest was written: {'; '.join(altered)}")
 
 
-def _ref_to_dict(ref: FileRef) -> dict:
-    return {"path": ref.path, "sha256": ref.sha256}
+def _ref_to_dict(ref: FileRef | None) -> dict | None:
+    return None if ref is None else {"path": ref.path, "sha256": ref.sha256}
+
+
+def _ref_from_dict(ref: dict | None) -> FileRef | None:
+    return None if ref is None else FileRef(str(ref["path"]), str(ref["sha256"]))
 
 
 def _partner_to_dict(p: PartnerEntry) -> dict:
@@ -366,7 +373,7 @@ def _partner_to_dict(p: PartnerEntry) -> dict:
         "candidate_id": p.candidate_id,
         "level": p.level,
         "checkpoint": _ref_to_dict(p.checkpoint),
-        "br": {"checkpoint": _ref_to_dict(p.br.checkpoint), "return": p.br.br_return},
+        "br": {"checkpoint": _ref_to_dict(p.br.checkpoint), "return": p.br.br_return},  # null: no BR
         "features": list(p.features),
     }
     if p.candidate is not None:
@@ -410,10 +417,7 @@ def _manifest_from_dict(data: object, path: Path) -> PartnerSetManifest:
                 id=str(p["id"]),
                 level=str(p["level"]),
                 checkpoint=FileRef(str(p["checkpoint"]["path"]), str(p["checkpoint"]["sha256"])),
-                br=BRReference(
-                    FileRef(str(p["br"]["checkpoint"]["path"]), str(p["br"]["checkpoint"]["sha256"])),
-                    float(p["br"]["return"]),
-                ),
+                br=BRReference(_ref_from_dict(p["br"]["checkpoint"]), float(p["br"]["return"])),
                 features=tuple(float(x) for x in p["features"]),
                 candidate_id=str(p["candidate_id"]),
                 candidate=_candidate_from_dict(p.get("candidate")),
@@ -461,7 +465,7 @@ def _validate(manifest: PartnerSetManifest, path: Path) -> None:
                 f"partner {p.id}: {len(p.features)} features for {len(manifest.feature_names)} names"
             )
         for ref in (p.checkpoint, p.br.checkpoint):
-            if Path(ref.path).is_absolute():
+            if ref is not None and Path(ref.path).is_absolute():
                 problems.append(f"partner {p.id}: path {ref.path} must be relative to the manifest")
     for c in manifest.combination_brs:
         if len(c.partners) < 2 or list(c.partners) != sorted(set(c.partners)):

@@ -383,7 +383,7 @@ def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
 
 
 def load_partner_set(manifest_path: str | Path, layout: str, device: str = "cpu") -> list[PartnerSpec]:
-    """Partners (with their BRs) of a verified manifest.
+    """Partners (with their BRs, where the set holds them) of a verified manifest.
 
     Raises:
         ManifestError: another layout, missing or altered files (before any compute).
@@ -392,7 +392,8 @@ def load_partner_set(manifest_path: str | Path, layout: str, device: str = "cpu"
     out = []
     for p in manifest.partners:
         policy, _ = load_policy(manifest.resolve(p.checkpoint), "biased", device)
-        br, _ = load_policy(manifest.resolve(p.br.checkpoint), "br", device)
+        ref = p.br.checkpoint  # None in an acting-only copy (scores read the stored BR returns)
+        br = None if ref is None else load_policy(manifest.resolve(ref), "br", device)[0]
         out.append(PartnerSpec(p.id, "expert" if p.level == "final" else "moderate", policy, br))
     return out
 

@@ -29,6 +29,17 @@ were trained with), disjoint from ``test``: tune on validation, report on test.
         engine: {zsceval: 0.1.0, env_spec: {...}}    # what the partners were trained on
         provenance: {suite: overcooked-s12, seed: 0, commit: <git sha>, budgets: {...},
                      date: 2025-01-31, source: zsceval bench}
+        archive: {file: counter_circuit-v1-test.tar.gz, sha256: <sha256>, size: <bytes>}  # optional
+        shipped: {path: shipped/counter_circuit/v1/test, files: {...}}   # optional: installed copy
+        manifest_copy: manifests/counter_circuit/v1/test.json           # optional
+    mirror: {url: https://..., env: ZSCEVAL_PARTNERS_URL}                # optional: where archives are
+
+Where a set is read from (:func:`read_index`): the installed acting-only copy (``shipped``: partner
+actors and the stored BR returns, no critics and no BR checkpoints, all that scoring needs), else the
+full folder ``path`` (a source checkout holds it), else the user's cache, where ``zsceval partners
+fetch`` unpacks the set's ``archive`` from the ``mirror``
+(:mod:`zsceval.evaluation.set_archives`). ``manifest_copy`` is the full test split's manifest, kept
+installed so that training refuses its partners even where the set itself is not downloaded.
 
 :func:`verify_set` checks, before any game: the index's checksums of ``manifest.json`` and
 ``br_returns.parquet``, the engine (the zsceval version that made the set must be caret-compatible
@@ -79,10 +90,13 @@ __all__ = [
     "INDEX",
     "SPLITS",
     "EngineMismatchError",
+    "NotDownloadedError",
     "PartnerSetError",
     "Provenance",
     "ShippedSet",
     "UnknownPartnerSetError",
+    "cache_folder",
+    "cache_root",
     "export_sets",
     "is_set_name",
     "list_sets",
@@ -119,6 +133,11 @@ class UnknownPartnerSetError(PartnerSetError):
 
 class EngineMismatchError(PartnerSetError):
     """The set was made by an incompatible zsceval or on other dynamics / observation spec."""
+
+
+class NotDownloadedError(PartnerSetError, MissingFilesError):
+    """The set is listed in its collection's index but neither installed nor downloaded yet (the
+    message gives the ``zsceval partners fetch`` command)."""
 
 
 @dataclass(frozen=True)
@@ -163,6 +182,13 @@ class ShippedSet:
         baselines: the published baselines' scores on the set (``metric``, ``egos``: the suite
             and budgets they were trained at, ``iqm``: ``{algorithm: IQM BR-Prox}``); empty when
             none were scored on it.
+        archive: the full set's release archive, ``{file, sha256, size}`` (bytes); empty when the
+            collection publishes none.
+        mirror: ``{url, env}``: the base URL the archives are fetched from and the environment
+            variable that overrides it; empty when none.
+        acting_only: ``folder`` is the installed acting-only copy (partner actors and the stored
+            BR returns; no critics, no BR checkpoints).
+        manifest_copy: the installed copy of the full set's manifest (test splits), or None.
     """
 
     label: str
@@ -178,6 +204,15 @@ class ShippedSet:
     env_spec: dict | None
     provenance: Provenance
     baselines: dict = field(default_factory=dict)
+    archive: dict = field(default_factory=dict)
+    mirror: dict = field(default_factory=dict)
+    acting_only: bool = False
+    manifest_copy: Path | None = None
+
+    @property
+    def installed(self) -> bool:
+        """Whether the set's folder is on this machine (installed, in the source tree or fetched)."""
+        return (self.folder / "manifest.json").is_file()
 
     @property
     def full_name(self) -> str:
@@ -202,6 +237,9 @@ class ShippedSet:
             "provenance": dataclasses.asdict(self.provenance),
             "baselines": dict(self.baselines),
             "manifest": str(self.manifest),
+            "installed": self.installed,
+            "acting_only": self.acting_only,
+            "archive": dict(self.archive),
         }
 
 
@@ -242,8 +280,14 @@ def registry_roots() -> dict[str, Path]:
     return {label: Path(str(resources.files(pkg))) for label, pkg in sorted(_collections.loaded().items())}
 
 
-def read_index(root: str | Path, label: str) -> list[ShippedSet]:
+def read_index(root: str | Path, label: str, *, full: bool = False) -> list[ShippedSet]:
     """The entries of one collection's ``index.yaml`` (none when it has no index).
+
+    Args:
+        root: the collection's folder.
+        label: its label.
+        full: describe the full sets, never an installed acting-only copy (what ``zsceval
+            partners fetch`` downloads).
 
     Raises:
         PartnerSetError: a malformed index (names the file and the entry).
@@ -260,9 +304,12 @@ def read_index(root: str | Path, label: str) -> list[ShippedSet]:
             f"{path} is not a {INDEX_FORMAT} file of format_version {INDEX_VERSION} (this zsceval's)"
         )
     out = []
+    mirror = dict(data.get("mirror") or {})
     for i, e in enumerate(data.get("sets") or []):
         try:
             prov = dict(e.get("provenance") or {})
+            folder, files, acting_only = _set_folder(path.parent, label, e, full)
+            copy = e.get("manifest_copy")
             out.append(
                 ShippedSet(
                     label=label,
@@ -270,14 +317,18 @@ def read_index(root: str | Path, label: str) -> list[ShippedSet]:
                     version=int(e["version"]),
                     split=str(e["split"]),
                     layout=str(e["layout"]),
-                    folder=(path.parent / str(e["path"])).resolve(),
-                    files={str(k): str(v) for k, v in e["files"].items()},
+                    folder=folder,
+                    files=files,
                     partners=int(e["partners"]),
                     levels={str(k): int(v) for k, v in (e.get("levels") or {}).items()},
                     engine_version=str(e["engine"]["zsceval"]),
                     env_spec=e["engine"].get("env_spec"),
                     provenance=Provenance(**{k: prov.get(k) for k in Provenance.__dataclass_fields__}),
                     baselines=dict(e.get("baselines") or {}),
+                    archive=dict(e.get("archive") or {}),
+                    mirror=mirror,
+                    acting_only=acting_only,
+                    manifest_copy=None if copy is None else (path.parent / str(copy)).resolve(),
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -285,6 +336,34 @@ def read_index(root: str | Path, label: str) -> list[ShippedSet]:
         if out[-1].split not in SPLITS or not re.fullmatch(_NAME, out[-1].name):
             raise PartnerSetError(f"{path}: sets[{i}]: bad name {out[-1].name!r} or split {out[-1].split!r}")
     return out
+
+
+def _set_folder(root: Path, label: str, e: dict, full: bool) -> tuple[Path, dict[str, str], bool]:
+    """``(folder, its files' SHA-256, acting-only)`` of an index entry: the installed acting-only
+    copy (unless ``full``), else the full folder ``path`` where it exists (a source checkout) or
+    where the entry has no archive, else the cache folder that ``zsceval partners fetch`` fills."""
+    shipped = e.get("shipped") or {}
+    if shipped and not full and (root / str(shipped["path"]) / "manifest.json").is_file():
+        files = {str(k): str(v) for k, v in shipped["files"].items()}
+        return (root / str(shipped["path"])).resolve(), files, True
+    files = {str(k): str(v) for k, v in e["files"].items()}
+    source = (root / str(e["path"])).resolve()
+    if (source / "manifest.json").is_file() or not e.get("archive"):
+        return source, files, False
+    return cache_folder(label, str(e["name"]), int(e["version"]), str(e["split"])), files, False
+
+
+def cache_root() -> Path:
+    """The folder downloaded sets are kept in: ``pooch.os_cache("zsceval") / "partner_sets"`` (e.g.
+    ``~/.cache/zsceval/partner_sets`` on Linux)."""
+    import pooch
+
+    return Path(pooch.os_cache("zsceval")) / "partner_sets"
+
+
+def cache_folder(label: str, name: str, version: int, split: str) -> Path:
+    """Where a fetched set is unpacked: ``cache_root()/<label>/<name>/v<version>/<split>``."""
+    return cache_root() / label / name / f"v{version}" / split
 
 
 def list_sets() -> list[ShippedSet]:
@@ -357,6 +436,8 @@ def verify_set(entry: ShippedSet, layout: str | None = None) -> PartnerSetManife
         The set's manifest (verified, ``root`` set).
 
     Raises:
+        NotDownloadedError: the set is listed but not on this machine (the ``zsceval partners
+            fetch`` command named).
         MissingFilesError: a file of the set is missing (named).
         ChecksumMismatchError: a file differs from its recorded SHA-256 (named, both hashes).
         EngineMismatchError: made by an incompatible zsceval version (both named), or on another
@@ -365,6 +446,13 @@ def verify_set(entry: ShippedSet, layout: str | None = None) -> PartnerSetManife
             differing spec fields named).
         ManifestError: a malformed manifest.
     """
+    if not entry.installed and entry.archive:
+        size = int(entry.archive.get("size") or 0) / 1e6
+        raise NotDownloadedError(
+            f"partner set {entry.full_name} is not downloaded yet (the package installs the test split "
+            f"of each set's newest version): `zsceval partners fetch {entry.full_name}` downloads it "
+            f"({size:.1f} MB, {entry.archive['file']}) into {entry.folder}"
+        )
     missing = [str(entry.folder / f) for f in entry.files if not (entry.folder / f).is_file()]
     if missing:
         raise MissingFilesError(f"partner set {entry.full_name}: missing files: {', '.join(missing)}")
@@ -570,12 +658,16 @@ def _stamp_suite(path: Path, suite: str | None) -> None:
     write_manifest(dataclasses.replace(manifest, partners=partners), path)
 
 
-def _write_index(root: Path, entries: list[dict]) -> None:
+def _write_index(root: Path, entries: list[dict], mirror: dict | None = None) -> None:
     header = (
         "# Evaluation-partner sets of this collection (zsceval/evaluation/shipped_sets.py).\n"
-        "# Written by `zsceval partners export`; a published (name, version, split) never changes.\n"
+        "# Written by `zsceval partners export` and `zsceval partners release`; a published\n"
+        "# (name, version, split) never changes.\n"
     )
-    body = {"format": INDEX_FORMAT, "format_version": INDEX_VERSION, "sets": entries}
+    body = {"format": INDEX_FORMAT, "format_version": INDEX_VERSION}
+    if mirror:
+        body["mirror"] = dict(mirror)
+    body["sets"] = entries
     atomic_write_text(root / INDEX, header + yaml.safe_dump(body, sort_keys=False))
 
 
@@ -671,7 +763,7 @@ def export_sets(
             shutil.rmtree(val_dir, ignore_errors=True)
         else:
             added.append(_index_entry(name, version, "validation", val_dir, root, prov))
-    _write_index(root, entries + added)
+    _write_index(root, entries + added, (index or {}).get("mirror"))
     return [s for s in read_index(root, label) if (s.name, s.version) == (name, version)]
 
 

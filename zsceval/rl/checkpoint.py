@@ -91,6 +91,10 @@ def agent_fingerprint(state: Mapping[str, torch.Tensor]) -> str:
     return h.hexdigest()
 
 
+ACTOR_ONLY_STRIPPED: tuple[str, ...] = ("critic", "value_norm")
+"""Parameter prefixes an actor-only copy of a PPO agent leaves out (:func:`strip_checkpoint`)."""
+_STRIPPED_PREFIXES = tuple(f"{part}." for part in ACTOR_ONLY_STRIPPED)
+
 _REFUSED: dict[str, str] = {}
 """Digests (:func:`agent_fingerprint`, or a checkpoint's ``meta.json`` SHA-256) that
 :func:`load_checkpoint` refuses in this process, with what each one is."""
@@ -100,7 +104,8 @@ _REFUSED_WHY: list[str] = []
 @contextlib.contextmanager
 def refusing(digests: Mapping[str, str], why: str) -> Iterator[None]:
     """Refuse, inside the ``with`` block, every checkpoint whose ``meta.json`` SHA-256 or one of
-    whose agents' :func:`agent_fingerprint` is in ``digests``.
+    whose agents' :func:`agent_fingerprint` is in ``digests``: the fingerprint of all its
+    parameters or of its acting ones alone (without the :data:`ACTOR_ONLY_STRIPPED` parameters).
 
     The training jobs hold the evaluation partners of their layout this way
     (:func:`zsceval.evaluation.exclusion.training_guard`): no evaluation partner, nor a copy of
@@ -132,9 +137,13 @@ def _check_refused(ckpt: Path, meta: dict[str, Any], weights: dict[str, torch.Te
     if digest in _REFUSED:
         hits.append(f"its {META} (sha256 {digest}) is that of {_REFUSED[digest]}")
     for name in agent_entries(meta):
-        fp = agent_fingerprint(policy_weights(weights, name))
-        if fp in _REFUSED:
-            hits.append(f"agent '{name}' has the parameters (sha256 {fp}) of {_REFUSED[fp]}")
+        state = policy_weights(weights, name)
+        acting = {k: v for k, v in state.items() if not k.startswith(_STRIPPED_PREFIXES)}
+        # the acting parameters alone too: a copy re-saved from an acting-only partner has a new critic
+        for fp in dict.fromkeys((agent_fingerprint(state), agent_fingerprint(acting))):
+            if fp in _REFUSED:
+                hits.append(f"agent '{name}' has the parameters (sha256 {fp}) of {_REFUSED[fp]}")
+                break
     if hits:
         why = f" ({_REFUSED_WHY[0]})" if _REFUSED_WHY else ""
         raise RefusedCheckpointError(f"refusing checkpoint {ckpt}: {'; '.join(hits)}{why}")
@@ -403,12 +412,66 @@ def load_agent(
     entry = entries[name]
     agent = agent_class(entry["class"]).from_spec(entry["spec"])
     try:
-        agent.load_state_dict(policy_weights(weights, name))
+        _load_agent_state(agent, policy_weights(weights, name), tuple(entry.get("stripped", ())))
     except RuntimeError as exc:
         raise CheckpointError(
             f"checkpoint {ckpt}: weights of '{name}' do not match its spec: {exc}"
         ) from None
     return agent.to(device).eval(), meta
+
+
+def _load_agent_state(agent: Any, state: dict[str, torch.Tensor], stripped: tuple[str, ...]) -> None:
+    """Load ``state`` into ``agent``; parameters under a ``stripped`` prefix may be absent (they keep
+    their initial values), any other missing or unexpected key is an error."""
+    if not stripped:
+        agent.load_state_dict(state)
+        return
+    missing, unexpected = agent.load_state_dict(state, strict=False)
+    prefixes = tuple(f"{part}." for part in stripped)
+    bad = [k for k in missing if not k.startswith(prefixes)]
+    if bad or unexpected:
+        raise RuntimeError(f"missing keys {bad}, unexpected keys {list(unexpected)}")
+
+
+def strip_checkpoint(
+    src: str | Path, dst: str | Path, stripped: tuple[str, ...] = ACTOR_ONLY_STRIPPED
+) -> Path:
+    """Copy a checkpoint without the parameters under ``stripped`` (an acting-only copy: an
+    evaluation partner only acts, so its critic and value normalizer are not needed).
+
+    The copy keeps the source's metadata (git revision, versions, env spec, steps) and records
+    ``stripped`` in every agent's entry, so that :func:`load_agent` accepts those parameters'
+    absence (they keep the initial values of the agent's class, and the agent must only act).
+    The weights file holds the remaining tensors unchanged; the same source gives the same bytes.
+
+    Args:
+        src: the source checkpoint (checkpoint directory or its meta.json).
+        dst: the new checkpoint directory (written atomically; replaced if present).
+        stripped: parameter-name prefixes (below the agent's name) to leave out.
+
+    Returns:
+        ``dst / "meta.json"``.
+
+    Raises:
+        CheckpointError: ``src`` cannot be read or has no parameter under a ``stripped`` prefix.
+    """
+    ckpt, meta, weights, _ = load_checkpoint(src, guarded=False)
+    if meta.get("resumable"):
+        raise CheckpointError(f"{ckpt} holds a training state; strip a checkpoint of agents only")
+    agents = agent_entries(meta)
+    prefixes = tuple(f"{name}.{part}." for name in agents for part in stripped)
+    keep = {k: v.contiguous() for k, v in weights.items() if not k.startswith(prefixes)}
+    if len(keep) == len(weights):
+        raise CheckpointError(f"{ckpt} holds no parameter under {list(stripped)}")
+    meta = {**meta, "agents": {n: {**e, "stripped": list(stripped)} for n, e in agents.items()}}
+    meta.pop("policies", None)
+    final = Path(dst)
+    with atomic_directory(final) as tmp:
+        _save_tensors(keep, tmp / POLICIES)
+        apply_umask(tmp / POLICIES)
+        meta["files"] = {POLICIES: _sha256(tmp / POLICIES)}
+        (tmp / META).write_text(json.dumps(meta, indent=2))
+    return final / META
 
 
 load_policy = load_agent
