@@ -25,11 +25,14 @@ def documented_modules() -> list[tuple[str, bool]]:
     """The public modules of the installed `zsceval`, sorted by import name.
 
     Returns:
-        `(dotted name, is a package)` pairs, `zsceval` first. A module whose import fails (an
-        optional extra that is not installed) is still listed: its page is rendered from source.
+        `(dotted name, is a package)` pairs, `zsceval` first. Modules are not imported (their
+        pages are rendered from source), so one that needs an optional extra is still listed.
+
+    Raises:
+        ImportError: a package cannot be imported, so its modules cannot be listed.
     """
-    names = [("zsceval", True)]
-    for info in pkgutil.walk_packages(zsceval.__path__, "zsceval.", onerror=lambda name: None):
+    names, failed = [("zsceval", True)], []
+    for info in pkgutil.walk_packages(zsceval.__path__, "zsceval.", onerror=failed.append):
         if any(part.startswith("_") for part in info.name.split(".")):
             continue
         if info.name.startswith(DATA_PACKAGES):
@@ -38,6 +41,9 @@ def documented_modules() -> list[tuple[str, bool]]:
         if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
             continue
         names.append((info.name, info.ispkg))
+    if failed:  # walk_packages imports each package to list its modules
+        names = ", ".join(failed)
+        raise ImportError(f"cannot import {names}: their modules would be missing from the reference")
     return sorted(names)
 
 
