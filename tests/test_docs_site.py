@@ -86,3 +86,16 @@ def test_extension_documents_a_subpackage_installed_from_another_folder(tmp_path
     pkg = loader.load("pkg")
     assert pkg["sub.core.run"].docstring.value == "Run."
     assert pkg["sub.inner"].is_module and pkg["sub"].docstring.value == "Mapped."
+
+
+def test_sphinx_roles_become_inline_code(tmp_path, monkeypatch):
+    roles = _docs_module("griffe_sphinx_roles")
+    text = "See :func:`iqm`, :class:`~zsceval.rl.policy.Policy` and :py:meth:`a.B.c`; `kept` stays."
+    assert roles.plain(text) == "See `iqm`, `Policy` and `a.B.c`; `kept` stays."
+    (tmp_path / "rolepkg").mkdir()
+    (tmp_path / "rolepkg" / "__init__.py").write_text('def f():\n    """Calls :func:`~x.y.g`."""\n')
+    monkeypatch.delitem(sys.modules, "rolepkg", raising=False)
+    loader = griffe.GriffeLoader(
+        search_paths=[str(tmp_path)], extensions=griffe.load_extensions(roles.SphinxRoles)
+    )
+    assert loader.load("rolepkg")["f"].docstring.value == "Calls `g`."
