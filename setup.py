@@ -8,6 +8,16 @@ from setuptools import find_packages, setup
 HERE = Path(__file__).parent
 VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "zsceval" / "__init__.py").read_text()).group(1)
 
+# The documentation site (mkdocs.yml); also in the `test` extra, which builds it.
+DOCS = [
+    "mkdocs>=1.6,<2",
+    "mkdocs-material>=9.5",
+    "mkdocstrings[python]>=0.26",
+    "mkdocs-gen-files>=0.5",
+    "mkdocs-literate-nav>=0.6",
+    "mkdocs-jupyter>=0.25",
+]
+
 setup(
     name="zsceval",
     version=VERSION,
@@ -71,7 +81,14 @@ setup(
             # build, twine: .ci/run builds the sdist and wheel and checks them.
             "build>=1.0",
             "twine>=5.0",
+            # The strict documentation build (tests/test_docs_site.py) and the tutorial notebook's
+            # run (tests/test_tutorial.py): the `docs` extra and a Jupyter kernel.
+            *DOCS,
+            "nbclient>=0.10",
+            "ipykernel>=6.29",
         ],
+        # The documentation site (mkdocs.yml): `mkdocs serve` / `mkdocs build --strict`.
+        "docs": DOCS,
         # The reference simulator used by the parity tests (PyPI `overcooked`, old_dynamics flag).
         "reference": ["overcooked==0.2.1"],
         "ray": ["ray>=2.9"],

@@ -15,7 +15,7 @@ iteration the ego's row moves half-way towards what it just got,
 with r_p the mean team sparse return of the iteration's finished episodes with member p (per
 seat, then averaged over the seats that finished episodes). Member-to-member entries are never
 re-measured: an admitted member q inherits the ego's row as its row and column, and
-U[q][q] = U[ego][q] = the ego's latest self-play return (:func:`admit_payoff`).
+`U[q][q] = U[ego][q]` = the ego's latest self-play return (:func:`admit_payoff`).
 
 *Who the ego plays.* A fixed share 1 / (r + 1) of the games (the first B // (r + 1)) is ego
 self-play; every other game draws a (member, seat) arm at each episode start. The members that

@@ -6,7 +6,7 @@ precondition of the other agent's later action is detected and classified as con
 looping or irrelevant (:mod:`.detect`). :mod:`.probe` holds the scripted onion-passing partner
 used as a probe (paper Sec. 6.1). See docs/interdependence.md.
 
-Example:
+Examples:
     >>> from zsceval.interdependence import interdependence, summarize
     >>> counts = interdependence(states, actions, "forced_coordination")   # doctest: +SKIP
     >>> counts.constructive, counts.to_dict()["seats"][1]["triggered"]      # doctest: +SKIP
