@@ -10,7 +10,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from zsceval.rl.agent import ActOutput, register_agent, sample_actions
-from zsceval.rl.networks import ActorNet, CriticNet, ObsColumns, cast_shared, input_dtype, masked_logits
+from zsceval.rl.networks import ObsColumns, build_networks, cast_shared, input_dtype, masked_logits
 from zsceval.rl.valuenorm import ValueNorm
 
 __all__ = ["Policy", "network_spec"]
@@ -63,8 +63,7 @@ class Policy(nn.Module):
         super().__init__()
         self.spec = spec
         model = spec["model"]
-        self.actor = ActorNet(tuple(spec["obs_shape"]), spec["num_actions"], model)
-        self.critic = CriticNet(tuple(spec["critic_obs_shape"]), model)
+        self.actor, self.critic = build_networks(spec)
         self.value_norm = ValueNorm()
         self.use_value_norm = True
         self.bf16 = bool(model.get("bf16", False))
