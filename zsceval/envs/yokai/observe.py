@@ -186,7 +186,9 @@ def rules_for_observation(obs_shape: tuple[int, ...], num_actions: int | None = 
         for players in HINT_COUNTS[version]:
             rules = Rules(version, players)
             g, F = rules.grid, len(channel_names(rules))
-            valid.append(f"{version} {players}p: ({g}, {g + 1}, {F} or {F * players}), A={rules.actions.size}")
+            valid.append(
+                f"{version} {players}p: ({g}, {g + 1}, {F} or {F * players}), A={rules.actions.size}"
+            )
             for views in (1, players):
                 shape_ok = tuple(int(x) for x in obs_shape) == (g, g + 1, F * views)
                 if shape_ok and num_actions in (None, rules.actions.size):

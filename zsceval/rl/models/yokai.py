@@ -152,7 +152,9 @@ class TokenEncoder(nn.Module):
         hints = hints + under @ self.under_hint(cards)
         x = torch.cat([cards, hints], 1)
         rows, cols = cells // g, cells % g
-        side = ((rows[:, :, None] - rows[:, None, :]).abs() + (cols[:, :, None] - cols[:, None, :]).abs()) == 1
+        side = (
+            (rows[:, :, None] - rows[:, None, :]).abs() + (cols[:, :, None] - cols[:, None, :]).abs()
+        ) == 1
         side = side.to(x.dtype)
         for block in self.blocks:
             x = block(x, side, under)
@@ -193,7 +195,9 @@ class YokaiTrunk(nn.Module):
     @staticmethod
     def _plain(extra: torch.Tensor | None, columns: ObsColumns | None) -> None:
         if extra is not None or columns is not None:
-            raise ValueError("model.kind 'yokai-relational' takes neither extra critic features nor column-compressed obs")
+            raise ValueError(
+                "model.kind 'yokai-relational' takes neither extra critic features nor column-compressed obs"
+            )
 
     def _features(self, ctx: torch.Tensor, tokens: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
         if not self.tokens:
@@ -288,7 +292,9 @@ class YokaiActor(nn.Module):
         cell = torch.arange(g * g)
         self.register_buffer("cell_rc", torch.stack([cell // g, cell % g], -1), persistent=False)
 
-    def _cells(self, cards: torch.Tensor, cells: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _cells(
+        self, cards: torch.Tensor, cells: torch.Tensor, c: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(float [M, g², d], float [M, g², d])``: every cell's embedding as a MOVE and as a PLACE
         target (module docstring): its position, the messages of the cards on it and beside it,
         and the context, each mapped linearly, so a MOVE score is a sum of pairwise terms between
@@ -300,7 +306,9 @@ class YokaiActor(nn.Module):
         col = (cells % g)[:, :, None] - self.offsets[:, 1]
         inside = (r >= 0) & (r < g) & (col >= 0) & (col < g)
         target = torch.where(inside, r * g + col, g * g).view(M, Y * k, 1).expand(M, Y * k, 2 * d)
-        heard = torch.zeros(M, g * g + 1, 2 * d, dtype=msg.dtype, device=msg.device).scatter_add_(1, target, msg)
+        heard = torch.zeros(M, g * g + 1, 2 * d, dtype=msg.dtype, device=msg.device).scatter_add_(
+            1, target, msg
+        )
         base = self.cell_row(self.cell_rc[:, 0]) + self.cell_col(self.cell_rc[:, 1])  # [g², 2d]
         z = heard[:, : g * g] + base + self.cell_context(c)[:, None]
         return z[..., :d], z[..., d:]
