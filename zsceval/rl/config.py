@@ -161,6 +161,13 @@ class PPOConfig:
     rounding, ~2x faster on CPU for Overcooked's sparse lossless encoding (stacked stage-1 learners
     too, since 2026-11-27). Not for compiled steps, nor for a rollout in which more than half the
     entries vary."""
+    skip_forced: bool = True
+    """Do not run the actor's output (and, for a feed-forward actor, its whole forward) on
+    *forced* samples, those with exactly one available action (Yōkai's waiting player, whose only
+    action is NOOP): their log-probability and entropy are exactly 0 and their policy gradient is
+    0, so the update is the same up to float rounding while the value loss and the advantage
+    normalization still use every sample. Only a rollout that holds forced samples is affected
+    (none in Overcooked or Football); not for compiled steps or stacked learners."""
     entropy_coefs: tuple[float, ...] = (0.2, 0.05, 0.01)
     """Entropy coefficient values at ``entropy_milestones``, linear in between."""
     entropy_milestones: tuple[float, ...] = (0.0, 5e6, 1e7)
