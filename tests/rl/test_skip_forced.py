@@ -85,7 +85,8 @@ def test_training_with_and_without_the_skip_gives_the_same_policy(tmp_path, monk
     for skip in (False, True):
         out = tmp_path / f"skip_{skip}"
         sets = ["env.num_envs=8", "ppo.rollout_length=16", "ppo.epochs=2", "ppo.num_minibatches=2",
-                "run.eval_episodes=0", "run.num_threads=1", f"ppo.skip_forced={str(skip).lower()}"]  # fmt: skip
+                "run.eval_episodes=0", "run.num_threads=1",
+                f"ppo.skip_forced={str(skip).lower()}"]  # fmt: skip
         args = [
             "train",
             "--algo",

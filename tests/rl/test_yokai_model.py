@@ -143,9 +143,9 @@ def test_the_gru_carries_state_and_a_chunk_equals_its_steps():
 
 def test_a_tiny_recurrent_training_run_saves_a_loadable_policy(tmp_path):
     out = tmp_path / "sp"
-    sets = ["model.kind=yokai-relational", "model.hidden_size=16", "model.recurrent=true", "model.chunk_length=8",
-            "env.num_envs=8", "ppo.rollout_length=16", "ppo.epochs=1", "run.eval_episodes=2",
-            "env.options.perfect_memory=true"]  # fmt: skip
+    sets = ["model.kind=yokai-relational", "model.hidden_size=16", "model.recurrent=true",
+            "model.chunk_length=8", "env.num_envs=8", "ppo.rollout_length=16", "ppo.epochs=1",
+            "run.eval_episodes=2", "env.options.perfect_memory=true"]  # fmt: skip
     args = ["train", "--algo", "sp", "--env", "yokai", "--steps", "256", "--out", str(out), "--no-progress"]
     res = CliRunner().invoke(main, [*args, *(x for key in sets for x in ("--set", key))])
     assert res.exit_code == 0, res.output
