@@ -33,8 +33,8 @@ no per-cell matrix product).
 
 **Memory.** With ``model.recurrent`` a GRUCell(d) takes the pooled tokens each step; its state is
 the context ``c`` of the heads and is added (linearly mapped) to every token and cell before
-scoring. The critic is the same encoder over the critic observation, pooled (with its own GRU),
-then ``Linear(d, 1)``. ``d`` is ``model.hidden_size``.
+scoring. ``d`` is ``model.hidden_size``. The critic is the built-in MLP critic (with its GRU under
+``model.recurrent``), the same as the ``mlp`` policy's, so the two policies differ in the actor only.
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from zsceval.envs.yokai.observe import channel_names, rules_for_observation
-from zsceval.rl.networks import ObsColumns, register_model
+from zsceval.rl.networks import CriticNet, ObsColumns, register_model
 
-__all__ = ["RelationBlock", "TokenEncoder", "YokaiActor", "YokaiCritic", "YokaiRelational", "YokaiTrunk"]
+__all__ = ["RelationBlock", "TokenEncoder", "YokaiActor", "YokaiRelational", "YokaiTrunk"]
 
 _DIRECTIONS = ((0, 0), (-1, 0), (1, 0), (0, -1), (0, 1))
 """(row, col) offsets of the cells a card sends a message to: its own and its 4 side neighbours."""
@@ -163,24 +163,22 @@ class TokenEncoder(nn.Module):
 
 
 class YokaiTrunk(nn.Module):
-    """Encoder plus optional GRU, with the interface of :class:`zsceval.rl.networks._Trunk`.
+    """The actor's encoder plus optional GRU, with the interface of :class:`zsceval.rl.networks._Trunk`.
 
-    The actor's features ``[N, d + (Y + H) d + Y]`` are the context, the flattened tokens and the
-    cards' cells (as floats); the critic's ``[N, d]`` the context alone.
+    Its features ``[N, d + (Y + H) d + Y]`` are the context (pooled tokens, or the GRU state), the
+    flattened tokens and the cards' cells (as floats), which :meth:`YokaiActor.out` scores.
 
     Args:
         obs_shape: the observation's shape (:class:`TokenEncoder`).
         model: the spec's ``model`` dict (``hidden_size``, ``mlp_layers``, ``recurrent``).
-        tokens: return the tokens in the features (the actor).
     """
 
-    def __init__(self, obs_shape: tuple[int, ...], model: dict[str, Any], tokens: bool) -> None:
+    def __init__(self, obs_shape: tuple[int, ...], model: dict[str, Any]) -> None:
         super().__init__()
         d = int(model["hidden_size"])
         self.encoder = TokenEncoder(obs_shape, d, int(model["mlp_layers"]))
-        self.tokens = tokens
         Y, H = self.encoder.Y, self.encoder.H
-        self.out_size = d + ((Y + H) * d + Y if tokens else 0)
+        self.out_size = d + (Y + H) * d + Y
         self.gru: nn.GRUCell | None = None
         if model["recurrent"]:
             self.gru = nn.GRUCell(d, d)
@@ -196,12 +194,10 @@ class YokaiTrunk(nn.Module):
     def _plain(extra: torch.Tensor | None, columns: ObsColumns | None) -> None:
         if extra is not None or columns is not None:
             raise ValueError(
-                "model.kind 'yokai-relational' takes neither extra critic features nor column-compressed obs"
+                "the yokai-relational actor takes neither extra features nor column-compressed obs"
             )
 
     def _features(self, ctx: torch.Tensor, tokens: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
-        if not self.tokens:
-            return ctx
         return torch.cat([ctx, tokens.flatten(-2), cells.to(ctx.dtype)], -1)
 
     def step(
@@ -238,18 +234,42 @@ class YokaiTrunk(nn.Module):
 
 
 class _PairScore(nn.Module):
-    """``s(x_i, z_p) = (U x_i) · z_p / sqrt(d) + a · x_i + b · z_p``: ``[M, I, d], [M, P, d] -> [M, I, P]``
-    (``z_p`` is already a linear image of cell p's messages)."""
+    """``s(x_i, z_p) = (U x_i) · z_p / sqrt(d) + a · x_i + b · z_p`` for every object i and cell p,
+    where ``z_p = base_p + ctx + sum of the messages m heard at p`` (:meth:`YokaiActor._targets`).
+
+    ``z`` is linear in the messages, so the scores are computed without building ``z``: each
+    message's score ``(U x_i) · m / sqrt(d) + b · m`` is added to its cell (a scatter over
+    ``[M, I, g² + 1]``, the last column collecting messages that fall outside the field), then the
+    position and context terms. The same as forming ``z`` up to float rounding, at ``I`` numbers
+    per cell instead of ``d``.
+    """
 
     def __init__(self, d: int) -> None:
         super().__init__()
         self.u = _init(nn.Linear(d, d), 0.01)
-        self.a, self.b = _init(nn.Linear(d, 1), 0.01), _init(nn.Linear(d, 1), 0.01)
+        self.a = _init(nn.Linear(d, 1), 0.01)
+        self.b = nn.Linear(d, 1, bias=False)  # linear: a cell's term is the sum of its parts' terms
+        nn.init.orthogonal_(self.b.weight, gain=0.01)
         self.scale = 1.0 / math.sqrt(d)
 
-    def forward(self, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        pair = self.u(x) @ z.transpose(1, 2) * self.scale
-        return pair + self.a(x) + self.b(z).transpose(1, 2)
+    def forward(
+        self, x: torch.Tensor, msg: torch.Tensor, target: torch.Tensor, base: torch.Tensor, ctx: torch.Tensor
+    ) -> torch.Tensor:  # fmt: skip
+        """Scores ``[M, I, P]`` of ``x [M, I, d]`` against cells that hear ``msg [M, K, d]`` at
+        ``target int64 [M, K]`` (``P`` = outside), with ``base [P, d]`` and ``ctx [M, d]``."""
+        M, I = x.shape[:2]
+        P = base.shape[0]
+        u = self.u(x) * self.scale  # [M, I, d]
+        per_msg = u @ msg.transpose(1, 2) + self.b(msg).transpose(1, 2)  # [M, I, K]
+        heard = per_msg.new_zeros(M, I, P + 1).scatter_add_(2, target[:, None].expand(M, I, -1), per_msg)
+        at_cell = (u @ base.T.to(u.dtype)) + self.b(base).T  # [M, I, P]
+        return (
+            heard[..., :P]
+            + at_cell
+            + (u * ctx[:, None]).sum(-1, keepdim=True)
+            + self.a(x)
+            + self.b(ctx)[:, None]
+        )
 
 
 class YokaiActor(nn.Module):
@@ -273,7 +293,7 @@ class YokaiActor(nn.Module):
             raise ValueError(f"the actor takes one player's observation, got {tuple(obs_shape)}")
         if int(model.get("partner_model", 0)):
             raise ValueError("model.kind 'yokai-relational' has no partner-model head")
-        self.trunk = YokaiTrunk(obs_shape, model, tokens=True)
+        self.trunk = YokaiTrunk(obs_shape, model)
         d, g = int(model["hidden_size"]), rules.grid
         self.d, self.Y, self.H, self.g = d, rules.num_cards, rules.num_hints, g
         self.context = _init(nn.Linear(d, d), 1.0)
@@ -292,26 +312,20 @@ class YokaiActor(nn.Module):
         cell = torch.arange(g * g)
         self.register_buffer("cell_rc", torch.stack([cell // g, cell % g], -1), persistent=False)
 
-    def _cells(
-        self, cards: torch.Tensor, cells: torch.Tensor, c: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(float [M, g², d], float [M, g², d])``: every cell's embedding as a MOVE and as a PLACE
-        target (module docstring): its position, the messages of the cards on it and beside it,
-        and the context, each mapped linearly, so a MOVE score is a sum of pairwise terms between
-        the moved card and the cards around the target."""
+    def _targets(self, cards: torch.Tensor, cells: torch.Tensor, c: torch.Tensor):
+        """The cells as MOVE and PLACE targets (module docstring), as their parts: the cards'
+        messages ``[M, 5 Y, 2d]`` (card y's for direction j at ``5 y + j``), the cell that hears
+        each ``int64 [M, 5 Y]`` (g² when outside the field), the position embeddings ``[g², 2d]``
+        and the context ``[M, 2d]``; the first d features serve MOVE, the last d PLACE."""
         M, Y, d, g = cards.shape[0], self.Y, self.d, self.g
         k = len(_DIRECTIONS)
-        msg = self.messages(cards).view(M, Y * k, 2 * d)  # card y's message for direction j at y * k + j
+        msg = self.messages(cards).view(M, Y * k, 2 * d)
         r = (cells // g)[:, :, None] - self.offsets[:, 0]  # [M, Y, k]: the cell that hears it
         col = (cells % g)[:, :, None] - self.offsets[:, 1]
         inside = (r >= 0) & (r < g) & (col >= 0) & (col < g)
-        target = torch.where(inside, r * g + col, g * g).view(M, Y * k, 1).expand(M, Y * k, 2 * d)
-        heard = torch.zeros(M, g * g + 1, 2 * d, dtype=msg.dtype, device=msg.device).scatter_add_(
-            1, target, msg
-        )
+        target = torch.where(inside, r * g + col, g * g).view(M, Y * k)
         base = self.cell_row(self.cell_rc[:, 0]) + self.cell_col(self.cell_rc[:, 1])  # [g², 2d]
-        z = heard[:, : g * g] + base + self.cell_context(c)[:, None]
-        return z[..., :d], z[..., d:]
+        return msg, target, base, self.cell_context(c)
 
     def out(self, feats: torch.Tensor) -> torch.Tensor:
         """Action logits ``[..., A]`` from trunk features ``[..., out_size]``."""
@@ -324,15 +338,17 @@ class YokaiActor(nn.Module):
         ctx = self.context(c)
         tokens = F.relu(tokens + ctx[:, None])
         cards, hints = tokens[:, :Y], tokens[:, Y:]
-        move_to, place_on = self._cells(cards, cells, c)
+        msg, target, base, cell_ctx = self._targets(cards, cells, c)
+        move_to = (msg[..., :d], target, base[:, :d], cell_ctx[:, :d])
+        place_on = (msg[..., d:], target, base[:, d:], cell_ctx[:, d:])
         ne = self.noop_end(F.relu(c))
         logits = torch.cat(
             [
                 ne[:, :1],
                 self.peek(cards).squeeze(-1),
-                self.move(cards, move_to).flatten(1),
+                self.move(cards, *move_to).flatten(1),
                 self.reveal(hints).squeeze(-1),
-                self.place(hints, place_on).flatten(1),
+                self.place(hints, *place_on).flatten(1),
                 ne[:, 1:],
             ],
             -1,
@@ -340,24 +356,9 @@ class YokaiActor(nn.Module):
         return logits.view(*lead, -1)
 
 
-class YokaiCritic(nn.Module):
-    """Value ``[N, 1]`` (normalized units) from the critic observation's pooled tokens."""
-
-    def __init__(self, critic_obs_shape: tuple[int, ...], model: dict[str, Any]) -> None:
-        super().__init__()
-        if int(model.get("critic_extra", 0)):
-            raise ValueError("model.kind 'yokai-relational' takes no extra critic features")
-        self.trunk = YokaiTrunk(critic_obs_shape, model, tokens=False)
-        self.head = _init(nn.Linear(self.trunk.out_size, 1), 1.0)
-
-    def out(self, feats: torch.Tensor) -> torch.Tensor:
-        """Normalized value ``[..., 1]`` from trunk features."""
-        return self.head(feats)
-
-
 @register_model("yokai-relational")
 class YokaiRelational:
-    """The ``yokai-relational`` model plug-in: :class:`YokaiActor` and :class:`YokaiCritic`."""
+    """The ``yokai-relational`` model plug-in: :class:`YokaiActor` and the MLP critic."""
 
     @classmethod
     def actor(cls, obs_shape: tuple[int, ...], num_actions: int, model: dict[str, Any]) -> YokaiActor:
@@ -365,6 +366,10 @@ class YokaiRelational:
         return YokaiActor(tuple(obs_shape), int(num_actions), model)
 
     @classmethod
-    def critic(cls, critic_obs_shape: tuple[int, ...], model: dict[str, Any]) -> YokaiCritic:
-        """The critic of the critic observation's shape (``model.critic_obs`` own or joint)."""
-        return YokaiCritic(tuple(critic_obs_shape), model)
+    def critic(cls, critic_obs_shape: tuple[int, ...], model: dict[str, Any]) -> CriticNet:
+        """The built-in MLP critic (:class:`~zsceval.rl.networks.CriticNet` with ``kind=mlp``, the
+        same ``hidden_size``, ``mlp_layers`` and GRU option) over the critic observation: the
+        value needs no per-action structure, and with the same critic as the MLP policy a
+        comparison of the two isolates the actor (the relational critic tried first cost a
+        third of the update)."""
+        return CriticNet(tuple(critic_obs_shape), {**model, "kind": "mlp"})
