@@ -27,7 +27,7 @@ checkpoint's games are cached beside it (``games_<steps>.parquet``), so an inter
 continues where it stopped; the table is written to a temporary file and renamed.
 
     python benchmarks/learning/yokai_games.py --steps 2e7 --seeds 0 1 2 --out runs/yokai_games
-    python benchmarks/learning/yokai_games.py --steps 5e5 --agents relational --settings -M --out /tmp/yg
+    python benchmarks/learning/yokai_games.py --steps 5e5 --agents relational --settings M --out /tmp/yg
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ AGENTS = {
 """Trained agents: overrides on top of the learning benchmark's ``BENCH`` (MLP + GRU)."""
 
 SETTINGS = {"-M": ["env.options.perfect_memory=true"], "memory": ["env.options.perfect_memory=false"]}
-"""The paper's perfect-memory ("-M") and implicit-memory settings."""
+"""The paper's perfect-memory ("-M") and implicit-memory settings (``--settings M memory``)."""
 
 COLUMNS = ["agent", "setting", "seed", "env_steps", "game", "won", "score", "nc", "dnc", "ret"]
 
@@ -133,7 +133,7 @@ def main() -> None:
     ap.add_argument("--eval-every", type=float, default=None, help="env steps between checkpoints (/10)")
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--agents", nargs="+", default=list(AGENTS), choices=list(AGENTS))
-    ap.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    ap.add_argument("--settings", nargs="+", default=["M", "memory"], choices=["M", "memory"])
     ap.add_argument("--episodes", type=int, default=250, help="games per seating of each checkpoint (250)")
     ap.add_argument("--eval-seed", type=int, default=0, help="seed of every evaluation: the same deals (0)")
     ap.add_argument("--set", dest="overrides", action="append", default=[], help="extra config override")
@@ -146,7 +146,7 @@ def main() -> None:
     eval_every = int(args.eval_every) if args.eval_every else max(steps // 10, 1)
     data = args.data or Path("docs/data") / f"yokai-{_commit()}"
     frames = []
-    for setting in args.settings:
+    for setting in ("-M" if s == "M" else s for s in args.settings):
         for name, scripted in (("random", UniformRandomAgent), ("end-at-once", EndAtOnceAgent)):
             agent = scripted({"num_actions": 1068})
             df = games(agent, setting, args.episodes, args.eval_seed)
