@@ -141,6 +141,9 @@ setup(
             "unhelpful-random = zsceval.evaluation.strata:UniformRandomAgent",
             "unhelpful-stay = zsceval.evaluation.strata:StayAgent",
         ],
+        "zsceval.models": [
+            "yokai-relational = zsceval.rl.models.yokai:YokaiRelational",
+        ],
         "zsceval.cores": [
             "ppo = zsceval.rl.ppo:PPOCore",
             "pqn = zsceval.rl.pqn:PQNCore",

@@ -11,6 +11,8 @@ no core module names a plug-in module:
   :mod:`zsceval.rl.agent`, ``agent_class``.
 * ``zsceval.cores``: name = learning core (``Algorithm.core``), value = the core class;
   :mod:`zsceval.rl.cores`, ``get_core``.
+* ``zsceval.models``: name = ``model.kind`` of a model plug-in, value = its class (``actor`` and
+  ``critic`` builders); :mod:`zsceval.rl.networks`, ``model_class``.
 * ``zsceval.envs``: name = env (``env.name``), value = the env factory;
   :mod:`zsceval.envs.registry`, ``make``.
 * ``zsceval.jobs``: name = job kind (``Job.kind``), value = the job function;
@@ -20,11 +22,11 @@ no core module names a plug-in module:
 
 Convention of every group but ``zsceval.suites``: the entry point's name is the registry name and
 its value is the object, ``module:attr``. Loading it imports the module, whose decorators
-(``@register``, ``@register_agent``, ``@register_env``, ``@job_kind``, ...) may register the object
-and its siblings; if the name is still not registered afterwards, the registry registers the
-loaded object under the entry point's name. (A value naming only a module works when importing
-that module registers the entry point's name.) In ``zsceval.suites`` the value is a package whose
-folder holds suite files; the suite names are the files' stems.
+(``@register``, ``@register_agent``, ``@register_model``, ``@register_env``, ``@job_kind``, ...) may
+register the object and its siblings; if the name is still not registered afterwards, the
+registry registers the loaded object under the entry point's name. (A value naming only a module
+works when importing that module registers the entry point's name.) In ``zsceval.suites`` the
+value is a package whose folder holds suite files; the suite names are the files' stems.
 
 Loading is lazy. Names come from the metadata without importing anything; looking a name up
 loads the entry point of that name only (``TrainConfig.rollout_length`` imports one algorithm);

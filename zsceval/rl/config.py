@@ -91,7 +91,9 @@ class ModelConfig:
     """Actor and critic networks (both use the same architecture; the critic sees the critic obs)."""
 
     kind: str = "mlp"
-    """Encoder: ``mlp`` over the flattened observation, or ``cnn`` (ZSC-Eval's 3-layer CNN)."""
+    """Encoder: ``mlp`` over the flattened observation, or ``cnn`` (ZSC-Eval's 3-layer CNN); or a
+    model plug-in's name (entry-point group ``zsceval.models``, :mod:`zsceval.rl.networks`), e.g.
+    ``yokai-relational`` (per-card and per-cell action scores for Yōkai, docs/yokai.md)."""
     hidden_size: int = 64
     """Width of the hidden layers and of the GRU (ZSC-Eval: 64)."""
     mlp_layers: int = 2
@@ -159,6 +161,13 @@ class PPOConfig:
     rounding, ~2x faster on CPU for Overcooked's sparse lossless encoding (stacked stage-1 learners
     too, since 2026-11-27). Not for compiled steps, nor for a rollout in which more than half the
     entries vary."""
+    skip_forced: bool = True
+    """Do not run the actor's output (and, for a feed-forward actor, its whole forward) on
+    *forced* samples, those with exactly one available action (Yōkai's waiting player, whose only
+    action is NOOP): their log-probability and entropy are exactly 0 and their policy gradient is
+    0, so the update is the same up to float rounding while the value loss and the advantage
+    normalization still use every sample. Only a rollout that holds forced samples is affected
+    (none in Overcooked or Football); not for compiled steps or stacked learners."""
     entropy_coefs: tuple[float, ...] = (0.2, 0.05, 0.01)
     """Entropy coefficient values at ``entropy_milestones``, linear in between."""
     entropy_milestones: tuple[float, ...] = (0.0, 5e6, 1e7)
@@ -666,6 +675,16 @@ def _check_env_name(name: str) -> tuple[bool, str]:
     return name in valid, f"env.name must be a registered env ({', '.join(valid)}), got '{name}'.{hint}"
 
 
+def _check_model_kind(kind: str) -> tuple[bool, str]:
+    """``(ok, message)``: is ``kind`` a built-in encoder or a model plug-in (the message lists them)."""
+    from zsceval.rl.networks import model_kinds
+
+    valid = model_kinds()
+    close = difflib.get_close_matches(kind, valid, n=1)
+    hint = f" Did you mean '{close[0]}'?" if close else ""
+    return kind in valid, f"model.kind must be one of {', '.join(valid)}, got '{kind}'.{hint}"
+
+
 COMPILE_MODES = ("off", "step", "full", "auto")
 """Values of ``run.compile``."""
 
@@ -743,7 +762,7 @@ def validate(cfg: TrainConfig) -> None:
             list(cfg.ppo.entropy_milestones) == sorted(cfg.ppo.entropy_milestones),
             "ppo.entropy_milestones must be increasing",
         ),
-        (cfg.model.kind in ("mlp", "cnn"), f"model.kind must be 'mlp' or 'cnn', got '{cfg.model.kind}'"),
+        _check_model_kind(cfg.model.kind),
         (
             cfg.model.critic_obs in ("joint", "own"),
             f"model.critic_obs must be 'joint' or 'own', got '{cfg.model.critic_obs}'",

@@ -111,8 +111,9 @@ def minibatch_loss(policy: Policy, mb: dict[str, Any], entropy_coef: float | tor
             ``obs``/``critic_obs`` ``[L, S, ...]``, ``avail bool [L, S, A]``, ``actions int64
             [L, S]``, ``old_log_probs``, ``old_values``, ``advantages``, ``targets`` ``float32 [L,
             S]``, ``starts bool [L, S]``, ``h_actor``/``h_critic`` ``float32 [S, hidden]``, ``weight
-            float32 [L, S]`` or None; optionally ``critic_extra float32 [L, S, E]`` and
-            ``obs_columns``.
+            float32 [L, S]`` or None; optionally ``critic_extra float32 [L, S, E]``,
+            ``obs_columns`` and ``active bool [L, S]`` (the samples with more than one available
+            action, :meth:`Policy.evaluate <zsceval.rl.policy.Policy.evaluate>`).
         entropy_coef: the entropy bonus coefficient.
         cfg: ``ppo`` (clip, value coefficient, Huber delta, value clipping).
 
@@ -124,6 +125,7 @@ def minibatch_loss(policy: Policy, mb: dict[str, Any], entropy_coef: float | tor
     logp, entropy, values = policy.evaluate(
         mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
         mb["h_actor"], mb["h_critic"], mb["starts"], mb.get("critic_extra"), mb.get("obs_columns"),
+        mb.get("active"),
     )  # fmt: skip
     total, stats = ppo_terms(mb, logp, entropy, values, entropy_coef, mb["weight"], cfg)
     return total, stats, {"log_probs": logp, "entropy": entropy, "values": values}

@@ -12,6 +12,14 @@ multiplies by 255 in the env and divides by 255 in its CNN, which is the same in
 * heads: policy Linear(hidden -> A) with orthogonal gain 0.01; value Linear(hidden -> 1), gain 1.
 
 Hidden layers use orthogonal init with gain sqrt(2) (ReLU) and zero biases, as MAPPO.
+
+Other architectures are **model plug-ins** (``model.kind`` other than ``mlp`` and ``cnn``): a
+class registered with :func:`register_model`, or declared in the entry-point group
+``zsceval.models`` (:mod:`zsceval.plugins`; the built-in ones in ``setup.py``), whose classmethods
+``actor(obs_shape, num_actions, model)`` and ``critic(critic_obs_shape, model)`` return modules
+with the interface of :class:`ActorNet` and :class:`CriticNet`: a ``trunk`` (``step``,
+``sequence``, ``gru`` (None when feed-forward), ``hidden_size``, ``out_size``) and ``out``.
+:func:`build_networks` builds either kind from a policy's spec.
 """
 
 from __future__ import annotations
@@ -25,10 +33,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zsceval.plugins import PluginGroup
+
 __all__ = [
+    "ENCODER_KINDS",
+    "MODEL_GROUP",
     "ActorNet",
     "CriticNet",
     "Encoder",
+    "UnknownModelError",
+    "build_networks",
+    "model_kinds",
+    "register_model",
     "ObsColumns",
     "cast_observation",
     "compress_observation",
@@ -427,3 +443,93 @@ class CriticNet(nn.Module):
     def out(self, feats: torch.Tensor) -> torch.Tensor:
         """Normalized value ``[..., 1]`` from trunk features."""
         return self.head(feats)
+
+
+# -- registry of model plug-ins -------------------------------------------------------------------
+ENCODER_KINDS = ("mlp", "cnn")
+"""The built-in kinds: :class:`ActorNet` and :class:`CriticNet` with an :class:`Encoder` of this kind."""
+
+MODEL_GROUP = "zsceval.models"
+_models: dict[str, type] = {}
+_model_plugins = PluginGroup(MODEL_GROUP, "model")
+
+
+class UnknownModelError(ValueError):
+    """``model.kind`` names no built-in encoder and no model plug-in (the message lists them)."""
+
+
+def register_model(name: str):
+    """Class decorator: register a model plug-in as ``model.kind = name``.
+
+    The class provides the classmethods ``actor(obs_shape, num_actions, model) -> nn.Module`` and
+    ``critic(critic_obs_shape, model) -> nn.Module`` (see the module docstring for their interface;
+    ``model`` is the spec's ``model`` dict).
+
+    Raises:
+        ValueError: ``name`` is a built-in kind or registered by another class.
+    """
+
+    def decorator(cls: type) -> type:
+        if name in ENCODER_KINDS:
+            raise ValueError(f"model kind '{name}' is built in")
+        existing = _models.get(name)
+        if existing is not None and (existing.__module__, existing.__qualname__) != (
+            cls.__module__,
+            cls.__qualname__,
+        ):
+            raise ValueError(f"model kind '{name}' is already registered by {existing.__qualname__}")
+        _models[name] = cls
+        return cls
+
+    return decorator
+
+
+def _adopt_model(name: str, obj: Any) -> None:
+    if name not in _models:
+        if not isinstance(obj, type):
+            raise TypeError(f"{obj!r} is not a class and its module registered no model '{name}'")
+        register_model(name)(obj)
+
+
+def model_kinds() -> list[str]:
+    """Every valid ``model.kind``: the built-in encoders, then the registered and declared plug-ins
+    (sorted; none imported)."""
+    try:
+        declared = set(_model_plugins.names())
+    except ImportError:  # a source checkout without metadata: the built-ins and registered ones
+        declared = set()
+    return [*ENCODER_KINDS, *sorted((set(_models) | declared) - set(ENCODER_KINDS))]
+
+
+def model_class(kind: str) -> type:
+    """The model plug-in class of ``kind``, loading its entry point (only) if needed.
+
+    Raises:
+        UnknownModelError: unknown kind (the valid ones listed, the closest suggested).
+        zsceval.plugins.PluginLoadError: the entry point of ``kind`` could not be loaded.
+    """
+    valid = model_kinds()
+    cls, close = _model_plugins.lookup(kind, _models, _adopt_model, valid)
+    if cls is not None:
+        return cls
+    hint = f" Did you mean '{close}'?" if close else ""
+    raise UnknownModelError(
+        f"unknown model.kind '{kind}' (valid: {', '.join(valid)}); install the plug-in that declares "
+        f"it in the entry-point group '{MODEL_GROUP}'.{hint}"
+    )
+
+
+def build_networks(spec: dict[str, Any]) -> tuple[nn.Module, nn.Module]:
+    """``(actor, critic)`` of a policy spec (:func:`zsceval.rl.policy.network_spec`): the built-in
+    :class:`ActorNet` / :class:`CriticNet` for ``model.kind`` in :data:`ENCODER_KINDS`, else the
+    plug-in's (:func:`model_class`).
+
+    Raises:
+        UnknownModelError: unknown ``model.kind``.
+    """
+    model = spec["model"]
+    obs_shape, critic_shape = tuple(spec["obs_shape"]), tuple(spec["critic_obs_shape"])
+    if model["kind"] in ENCODER_KINDS:
+        return ActorNet(obs_shape, spec["num_actions"], model), CriticNet(critic_shape, model)
+    cls = model_class(model["kind"])
+    return cls.actor(obs_shape, spec["num_actions"], model), cls.critic(critic_shape, model)

@@ -10,7 +10,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from zsceval.rl.agent import ActOutput, register_agent, sample_actions
-from zsceval.rl.networks import ActorNet, CriticNet, ObsColumns, cast_shared, input_dtype, masked_logits
+from zsceval.rl.networks import ObsColumns, build_networks, cast_shared, input_dtype, masked_logits
 from zsceval.rl.valuenorm import ValueNorm
 
 __all__ = ["Policy", "network_spec"]
@@ -63,8 +63,7 @@ class Policy(nn.Module):
         super().__init__()
         self.spec = spec
         model = spec["model"]
-        self.actor = ActorNet(tuple(spec["obs_shape"]), spec["num_actions"], model)
-        self.critic = CriticNet(tuple(spec["critic_obs_shape"]), model)
+        self.actor, self.critic = build_networks(spec)
         self.value_norm = ValueNorm()
         self.use_value_norm = True
         self.bf16 = bool(model.get("bf16", False))
@@ -200,6 +199,7 @@ class Policy(nn.Module):
         starts: torch.Tensor,
         critic_extra: torch.Tensor | None = None,
         columns: ObsColumns | None = None,
+        active: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Re-evaluate stored actions over chunks of L steps for N sequences (with gradients).
 
@@ -212,6 +212,11 @@ class Policy(nn.Module):
             columns: with an ``mlp`` model, ``obs`` may be ``float32 [L, N, S]``, its varying
                 entries (:func:`~zsceval.rl.networks.compress_observation`); then these are its
                 columns, and ``critic_obs`` is compressed alike when it is ``obs`` itself.
+            active: ``bool [L, N]``, the samples with more than one available action (``ppo.
+                skip_forced``), or None (all). The actor's output is computed for these only (a
+                feed-forward actor runs only on these; a recurrent one still steps its GRU through
+                every step); the others get log-probability and entropy 0, which is what a
+                single available action gives exactly (and a zero policy gradient).
 
         Returns:
             ``(log_probs [L, N], entropy [L, N], values [L, N])``, float32; values normalized.
@@ -221,12 +226,38 @@ class Policy(nn.Module):
             critic_columns = columns if critic_obs is obs else None
             if columns is None:
                 obs, critic_obs = cast_shared(obs, critic_obs, input_dtype(obs), contiguous=mlp)
-            logits = self.actor.out(self.actor.trunk.sequence(obs, self._h(h_actor), starts, columns=columns))
+            if active is None:
+                logits = self.actor.out(
+                    self.actor.trunk.sequence(obs, self._h(h_actor), starts, columns=columns)
+                )
+            else:
+                rows = active.reshape(-1).nonzero().squeeze(-1)
+                logits = self._active_logits(obs, h_actor, starts, columns, rows)
             feats = self.critic.trunk.sequence(
                 critic_obs, self._h(h_critic), starts, critic_extra, columns=critic_columns
             )
             values = self.critic.out(feats)
+        if active is not None:
+            avail, actions = avail.reshape(-1, avail.shape[-1])[rows], actions.reshape(-1)[rows]
         logp_all = F.log_softmax(masked_logits(logits.float(), avail), dim=-1)
         logp = logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
         entropy = -(logp_all.exp() * logp_all).sum(-1)
+        if active is not None:  # forced samples: log-probability and entropy exactly 0
+            logp = logp.new_zeros(active.numel()).index_copy(0, rows, logp).view(active.shape)
+            entropy = entropy.new_zeros(active.numel()).index_copy(0, rows, entropy).view(active.shape)
         return logp, entropy, values.float().squeeze(-1)
+
+    def _active_logits(
+        self, obs: torch.Tensor, h_actor: torch.Tensor, starts: torch.Tensor, columns: ObsColumns | None,
+        rows: torch.Tensor,
+    ) -> torch.Tensor:  # fmt: skip
+        """Logits ``[R, A]`` of the flattened ``[L * N]`` sample indices ``rows`` (:meth:`evaluate`'s
+        ``active``): a feed-forward actor runs on those samples only; a recurrent one runs its trunk
+        over every step (the GRU state passes through them) and its output layer on those only."""
+        L, N = obs.shape[:2]
+        if self.recurrent:
+            feats = self.actor.trunk.sequence(obs, self._h(h_actor), starts, columns=columns)
+            return self.actor.out(feats.reshape(L * N, -1).index_select(0, rows))
+        picked = obs.reshape(L * N, *obs.shape[2:]).index_select(0, rows)
+        feats = self.actor.trunk.sequence(picked[None], None, starts.reshape(-1)[rows][None], columns=columns)
+        return self.actor.out(feats[0])

@@ -27,7 +27,7 @@ import torch
 from zsceval.rl.config import TrainConfig
 from zsceval.rl.cores import LearningCore
 from zsceval.rl.gae import compute_gae
-from zsceval.rl.learner_group import LearnerGroup, learner_group
+from zsceval.rl.learner_group import LearnerGroup, SeparateLearners, learner_group
 from zsceval.rl.networks import ObsColumns, compress_observation, observation_columns
 from zsceval.rl.policy import Policy
 from zsceval.rl.rollout import Rollout
@@ -365,6 +365,9 @@ class PPOCore(LearningCore):
             data["critic_extra"] = flat(self.critic_extra)[:T]
         if others is not None:
             data["other_actions"] = others
+        forced = self._forced()
+        if forced is not None:
+            data["active"] = ~forced
         seq = {key: _chunks(v, L) for key, v in data.items()}
         h_actor, h_critic = (flat(h)[::L].flatten(0, 1) for h in (buf.h_actor, buf.h_critic))
         weight = None
@@ -384,6 +387,21 @@ class PPOCore(LearningCore):
             "returns": own_returns,
             "columns": None if compressed is None else compressed[1],
         }
+
+    def _forced(self) -> torch.Tensor | None:
+        """``bool [T, N]``: the rollout's samples with exactly one available action, when there are
+        any and ``ppo.skip_forced`` applies (separate, eager learners); else None. Their policy
+        terms are exactly 0 (:meth:`Policy.evaluate <zsceval.rl.policy.Policy.evaluate>`'s
+        ``active``), so the update skips the actor's work on them."""
+        if (
+            not self.cfg.ppo.skip_forced
+            or self.group.compiled
+            or not isinstance(self.group, SeparateLearners)
+        ):
+            return None
+        buf = self.buffer
+        forced = buf.flat(buf.avail).sum(-1) == 1
+        return forced if bool(forced.any()) else None
 
     @staticmethod
     def _minibatch(batch: dict, idx: torch.Tensor) -> dict[str, Any]:

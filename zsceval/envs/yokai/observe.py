@@ -35,10 +35,10 @@ import numpy as np
 import torch
 
 from .graph import adjacency
-from .rules import HintStatus, Rules
+from .rules import HINT_COUNTS, VERSIONS, HintStatus, Rules
 from .state import YokaiState
 
-__all__ = ["channel_high", "channel_names", "graph_view", "image", "node_features"]
+__all__ = ["channel_high", "channel_names", "graph_view", "image", "node_features", "rules_for_observation"]
 
 GLOBALS = ("is_current", "turn_offset", "phase")
 
@@ -161,3 +161,41 @@ def graph_view(nodes: torch.Tensor, state: YokaiState, rules: Rules) -> tuple[to
     rc = torch.cat([rc, torch.zeros(B, N - Y, 2, dtype=rc.dtype, device=rc.device)], 1)
     feats = torch.cat([nodes, rc[:, None].expand(B, n, N, 2).to(torch.uint8)], -1)
     return adj, feats
+
+
+def rules_for_observation(obs_shape: tuple[int, ...], num_actions: int | None = None) -> tuple[Rules, int]:
+    """The configuration whose image observation (own or the critic's) has ``obs_shape``.
+
+    Version and player count fix the grid g and the channels F = 2|C| + n + 8 (the critic's
+    observation has n F); no two configurations share them, so a network built from a policy's
+    shapes finds its game.
+
+    Args:
+        obs_shape: ``(g, g + 1, F)`` or ``(g, g + 1, n F)``.
+        num_actions: A, checked against the configuration when given.
+
+    Returns:
+        ``(rules, views)``: the configuration and how many players' F channels ``obs_shape``
+        holds (1 for the own observation, n for the critic's).
+
+    Raises:
+        ValueError: no configuration has these sizes (the valid ones listed).
+    """
+    found, valid = [], []
+    for version in VERSIONS:
+        for players in HINT_COUNTS[version]:
+            rules = Rules(version, players)
+            g, F = rules.grid, len(channel_names(rules))
+            valid.append(
+                f"{version} {players}p: ({g}, {g + 1}, {F} or {F * players}), A={rules.actions.size}"
+            )
+            for views in (1, players):
+                shape_ok = tuple(int(x) for x in obs_shape) == (g, g + 1, F * views)
+                if shape_ok and num_actions in (None, rules.actions.size):
+                    found.append((rules, views))
+    if len(found) != 1:
+        raise ValueError(
+            f"no Yokai configuration has observations {tuple(obs_shape)}"
+            f"{'' if num_actions is None else f' and {num_actions} actions'} ({'; '.join(valid)})"
+        )
+    return found[0]
