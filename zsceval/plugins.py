@@ -52,6 +52,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import importlib.metadata
+import types
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -291,6 +292,9 @@ class Registration:
 
 
 def _source(obj: Any) -> str:
+    """``module.qualname`` of a class or function, the name of a module (package)."""
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__
     return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
 
 
