@@ -64,6 +64,7 @@ __all__ = [
     "EntryPointsMissingError",
     "PluginGroup",
     "PluginLoadError",
+    "REPORT_SECTION_GROUP",
     "Registration",
     "Registry",
     "ReportOptions",
@@ -530,6 +531,11 @@ class Registry:
 
 
 # -- the contract of report sections (entry-point group zsceval.report_sections) -------------------
+REPORT_SECTION_GROUP = "zsceval.report_sections"
+"""Entry-point group of the blocks of ``zsceval report``: name = the section, value = a
+:class:`ReportSection` subclass."""
+
+
 @dataclass(frozen=True)
 class ReportOptions:
     """What ``zsceval report`` passes every report section (its command-line options).

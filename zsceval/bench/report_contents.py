@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from zsceval.bench import report as rep
-from zsceval.plugins import Registry, ReportOptions, ReportSection
+from zsceval.plugins import REPORT_SECTION_GROUP, Registry, ReportOptions, ReportSection
 
 __all__ = [
     "SECTIONS",
@@ -32,11 +32,10 @@ __all__ = [
     "gather_sections",
     "report_json",
     "report_text",
-    "section_help",
     "write_report_figures",
 ]
 
-SECTION_GROUP = "zsceval.report_sections"
+SECTION_GROUP = REPORT_SECTION_GROUP
 SECTIONS = Registry(SECTION_GROUP, "report section", kind="class")
 """The report sections (:class:`zsceval.plugins.Registry`): name -> a
 :class:`~zsceval.plugins.ReportSection` subclass."""
@@ -47,17 +46,6 @@ def _section(name: str) -> ReportSection:
     if not issubclass(cls, ReportSection):
         raise TypeError(f"report section '{name}': {cls.__qualname__} is not a zsceval.plugins.ReportSection")
     return cls()
-
-
-def section_help() -> list[tuple[str, str]]:
-    """``(name, help)`` of every report section, for ``zsceval report --help``: the section class's
-    docstring as one paragraph (loads every section; one that fails to load shows its error)."""
-    rows = []
-    for name, description in SECTIONS.describe():
-        cls = SECTIONS.objects.get(name)
-        doc = " ".join((cls.__doc__ or "").split()) if cls is not None else description
-        rows.append((name, doc or description))
-    return rows
 
 
 def gather_sections(directory: Path, options: ReportOptions, *, bench: bool) -> tuple[tuple[str, Any], ...]:

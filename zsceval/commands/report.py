@@ -12,19 +12,22 @@ from zsceval.commands._common import COUNT
 
 
 class _ReportCommand(click.Command):
-    """``zsceval report``, whose help ends with the help of every report section (loaded only when
-    the help is printed)."""
+    """``zsceval report``, whose help ends with the names of the installed report sections (read
+    from the package metadata: nothing is imported)."""
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_help_text(ctx, formatter)
-        from zsceval.bench.report_contents import section_help
+        from zsceval.plugins import REPORT_SECTION_GROUP, PluginGroup, PluginLoadError
 
-        rows = section_help()
-        if rows:
-            with formatter.section("Report sections (entry-point group zsceval.report_sections)"):
-                for name, text in rows:
-                    formatter.write_paragraph()
-                    formatter.write_text(f"{name}: {text}")
+        try:
+            names = PluginGroup(REPORT_SECTION_GROUP, "report section").names()
+        except PluginLoadError:  # zsceval is not installed: no section to list
+            return
+        with formatter.section(f"Report sections (entry-point group {REPORT_SECTION_GROUP})"):
+            formatter.write_text(
+                f"{', '.join(names)}: each adds its block, tables and figures (see the plug-in's "
+                "documentation)."
+            )
 
 
 @click.command(name="report", cls=_ReportCommand)
@@ -129,7 +132,7 @@ def report(
     (suites with evaluation.strata, the default), the mean return with a partner that only stays and
     with one that acts uniformly at random. See zsceval.stats.metrics for the schemas.
 
-    Plug-ins add report sections (listed at the end): their blocks follow the bench tables, and a
+    Plug-ins add report sections (listed below): their blocks follow the bench tables, and a
     folder without bench tables gets the sections that find something in it alone.
 
     Comparisons (--stats) use every partner: P(X > Y) per (partner, seat) averaged over partners
