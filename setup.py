@@ -173,5 +173,10 @@ setup(
         # Evaluation-partner sets: name = the label of `label:set@version/split`, value = a package
         # whose folder holds index.yaml (zsceval/evaluation/shipped_sets.py).
         "zsceval.partner_sets": ["zsceval = zsceval.partner_sets"],
+        # Blocks of `zsceval report`: name = the section, value = a zsceval.plugins.ReportSection.
+        "zsceval.report_sections": [
+            "tbs = zsceval.algorithms.tbs.report:TBSSection",
+            "yokai = zsceval.evaluation.yokai_xp:YokaiCrossPlaySection",
+        ],
     },
 )

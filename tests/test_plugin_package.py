@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zsceval.plugins import EntryPointsMissingError, PluginGroup
+from zsceval.plugins import EntryPointsMissingError, PluginGroup, UnknownPluginError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,6 +46,9 @@ plug-policy = "zsceval_testplug:PlugPolicy"
 [project.entry-points."zsceval.suites"]
 testplug = "zsceval_testplug.suites"
 
+[project.entry-points."zsceval.report_sections"]
+plug-notes = "zsceval_testplug:NoteSection"
+
 [tool.setuptools]
 packages = ["zsceval_testplug", "zsceval_testplug.suites"]
 
@@ -58,6 +61,7 @@ PLUGIN = '''
 
 from zsceval.algorithms.sp import SelfPlay
 from zsceval.execution.jobs import Job
+from zsceval.plugins import ReportSection
 from zsceval.rl.policy import Policy
 
 
@@ -84,6 +88,20 @@ class PlugSelfPlay(SelfPlay):
 def note_job(params, out, needs):
     (out / "note.txt").write_text(f"{params['algo']} seed {params['seed']}")
     return {"noted": params["algo"]}
+
+
+class NoteSection(ReportSection):
+    """The plug-in's notes (plug_notes/*/note.txt) as a block of zsceval report."""
+
+    def gather(self, directory, options):
+        notes = sorted(p.read_text() for p in directory.rglob("plug_notes/*/note.txt"))
+        return notes or None
+
+    def to_json(self, data):
+        return {"plug_notes": data}
+
+    def to_text(self, data, options):
+        return "plug-in notes: " + "; ".join(data)
 '''
 
 SUITE = """
@@ -159,16 +177,38 @@ def test_a_plugin_package_benches_its_own_suite_and_job_kind(plugin_site, tmp_pa
     assert json.loads(ego.read_text())["agents"]["ego"]["class"] == "plug-policy"
     results = pd.read_parquet(out / "results.parquet")
     assert set(results["algorithm"]) == {"plugsp"} and len(results) > 0
+    res = zsceval(plugin_site, "report", out, "--no-figures", "--reps", "50", cwd=tmp_path)
+    assert res.returncode == 0 and "BR-Prox" in res.stdout, res.stdout + res.stderr
+    assert f"plug-in notes: plugsp seed {note.name[1:]}" in res.stdout  # the section beside the tables
 
 
-def test_config_reads_load_only_the_algorithm_they_name():
-    """``TrainConfig.rollout_length`` needs the algorithm's core: it imports that plug-in alone."""
+def test_a_plugin_package_adds_a_report_section(plugin_site, tmp_path):
+    """``zsceval report`` names no plug-in: a section of the entry-point group shows its block."""
+    for seed in (0, 1):
+        (tmp_path / "run" / "plug_notes" / f"s{seed}").mkdir(parents=True)
+        (tmp_path / "run" / "plug_notes" / f"s{seed}" / "note.txt").write_text(f"seed {seed}")
+    res = zsceval(plugin_site, "report", tmp_path / "run", "--json", "--no-figures", cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert json.loads(res.stdout) == {"plug_notes": ["seed 0", "seed 1"]}  # a folder of its results only
+    res = zsceval(plugin_site, "report", tmp_path / "run", cwd=tmp_path)
+    assert res.returncode == 0 and res.stdout.strip() == "plug-in notes: seed 0; seed 1", res.stderr
+    res = zsceval(plugin_site, "report", "--help", cwd=tmp_path)  # the names, from the metadata
+    assert "plug-notes, tbs, yokai: each adds its block" in " ".join(res.stdout.split()), res.stdout
+
+
+def test_the_config_loads_no_plugin_and_a_lookup_loads_only_its_algorithm():
+    """``TrainConfig`` reads no registry (its caller names the core); ``registry.get`` imports the
+    plug-in it names alone."""
     code = textwrap.dedent(
         """
         import sys
+        from zsceval import registry
         from zsceval.rl.config import TrainConfig
         cfg = TrainConfig()
-        assert cfg.rollout_length == cfg.ppo.rollout_length
+        assert cfg.rollout_length("ppo") == cfg.ppo.rollout_length
+        assert cfg.steps_per_iteration("pqn") == cfg.env.num_envs * cfg.pqn.rollout_length
+        assert not [m for m in sys.modules if m.startswith("zsceval.algorithms.")]
+        assert registry.get("sp").core == "ppo"
         loaded = sorted(m for m in sys.modules if m.startswith("zsceval.algorithms."))
         assert loaded == ["zsceval.algorithms.sp"], loaded
         """
@@ -221,7 +261,12 @@ def test_unknown_names_list_the_declared_ones():
         UnknownAgentClassError, match=r"'ppp'.*human-proxy.*\bppo\b.*tbs-tom.*Did you mean 'ppo'"
     ):
         agent_class("ppp")
-    with pytest.raises(ValueError, match=r"unknown learning core 'pqm'; registered cores: ppo, pqn.*'pqn'"):
+    with pytest.raises(
+        ValueError, match=r"unknown learning core 'pqm'. Registered learning cores: ppo, pqn.*'pqn'"
+    ):
         get_core("pqm")
-    with pytest.raises(KeyError, match=r"unknown job kind 'tbs.eg'.*'tbs.ego'.*train"):
+    with pytest.raises(KeyError, match=r"unknown job kind 'tbs.eg'.*train.*Did you mean 'tbs.ego'"):
         job_function("tbs.eg")
+    for lookup in (agent_class, get_core, job_function):  # one error type behind every registry
+        with pytest.raises(UnknownPluginError):
+            lookup("no-such-name")

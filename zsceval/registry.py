@@ -15,18 +15,24 @@ Nothing is imported until a lookup, and a lookup imports only what it needs: :fu
 the entry point of that name only, :func:`names` reads the names from the metadata alone, and
 :func:`describe` loads them all. A plug-in whose import fails does not break the others:
 looking it up raises :class:`PluginLoadError` naming the entry point and the exception.
-Registering a name twice raises :class:`DuplicateAlgorithmError`.
+Registering a name twice raises :class:`DuplicateAlgorithmError`. The registry is a
+:class:`zsceval.plugins.Registry`, :data:`ALGORITHMS`, like every other registry of zsceval.
 """
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass
 from typing import Any
 
-from zsceval.plugins import EntryPointsMissingError, PluginGroup, PluginLoadError
+from zsceval.plugins import (
+    DuplicatePluginError,
+    EntryPointsMissingError,
+    PluginLoadError,
+    Registry,
+    UnknownPluginError,
+)
 
 __all__ = [
+    "ALGORITHMS",
     "ENTRY_POINT_GROUP",
     "DuplicateAlgorithmError",
     "EntryPointsMissingError",
@@ -40,32 +46,34 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "zsceval.algorithms"
 BUILTIN_PACKAGE = "zsceval.algorithms"
-"""The package of the built-in algorithms (:func:`reset` forgets its modules)."""
+"""The package of the built-in algorithms."""
 
 
-class UnknownAlgorithmError(KeyError):
-    """No algorithm of that name; the message lists the registered names."""
-
-    def __str__(self) -> str:  # KeyError quotes its argument; show the message as is
-        return str(self.args[0])
+class UnknownAlgorithmError(UnknownPluginError, KeyError):
+    """No algorithm of that name; the message lists the registered names (also a ``KeyError``)."""
 
 
-class DuplicateAlgorithmError(ValueError):
+class DuplicateAlgorithmError(DuplicatePluginError):
     """An algorithm name was registered twice."""
 
 
-@dataclass(frozen=True)
-class Entry:
-    """A registered algorithm: its class, one-line description and where it came from."""
-
-    name: str
-    cls: type
-    description: str
-    source: str
+def _mark(name: str, cls: type, description: str) -> None:
+    """Give the class its registry name and description (``Algorithm.name``, ``.description``)."""
+    cls.name = name
+    cls.description = description
 
 
-_registry: dict[str, Entry] = {}
-_plugins = PluginGroup(ENTRY_POINT_GROUP, "algorithm")
+ALGORITHMS = Registry(
+    ENTRY_POINT_GROUP,
+    "algorithm",
+    kind="class",
+    on_register=_mark,
+    unknown_error=UnknownAlgorithmError,
+    duplicate_error=DuplicateAlgorithmError,
+)
+"""The algorithm registry."""
+
+_registry = ALGORITHMS.objects  # name -> class; tests remove their registrations from it
 
 
 def register(name: str, description: str | None = None, cls: type | None = None) -> Any:
@@ -85,49 +93,14 @@ def register(name: str, description: str | None = None, cls: type | None = None)
         DuplicateAlgorithmError: ``name`` is already registered by another class.
         ValueError: an invalid name.
     """
-    if not name or name != name.strip() or " " in name:
-        raise ValueError(f"invalid algorithm name {name!r}")
-
-    def decorator(c: type) -> type:
-        existing = _registry.get(name)
-        if existing is not None and existing.cls is not c:
-            raise DuplicateAlgorithmError(
-                f"algorithm '{name}' is already registered by {existing.source}; "
-                f"{c.__module__}.{c.__qualname__} cannot use the same name"
-            )
-        doc = (c.__doc__ or "").strip().splitlines()
-        desc = description if description is not None else (doc[0] if doc else "")
-        c.name = name
-        c.description = desc
-        _registry[name] = Entry(name, c, desc, f"{c.__module__}.{c.__qualname__}")
-        return c
-
-    return decorator if cls is None else decorator(cls)
-
-
-def _adopt(name: str, obj: Any) -> None:
-    """Register the object of entry point ``name`` unless importing its module registered it."""
-    if name in _registry:
-        return
-    if not isinstance(obj, type):
-        raise TypeError(f"{obj!r} is not a class and its module registered no algorithm named '{name}'")
-    register(name, cls=obj)
-
-
-def _load(name: str) -> None:
-    """Load the entry point ``name`` if one is declared (at most once)."""
-    if name not in _registry and name in _plugins:
-        _plugins.load(name, _adopt)
+    return ALGORITHMS.register(name, cls, description=description)
 
 
 def reset() -> None:
-    """Forget every registration and the entry points loaded; the next lookup loads them again
-    (for tests that install a plug-in). Imported modules stay imported: a lookup registers the class
-    its entry point names (:func:`_adopt`), the same class object as before, so agents, checkpoints
-    and ``isinstance`` checks made before the reset keep working (TBS's agent classes live in the
-    algorithms package)."""
-    _registry.clear()
-    _plugins.forget()
+    """Forget every registration and the entry points loaded (:meth:`Registry.reset
+    <zsceval.plugins.Registry.reset>`), for tests that install a plug-in. Agents, checkpoints and
+    ``isinstance`` checks made before the reset keep working: a lookup registers the same class."""
+    ALGORITHMS.reset()
 
 
 def names() -> list[str]:
@@ -136,16 +109,13 @@ def names() -> list[str]:
     Raises:
         EntryPointsMissingError: zsceval is not installed (its entry points are missing).
     """
-    return sorted(set(_registry) | set(_plugins.names()))
+    return ALGORITHMS.names()
 
 
 def describe() -> list[tuple[str, str]]:
     """``(name, description)`` pairs, sorted; loads every entry point. Plug-ins that failed to load
     are listed with the error."""
-    failed = _plugins.load_all(_adopt)
-    rows = [(e.name, e.description) for e in _registry.values()]
-    rows += [(n, f"(failed to load) {err}") for n, err in failed.items() if n not in _registry]
-    return sorted(rows)
+    return ALGORITHMS.describe()
 
 
 def get(name: str) -> type:
@@ -157,12 +127,4 @@ def get(name: str) -> type:
         UnknownAlgorithmError: no such name (lists the valid ones, suggests the closest).
         EntryPointsMissingError: zsceval is not installed (its entry points are missing).
     """
-    _load(name)
-    if name in _registry:
-        return _registry[name].cls
-    valid = names()
-    close = difflib.get_close_matches(name, valid, n=1)
-    hint = f" Did you mean '{close[0]}'?" if close else ""
-    raise UnknownAlgorithmError(
-        f"unknown algorithm '{name}'. Registered algorithms: {', '.join(valid)}.{hint}"
-    )
+    return ALGORITHMS.get(name)

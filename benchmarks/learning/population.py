@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from zsceval import registry
 from zsceval.rl.config import resolve_config
 from zsceval.rl.trainer import Trainer
 
@@ -30,7 +31,8 @@ def timed(algo: str, layout: str, iterations: int, overrides: list[str], out: Pa
     """Train ``iterations`` iterations; returns games, env steps and env steps/s (training wall-clock)."""
     cfg = resolve_config(preset="quick", overrides=[*overrides, "run.eval_episodes=0"],
                          **{"run.algo": algo, "env.layout": layout})  # fmt: skip
-    cfg = resolve_config(base=cfg, overrides=[f"run.total_steps={iterations * cfg.steps_per_iteration}"])
+    steps = cfg.steps_per_iteration(registry.get(algo).core)
+    cfg = resolve_config(base=cfg, overrides=[f"run.total_steps={iterations * steps}"])
     trainer = Trainer(cfg, out / algo, progress=False)
     trainer.train()
     return {"algo": algo, "games": cfg.env.num_envs, "learners": len(trainer.learners),

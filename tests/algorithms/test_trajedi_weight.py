@@ -60,7 +60,7 @@ def moves(tmp_path_factory):
         tr.core.collect(tr.runner, tr.env_steps)
         tr.core.bootstrap(tr.runner)
         tr.core.update(tr.env_steps, tr.update_gen)
-        tr.env_steps += cfg.steps_per_iteration
+        tr.env_steps += tr.steps_per_iteration
     episodes = tr.core.collect(tr.runner, tr.env_steps)
     weights = {n: copy.deepcopy(p.state_dict()) for n, p in tr.learners.items()}
     core_state = copy.deepcopy(tr.core.state_dict())

@@ -22,9 +22,10 @@ from zsceval.rl.envs import make_env
 
 
 @pytest.fixture
-def scratch_registry(monkeypatch):
+def scratch_registry():
     """Registrations made in a test are forgotten afterwards."""
-    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
+    with registry.ENVS.scratch():
+        yield
 
 
 def test_builtin_envs_are_listed_with_descriptions():
@@ -62,8 +63,13 @@ def test_duplicate_registration_is_refused(scratch_registry):
     register_env("dummy", factory)
     assert "dummy" in env_names() and dict(describe())["dummy"] == "A dummy env."
     assert make("dummy", num_envs=4, size=5) == (4, 5)
-    with pytest.raises(DuplicateEnvError):
-        register_env("dummy", factory)
+    register_env("dummy", factory)  # the same factory again (a module imported twice) changes nothing
+
+    def another(*, num_envs, device, seed):
+        return num_envs
+
+    with pytest.raises(DuplicateEnvError, match="'dummy' is already registered"):
+        register_env("dummy", another)
 
     @register_env("dummy2", description="via the decorator")
     def other(*, num_envs, device, seed):

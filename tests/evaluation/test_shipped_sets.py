@@ -168,7 +168,7 @@ def test_the_api_plays_the_validation_split_in_one_call(collection):
 
 
 def test_unknown_names_list_the_valid_ones(collection):
-    valid = r"installed sets: .*zsceval:cramped_room@1/test.*zsceval:cramped_room@1/validation"
+    valid = r"Installed partner sets: .*zsceval:cramped_room@1/test.*zsceval:cramped_room@1/validation"
     with pytest.raises(UnknownPartnerSetError, match=valid + r".*Did you mean 'zsceval:cramped_room'"):
         shipped_sets.resolve_set("zsceval:cramped_rom")
     res = CliRunner().invoke(main, ["eval", "--agent", "x", "--partner-set", "zsceval:cramped_room@2"])

@@ -67,7 +67,7 @@ def test_a_self_play_rollout_runs_with_no_host_sync_and_records_the_old_episode_
     actions, tables = [], []
     for it in range(2):
         with forbid_host_sync():
-            episodes = tr.core.collect_steps(tr.runner, it * tr.cfg.steps_per_iteration)
+            episodes = tr.core.collect_steps(tr.runner, it * tr.steps_per_iteration)
             tr.core.bootstrap(tr.runner)
         actions.append(tr.core.buffer.actions.clone())
         tables.append(episodes.table(tr.runner.arm_table.arms, tuple(tr.env.event_names), 2, tr.runner.E))
@@ -140,7 +140,7 @@ def _collect_twice(tr, forbid: bool):
     out, tables = [], []
     for it in range(2):
         with forbid_host_sync() if forbid else contextlib.nullcontext():
-            episodes = tr.core.collect_steps(tr.runner, it * tr.cfg.steps_per_iteration)
+            episodes = tr.core.collect_steps(tr.runner, it * tr.steps_per_iteration)
         b = tr.core.buffer
         out.append({k: getattr(b, k).clone() for k in ("obs", "actions", "log_probs", "rewards", "actor")})
         tables.append(episodes.table(tr.runner.arm_table.arms, tuple(tr.env.event_names), 2, tr.runner.E))

@@ -51,6 +51,7 @@ from zsceval.stats.metrics import (  # noqa: E402
     br_prox_summary,
     br_prox_units,
 )
+from zsceval.stats.records import frame_records as records  # noqa: E402, F401 (re-exported)
 from zsceval.stats.statistics import comparison_tables  # noqa: E402
 
 RESULTS_FILE = "results.parquet"
@@ -220,15 +221,6 @@ def format_comparison(rows: pd.DataFrame, layouts: pd.DataFrame, name: str) -> s
         lines += ["", f"layout: {layout} (Spearman rho {rho}, {int(info['num_common'])} algorithms)"]
         lines += _table(["algorithm", "ours", name, "ours - ref"], table_rows)
     return "\n".join(lines)
-
-
-def records(frame: pd.DataFrame) -> list[dict]:
-    """Any frame as JSON-ready records (Python scalars; NaN -> None)."""
-    out = []
-    for row in frame.to_dict("records"):
-        clean = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
-        out.append({k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in clean.items()})
-    return out
 
 
 def format_cell(iqm: float, low: float, high: float) -> str:

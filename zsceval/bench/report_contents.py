@@ -5,28 +5,69 @@ bootstrap CIs per layout, algorithm and partner level, the partner strata (skill
 = ZSC-Eval's expert and moderate partners, and the unhelpful partners of ``unhelpful.parquet``), the
 comparisons of algorithms, an optional reference comparison, the selected partners (features and
 manifests), the human-proxy scores and their interdependence counts (``human_proxy.parquet``), and
-the TBS tables
-(``tbs_eval/results.parquet``, :mod:`zsceval.algorithms.tbs.report`). A folder may hold only TBS results (a
-``zsceval train --algo tbs`` run): then only the TBS tables are shown. A folder of trained Yōkai runs
-(and no bench tables) gets the Yōkai report: the YLE paper's R, SR, NC and SEE with CIs per pair of
-agents and the cross-play matrix (:mod:`zsceval.evaluation.yokai_xp`), played when the report is made.
-:func:`report_json`, :func:`report_text` and :func:`write_report_figures` present what was gathered.
+the blocks of the report sections that plug-ins contribute (:class:`zsceval.plugins.ReportSection`,
+entry-point group ``zsceval.report_sections``; :data:`SECTIONS`): the bench report names no
+algorithm and no env. A folder without bench tables gets the sections that found something in it
+alone; a section that only shows alone (``with_bench = False``, e.g. one that plays games when the
+report is made) is asked only when no other section found anything. :func:`report_json`,
+:func:`report_text` and :func:`write_report_figures` present what was gathered.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from zsceval.bench import report as rep
+from zsceval.plugins import REPORT_SECTION_GROUP, Registry, ReportOptions, ReportSection
 
-if TYPE_CHECKING:
-    from zsceval.evaluation.yokai_xp import XPMatrix
+__all__ = [
+    "SECTIONS",
+    "SECTION_GROUP",
+    "ReportContents",
+    "gather_report",
+    "gather_sections",
+    "report_json",
+    "report_text",
+    "write_report_figures",
+]
 
-__all__ = ["ReportContents", "gather_report", "report_json", "report_text", "write_report_figures"]
+SECTION_GROUP = REPORT_SECTION_GROUP
+SECTIONS = Registry(SECTION_GROUP, "report section", kind="class")
+"""The report sections (:class:`zsceval.plugins.Registry`): name -> a
+:class:`~zsceval.plugins.ReportSection` subclass."""
+
+
+def _section(name: str) -> ReportSection:
+    cls = SECTIONS.get(name)
+    if not issubclass(cls, ReportSection):
+        raise TypeError(f"report section '{name}': {cls.__qualname__} is not a zsceval.plugins.ReportSection")
+    return cls()
+
+
+def gather_sections(directory: Path, options: ReportOptions, *, bench: bool) -> tuple[tuple[str, Any], ...]:
+    """``(name, data)`` of every report section that found something in ``directory``, by name.
+
+    Sections with ``with_bench`` are asked first; the others only when the folder holds no bench
+    tables (``bench`` False) and none of those found anything.
+
+    Raises:
+        zsceval.plugins.PluginLoadError: a section's entry point cannot be loaded (named).
+    """
+    sections = {name: _section(name) for name in SECTIONS.names()}
+    found = []
+    for with_bench in (True, False):
+        if not with_bench and (bench or found):
+            break
+        for name, section in sections.items():
+            if bool(section.with_bench) == with_bench:
+                data = section.gather(directory, options)
+                if data is not None:
+                    found.append((name, data))
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -37,7 +78,8 @@ class ReportContents:
         directory: the results folder.
         options: ``seed, reps, level, nonpositive_br`` of the bootstrap and BR-Prox.
         levels: the moderate/expert split (``checkpoint`` or ``median``).
-        summary: :func:`zsceval.bench.report.summarize` output; None for a TBS-only folder.
+        summary: :func:`zsceval.bench.report.summarize` output; None for a folder without bench
+            tables (then only ``sections`` are shown).
         comparisons: ``{"poi", "profiles", "ranks"}`` of
             :func:`zsceval.bench.report.compare_algorithms` (with ``stats``).
         reference: ``(name, rows, layouts)`` of
@@ -48,13 +90,12 @@ class ReportContents:
             (:func:`zsceval.evaluation.human_proxy.human_proxy_summary`).
         unhelpful: mean return with each unhelpful partner per algorithm
             (:func:`zsceval.evaluation.strata.unhelpful_summary`); None without ``unhelpful.parquet``.
-        strata: the partner strata (:func:`zsceval.bench.report.strata_rows`); None for a TBS-only folder.
+        strata: the partner strata (:func:`zsceval.bench.report.strata_rows`); None without bench tables.
         interdependence: interdependence counts with the human proxy
             (:func:`zsceval.evaluation.interdependence.interdependence_summary`).
-        tbs: per-run TBS table (:func:`zsceval.algorithms.tbs.report.tbs_summary`).
-        tbs_pooled: TBS pooled over seeds (:func:`zsceval.algorithms.tbs.report.tbs_pooled`).
-        yokai: the cross-play matrix of a folder of Yōkai runs
-            (:func:`zsceval.evaluation.yokai_xp.cross_play_matrix`); then every other table is None.
+        sections: ``(name, data)`` of the report sections that found something (:data:`SECTIONS`;
+            ``data`` is what the section's ``gather`` returned).
+        section_options: the options the sections were gathered with (and present with).
         stages: env steps and hours of every training stage (``stages.parquet``, written by
             ``zsceval bench`` at the end of a run; :mod:`zsceval.bench.stages`).
     """
@@ -71,15 +112,14 @@ class ReportContents:
     unhelpful: pd.DataFrame | None = None
     strata: pd.DataFrame | None = None
     interdependence: pd.DataFrame | None = None
-    tbs: pd.DataFrame | None = None
-    tbs_pooled: pd.DataFrame | None = None
-    yokai: XPMatrix | None = None
+    sections: tuple[tuple[str, Any], ...] = ()
+    section_options: ReportOptions = ReportOptions()
     stages: pd.DataFrame | None = None
 
     @property
-    def tbs_only(self) -> bool:
-        """A folder of TBS results and no bench results (``summary`` is None)."""
-        return self.summary is None and self.yokai is None
+    def sections_only(self) -> bool:
+        """A folder without bench tables: only the report sections are shown."""
+        return self.summary is None
 
 
 def gather_report(
@@ -101,9 +141,9 @@ def gather_report(
     Args:
         directory: the folder: ``results.parquet`` and ``br_returns.parquet`` (schemas of
             :mod:`zsceval.stats.metrics`), optionally ``features.parquet``,
-            ``human_proxy.parquet``, ``unhelpful.parquet``, ``suite.yaml`` and
-            ``tbs_eval/results.parquet`` files below it;
-            a folder with TBS results only needs no other table.
+            ``human_proxy.parquet``, ``unhelpful.parquet``, ``suite.yaml``, and the files of the
+            report sections (:data:`SECTIONS`); a folder in which a section finds something needs
+            no other table.
         seed: seed of the bootstrap resampling.
         reps: bootstrap replicates.
         level: confidence-interval coverage.
@@ -114,8 +154,8 @@ def gather_report(
             optional ``:COLUMN`` (``"zsceval-paper:pop12"``;
             :func:`~zsceval.bench.comparison.split_reference`).
         manifests: partner-set manifests whose selected partners are marked in ``features``.
-        episodes: a folder of Yōkai runs: episodes per seating of each pair of agents.
-        device: a folder of Yōkai runs: torch device of their games.
+        episodes: sections that play games: episodes per seating of each pair of agents.
+        device: sections that play games: torch device of their games.
 
     Returns:
         The :class:`ReportContents`.
@@ -125,7 +165,6 @@ def gather_report(
         ValueError: malformed tables or options; an unknown reference (names the shipped ones).
         ManifestError: an unreadable manifest.
     """
-    from zsceval.algorithms.tbs.report import find_tbs_results, tbs_pooled, tbs_summary
     from zsceval.bench.comparison import compare_with_reference, load_reference_table, split_reference
     from zsceval.bench.stages import STAGES_TABLE
     from zsceval.evaluation.human_proxy import HUMAN_PROXY_TABLE, human_proxy_summary
@@ -135,18 +174,11 @@ def gather_report(
 
     directory = Path(directory)
     options = {"seed": seed, "reps": reps, "level": level, "nonpositive_br": nonpositive_br}
-    tbs_paths = find_tbs_results(directory)
-    tbs = tbs_summary(tbs_paths, reps=reps, seed=seed) if tbs_paths else None
-    pooled = tbs_pooled(tbs_paths, reps=reps, seed=seed) if tbs_paths else None
-    if tbs is not None and not (directory / rep.RESULTS_FILE).is_file():  # a TBS run, no bench
-        return ReportContents(directory, options, levels, tbs=tbs, tbs_pooled=pooled)
-    if not (directory / rep.RESULTS_FILE).is_file():
-        from zsceval.evaluation.yokai_xp import cross_play_matrix, find_yokai_runs
-
-        runs = find_yokai_runs(directory)
-        if runs:  # Yōkai runs, no bench
-            matrix = cross_play_matrix(runs, episodes=episodes, seed=seed, device=device)
-            return ReportContents(directory, options, levels, yokai=matrix)
+    section_options = ReportOptions(seed=seed, reps=reps, level=level, episodes=episodes, device=device)
+    bench = (directory / rep.RESULTS_FILE).is_file()
+    sections = gather_sections(directory, section_options, bench=bench)
+    if sections and not bench:  # the sections' results only
+        return ReportContents(directory, options, levels, sections=sections, section_options=section_options)
     results, br_returns, features = rep.read_tables(directory)
     summary = rep.summarize(results, br_returns, levels=levels, **options)
     comparisons = rep.compare_algorithms(results, br_returns, **options) if stats else None
@@ -182,8 +214,8 @@ def gather_report(
         unhelpful=unhelpful,
         strata=rep.strata_rows(summary, unhelpful),
         interdependence=inter,
-        tbs=tbs,
-        tbs_pooled=pooled,
+        sections=sections,
+        section_options=section_options,
         stages=stages,
     )
 
@@ -191,20 +223,19 @@ def gather_report(
 def report_json(contents: ReportContents) -> dict[str, Any]:
     """The report as a JSON-able dict (tables as lists of records).
 
-    A TBS-only folder gives ``{"tbs", "tbs_pooled"}``; a folder of Yōkai runs ``{"yokai"}``
-    (:func:`zsceval.evaluation.yokai_xp.yokai_report_json`); otherwise ``metric, ci_level, reps, seed,
-    nonpositive_br, levels, rows`` (the BR-Prox summary), ``notes``, and the blocks the folder and
-    options give: ``strata`` (rows of :func:`zsceval.bench.report.strata_rows`),
-    ``probability_of_improvement, performance_profiles, ranks, human_proxy, interdependence, tbs,
-    tbs_pooled, stages, comparison`` (``{reference, rows, layouts}``).
+    A folder without bench tables gives the keys of its sections (each section's ``to_json``);
+    otherwise ``metric, ci_level, reps, seed, nonpositive_br, levels, rows`` (the BR-Prox summary),
+    ``notes``, and the blocks the folder and options give: ``strata`` (rows of
+    :func:`zsceval.bench.report.strata_rows`), ``probability_of_improvement, performance_profiles,
+    ranks, human_proxy, interdependence``, the sections' keys, ``stages, comparison``
+    (``{reference, rows, layouts}``).
     """
     c = contents
-    if c.yokai is not None:
-        from zsceval.evaluation.yokai_xp import yokai_report_json
-
-        return {"yokai": yokai_report_json(c.yokai)}
-    if c.tbs_only:
-        return {"tbs": rep.records(c.tbs), "tbs_pooled": rep.records(c.tbs_pooled)}
+    sections: dict[str, Any] = {}
+    for name, data in c.sections:
+        sections.update(_section(name).to_json(data))
+    if c.sections_only:
+        return sections
     payload = {
         "metric": "BR-Prox IQM",
         "ci_level": c.options["level"],
@@ -225,9 +256,7 @@ def report_json(contents: ReportContents) -> dict[str, Any]:
         payload["human_proxy"] = rep.records(c.human)
     if c.interdependence is not None:
         payload["interdependence"] = rep.records(c.interdependence)
-    if c.tbs is not None:
-        payload["tbs"] = rep.records(c.tbs)
-        payload["tbs_pooled"] = rep.records(c.tbs_pooled)
+    payload.update(sections)
     if c.stages is not None:
         payload["stages"] = rep.records(c.stages)
     if c.reference is not None:
@@ -241,20 +270,16 @@ def report_json(contents: ReportContents) -> dict[str, Any]:
 
 def report_text(contents: ReportContents) -> str:
     """The report as text: the notes, the BR-Prox table, the partner strata, then the comparison,
-    reference, human-proxy, interdependence, TBS and training-cost blocks the folder and options
-    give, separated by blank lines."""
-    from zsceval.algorithms.tbs.report import format_tbs
+    reference, human-proxy, interdependence, report-section and training-cost blocks the folder and
+    options give, separated by blank lines (a folder without bench tables: its sections' blocks)."""
     from zsceval.evaluation.human_proxy import format_human_proxy
     from zsceval.evaluation.interdependence import format_interdependence
 
     c = contents
     level = c.options["level"]
-    if c.yokai is not None:
-        from zsceval.evaluation.yokai_xp import format_yokai_report
-
-        return format_yokai_report(c.yokai)
-    if c.tbs_only:
-        return format_tbs(c.tbs, level, c.tbs_pooled)
+    sections = [_section(name).to_text(data, c.section_options) for name, data in c.sections]
+    if c.sections_only:
+        return "\n\n".join(sections)
     blocks = [rep.format_table(c.summary, level=level)]
     if c.strata is not None:
         blocks.append(
@@ -270,8 +295,7 @@ def report_text(contents: ReportContents) -> str:
         blocks.append(format_human_proxy(c.human, c.summary, level=level))
     if c.interdependence is not None:
         blocks.append(format_interdependence(c.interdependence))
-    if c.tbs is not None:
-        blocks.append(format_tbs(c.tbs, level, c.tbs_pooled))
+    blocks += sections
     if c.stages is not None:
         from zsceval.bench.stages import format_budget
 
@@ -283,10 +307,9 @@ def report_text(contents: ReportContents) -> str:
 
 
 def write_report_figures(contents: ReportContents) -> list[Path]:
-    """Write the report's figures (:func:`zsceval.bench.report.write_figures` and the pooled TBS
-    figure, :func:`~zsceval.algorithms.tbs.report.plot_pooled`) into ``DIR/figures``; a TBS-only
-    folder gets the TBS figure only (none without pooled rows); a folder of Yōkai runs the heatmaps
-    of its cross-play matrix (``yokai_xp.png``, :func:`zsceval.evaluation.yokai_xp.plot_matrix`).
+    """Write the report's figures (:func:`zsceval.bench.report.write_figures` and each report
+    section's ``figures``) into ``DIR/figures``; a folder without bench tables gets its sections'
+    figures only.
 
     Returns:
         The PNG paths written.
@@ -295,19 +318,13 @@ def write_report_figures(contents: ReportContents) -> list[Path]:
         ValueError: a features table without numeric feature columns.
         OSError: the folder cannot be written.
     """
-    from zsceval.algorithms.tbs.report import plot_pooled
-
     c = contents
     folder = c.directory / rep.FIGURES_DIR
-    if c.yokai is not None:
-        from zsceval.evaluation.yokai_xp import plot_matrix
-
-        return [plot_matrix(c.yokai, folder / "yokai_xp.png")]
     written = []
-    if not c.tbs_only:
+    if not c.sections_only:
         written += rep.write_figures(
             c.summary, c.features, folder, comparisons=c.comparisons, reference=c.reference
         )
-    if c.tbs_pooled is not None and len(c.tbs_pooled):
-        written += plot_pooled(c.tbs_pooled, folder)
+    for name, data in c.sections:
+        written += _section(name).figures(data, folder)
     return written

@@ -60,23 +60,24 @@ import typing
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from zsceval import registry
 from zsceval.envs.scenarios import env_flags, resolve_scenario
 from zsceval.evaluation.candidates import PartnerBudget, validate_budget
-from zsceval.plugins import PluginGroup
+from zsceval.plugins import Registry, UnknownPluginError, unknown_name
 from zsceval.rl.config import ConfigError, check_episode_budget, coerce_value, resolve_config
 
 __all__ = [
+    "SUITE_COLLECTIONS",
     "SUITE_GROUP",
     "SUITE_RECORD",
     "ZSC_ALGORITHMS",
     "Suite",
     "SuiteConflictError",
     "SuiteError",
+    "UnknownSuiteError",
     "check_device",
     "check_suite_record",
     "list_suites",
@@ -189,23 +190,23 @@ class SuiteError(ValueError):
     """A malformed suite (names the file and the key)."""
 
 
+class UnknownSuiteError(UnknownPluginError, SuiteError):
+    """No installed suite of that name (the installed ones listed; also a :class:`SuiteError`)."""
+
+
 SUITE_GROUP = "zsceval.suites"
 """Entry-point group of suite collections: name = a label, value = a package whose folder holds
 ``*.yaml`` suites (the shipped ones: ``zsceval = zsceval.suites``); a suite's name is its file's stem."""
-_suite_packages = PluginGroup(SUITE_GROUP, "suite collection")
-
-
-def _adopt_suites(label: str, package: Any) -> None:
-    if not hasattr(package, "__path__"):
-        raise TypeError(f"{package!r} is not a package (a folder of suite YAML files)")
+SUITE_COLLECTIONS = Registry(SUITE_GROUP, "suite collection", kind="package")
+"""The registry of suite collections (:class:`zsceval.plugins.Registry`): label -> package."""
 
 
 def _suite_files() -> tuple[dict[str, list[Path]], dict[str, Exception]]:
     """Suite name -> its files in the packages of :data:`SUITE_GROUP`, and the entry points that
     failed to load (left out)."""
-    failed = _suite_packages.load_all(_adopt_suites)
+    failed = SUITE_COLLECTIONS.load_all()
     found: dict[str, list[Path]] = {}
-    for _, package in sorted(_suite_packages.loaded().items()):
+    for _, package in sorted(SUITE_COLLECTIONS.objects.items()):
         for path in sorted(Path(str(resources.files(package))).glob("*.yaml")):
             found.setdefault(path.stem, []).append(path)
     return found, dict(failed)
@@ -220,8 +221,9 @@ def _suite_path(name: str) -> Path:
     """The file of the installed suite ``name``.
 
     Raises:
-        SuiteError: unknown (installed suites listed, closest suggested, packages that failed to
-            load named) or shipped by several packages.
+        UnknownSuiteError: unknown (installed suites listed, closest suggested, packages that failed
+            to load named).
+        SuiteError: shipped by several packages.
     """
     found, failed = _suite_files()
     paths = found.get(name, [])
@@ -230,11 +232,10 @@ def _suite_path(name: str) -> Path:
             f"suite {name!r} is shipped by several packages ({', '.join(map(str, paths))}); pass one's path"
         )
     if not paths:
-        close = difflib.get_close_matches(name, list(found), n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        broken = "".join(f" ({exc})" for exc in failed.values())
-        names = ", ".join(sorted(found))
-        raise SuiteError(f"unknown suite {name!r}; installed suites: {names}.{hint}{broken}")
+        broken = " ".join(f"({exc})" for exc in failed.values())
+        raise unknown_name(
+            "suite", name, list(found), listing="Installed", advice=broken, error=UnknownSuiteError
+        )
     return paths[0]
 
 

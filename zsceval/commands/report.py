@@ -11,7 +11,26 @@ import click
 from zsceval.commands._common import COUNT
 
 
-@click.command(name="report")
+class _ReportCommand(click.Command):
+    """``zsceval report``, whose help ends with the names of the installed report sections (read
+    from the package metadata: nothing is imported)."""
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_help_text(ctx, formatter)
+        from zsceval.plugins import REPORT_SECTION_GROUP, PluginGroup, PluginLoadError
+
+        try:
+            names = PluginGroup(REPORT_SECTION_GROUP, "report section").names()
+        except PluginLoadError:  # zsceval is not installed: no section to list
+            return
+        with formatter.section(f"Report sections (entry-point group {REPORT_SECTION_GROUP})"):
+            formatter.write_text(
+                f"{', '.join(names)}: each adds its block, tables and figures (see the plug-in's "
+                "documentation)."
+            )
+
+
+@click.command(name="report", cls=_ReportCommand)
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
     "--json/--no-json", "as_json", default=False, show_default=True, help="Print JSON instead of a table."
@@ -21,7 +40,8 @@ from zsceval.commands._common import COUNT
     type=int,
     default=0,
     show_default=True,
-    help="Seed of the bootstrap resampling (Yōkai runs: also of their games, as zsceval eval --seed).",
+    help="Seed of the bootstrap resampling (and of the games of report sections that play games, as "
+    "zsceval eval --seed).",
 )
 @click.option(
     "--reps",
@@ -82,9 +102,12 @@ from zsceval.commands._common import COUNT
     type=COUNT,
     default=500,
     show_default=True,
-    help="Yōkai runs: episodes per seating of each pair of agents (2 players: 2x games per cell).",
+    help="Report sections that play games (cross-play of trained runs): episodes per seating of each "
+    "pair of agents (2 players: 2x games per cell).",
 )
-@click.option("--device", default="cpu", show_default=True, help="Yōkai runs: torch device of their games.")
+@click.option(
+    "--device", default="cpu", show_default=True, help="Report sections that play games: torch device."
+)
 def report(
     directory: Path,
     as_json: bool,
@@ -108,17 +131,10 @@ def report(
     behavior-cloned human model beside its BR-Prox. The partner strata follow the table: skilled and
     semi-skilled partners (ZSC-Eval's expert and moderate) by IQM BR-Prox, and, from unhelpful.parquet
     (suites with evaluation.strata, the default), the mean return with a partner that only stays and
-    with one that acts uniformly at random. TBS evaluations (tbs_eval/results.parquet of a
-    bench or of `zsceval train --algo tbs`) add the TBS table: scaled reward against the held-out pool
-    per agent (DIR may hold only those). See zsceval.stats.metrics for the schemas.
+    with one that acts uniformly at random. See zsceval.stats.metrics for the schemas.
 
-    A folder of trained Yōkai runs (`zsceval train --env yokai`, any depth; no bench tables) gets
-    the YLE paper's metrics R, SR (%), NC and SEE (%) with 95% bootstrap CIs for every ordered pair
-    of agents, self-play first, the cross-play matrices of mean R and SR (diagonal: self-play) and
-    the SP-XP drop of each metric. The pairs are played when the report is made, as
-    `zsceval eval --agent A --partner B --episodes N --seed S` plays them (--episodes, --seed,
-    --device; the intervals are zsceval eval's, 95% from 2000 replicates, whatever --level and
-    --reps say); figures/yokai_xp.png holds the heatmaps.
+    Plug-ins add report sections (listed below): their blocks follow the bench tables, and a
+    folder without bench tables gets the sections that find something in it alone.
 
     Comparisons (--stats) use every partner: P(X > Y) per (partner, seat) averaged over partners
     and seats, the fraction of units above each BR-Prox threshold, and each algorithm's rank over
@@ -130,7 +146,6 @@ def report(
       zsceval report runs/bench --compare zsceval-paper --levels median
       zsceval report runs/s12 --compare zsceval-paper:pop12
       zsceval report runs/bench --json --no-figures
-      zsceval report runs/yokai_sp --episodes 500
     """
     from zsceval.bench.report import FIGURES_DIR
     from zsceval.bench.report_contents import (
@@ -141,6 +156,7 @@ def report(
     )
     from zsceval.commands._common import unwritable_reason
     from zsceval.evaluation.manifest import ManifestError
+    from zsceval.plugins import PluginLoadError
     from zsceval.rl.checkpoint import CheckpointError
 
     if figures and directory.is_dir():  # the figures' folder checked before the compute
@@ -165,16 +181,17 @@ def report(
             episodes=episodes,
             device=device,
         )
-    except (FileNotFoundError, ValueError, ManifestError, CheckpointError) as exc:
+    except (FileNotFoundError, ValueError, ManifestError, CheckpointError, PluginLoadError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
         click.echo(json.dumps(report_json(contents), indent=2))
     else:
         click.echo(report_text(contents))
-    if not figures or (contents.tbs_only and not len(contents.tbs_pooled)):
+    if not figures:
         return
     try:
         written = write_report_figures(contents)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"wrote {len(written)} figure(s) to {directory / FIGURES_DIR}", err=True)
+    if written or not contents.sections_only:
+        click.echo(f"wrote {len(written)} figure(s) to {directory / FIGURES_DIR}", err=True)

@@ -8,7 +8,8 @@ first line of its docstring). The built-ins (``overcooked``, ``football``, ``toy
 ``setup.py`` the same way, so this registry names no env and importing it loads no engine.
 :func:`make` and :func:`env_options` load the entry point of the name they are asked for only;
 :func:`env_names` reads the metadata alone; :func:`describe` loads them all. Code may also
-register an env with :func:`register_env` at import time.
+register an env with :func:`register_env` at import time. The registry is :data:`ENVS`, a
+:class:`zsceval.plugins.Registry`.
 
 A factory is a callable ``factory(*, num_envs, device, seed, **options) -> BatchedEnv``; its other
 keyword parameters (with defaults) are the env's *options*, which :func:`make` checks by name.
@@ -24,13 +25,14 @@ from typing import Any
 
 import torch
 
-from zsceval.plugins import PluginGroup
+from zsceval.plugins import DuplicatePluginError, Registry, UnknownPluginError
 
 from .base import BatchedEnv
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "DuplicateEnvError",
+    "ENVS",
     "EnvEntry",
     "UnknownEnvError",
     "describe",
@@ -44,11 +46,12 @@ ENTRY_POINT_GROUP = "zsceval.envs"
 REQUIRED = ("num_envs", "device", "seed")
 
 
-class UnknownEnvError(ValueError):
-    """No env of that name; the message lists the registered names and suggests the closest."""
+class UnknownEnvError(UnknownPluginError, ValueError):
+    """No env of that name; the message lists the registered names and suggests the closest
+    (also a ``ValueError``)."""
 
 
-class DuplicateEnvError(ValueError):
+class DuplicateEnvError(DuplicatePluginError):
     """An env name was registered twice."""
 
 
@@ -60,10 +63,6 @@ class EnvEntry:
     factory: Callable[..., BatchedEnv]
     description: str
     options: dict[str, Any]
-
-
-_registry: dict[str, EnvEntry] = {}
-_plugins = PluginGroup(ENTRY_POINT_GROUP, "env")
 
 
 def _factory_options(name: str, factory: Callable[..., Any]) -> dict[str, Any]:
@@ -81,6 +80,21 @@ def _factory_options(name: str, factory: Callable[..., Any]) -> dict[str, Any]:
     }
 
 
+def _check_factory(name: str, factory: Callable[..., Any], description: str) -> None:
+    _factory_options(name, factory)  # raises for a factory without num_envs, device, seed
+
+
+ENVS = Registry(
+    ENTRY_POINT_GROUP,
+    "env",
+    kind="callable",
+    on_register=_check_factory,
+    unknown_error=UnknownEnvError,
+    duplicate_error=DuplicateEnvError,
+)
+"""The env registry (:class:`zsceval.plugins.Registry`)."""
+
+
 def register_env(name: str, factory: Callable[..., BatchedEnv] | None = None, description: str = "") -> Any:
     """Register an env factory under ``name``; as a call or as a decorator.
 
@@ -95,55 +109,26 @@ def register_env(name: str, factory: Callable[..., BatchedEnv] | None = None, de
         The factory (so the decorator form leaves the function usable).
 
     Raises:
-        DuplicateEnvError: ``name`` is already registered.
+        DuplicateEnvError: ``name`` is already registered by another factory.
         ValueError: an invalid name, or a factory without ``num_envs``, ``device``, ``seed``.
     """
-    if not isinstance(name, str) or not name or name != name.strip() or " " in name:
-        raise ValueError(f"invalid env name {name!r}")
-
-    def decorator(f: Callable[..., BatchedEnv]) -> Callable[..., BatchedEnv]:
-        if name in _registry:
-            raise DuplicateEnvError(
-                f"env '{name}' is already registered (by {_registry[name].factory.__module__}); "
-                f"choose another name"
-            )
-        doc = (f.__doc__ or "").strip().splitlines()
-        desc = description or (doc[0] if doc else "")
-        _registry[name] = EnvEntry(name, f, desc, _factory_options(name, f))
-        return f
-
-    return decorator if factory is None else decorator(factory)
-
-
-def _adopt(name: str, obj: Any) -> None:
-    """Register the factory of entry point ``name`` unless importing its module registered it."""
-    if name not in _registry:
-        if not callable(obj):
-            raise TypeError(f"{obj!r} is not callable and its module registered no env '{name}'")
-        register_env(name, obj)
+    return ENVS.register(name, factory, description=description or None)
 
 
 def env_names() -> list[str]:
     """Sorted names of the envs: registered ones and declared entry points (none imported)."""
-    return sorted(set(_registry) | set(_plugins.names()))
+    return ENVS.names()
 
 
 def describe() -> list[tuple[str, str]]:
     """``(name, description)`` pairs, sorted by name; loads every entry point (those that fail to
     load are left out: looking them up names the error)."""
-    _plugins.load_all(_adopt)
-    return sorted((e.name, e.description) for e in _registry.values())
+    return ENVS.describe(failures=False)
 
 
 def _entry(name: str) -> EnvEntry:
-    if name not in _registry and name in _plugins:
-        _plugins.load(name, _adopt)
-    if name in _registry:
-        return _registry[name]
-    valid = env_names()
-    close = difflib.get_close_matches(str(name), valid, n=1)
-    hint = f" Did you mean '{close[0]}'?" if close else ""
-    raise UnknownEnvError(f"unknown env '{name}'. Registered envs: {', '.join(valid)}.{hint}")
+    factory = ENVS.get(name)
+    return EnvEntry(name, factory, ENVS.description(name), _factory_options(name, factory))
 
 
 def env_options(name: str) -> dict[str, Any]:

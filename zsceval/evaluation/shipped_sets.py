@@ -56,14 +56,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import difflib
 import json
 import re
 import shutil
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -72,7 +70,7 @@ from zsceval.envs.scenarios import is_football, num_players, resolve_scenario
 from zsceval.execution import job_ids
 from zsceval.execution.jobs import job_kind
 from zsceval.io import atomic_directory, atomic_write_text, sha256_file
-from zsceval.plugins import PluginGroup
+from zsceval.plugins import Registry, UnknownPluginError, unknown_name
 from zsceval.stats.records import differences
 
 from .manifest import (
@@ -86,6 +84,7 @@ from .manifest import (
 )
 
 __all__ = [
+    "COLLECTIONS",
     "GROUP",
     "INDEX",
     "SPLITS",
@@ -120,14 +119,15 @@ SET_DIRS: tuple[str, ...] = ("policies", "brs", "combination_brs")
 
 _NAME = r"[a-z0-9][a-z0-9_.-]*"
 _SET_NAME = re.compile(rf"^(?P<label>{_NAME}):(?P<name>{_NAME})(?:@(?P<version>\d+))?(?:/(?P<split>\w+))?$")
-_collections = PluginGroup(GROUP, "partner-set collection")
+COLLECTIONS = Registry(GROUP, "partner-set collection", kind="package")
+"""The registry of partner-set collections (:class:`zsceval.plugins.Registry`): label -> package."""
 
 
 class PartnerSetError(ManifestError):
     """A named partner set is unknown, its index entry malformed, or it cannot be added."""
 
 
-class UnknownPartnerSetError(PartnerSetError):
+class UnknownPartnerSetError(UnknownPluginError, PartnerSetError):
     """No installed collection holds a set of that name (the message lists the valid names)."""
 
 
@@ -268,16 +268,11 @@ def parse_set_name(value: str) -> tuple[str, str, int | None, str]:
     return match["label"], match["name"], version, split
 
 
-def _adopt(label: str, package: Any) -> None:
-    if not hasattr(package, "__path__"):
-        raise TypeError(f"{package!r} is not a package (a folder holding {INDEX})")
-
-
 def registry_roots() -> dict[str, Path]:
     """Collection label -> the folder holding its ``index.yaml``, from the entry points of
     :data:`GROUP` (collections that fail to load are left out; :func:`list_sets` names them)."""
-    _collections.load_all(_adopt)
-    return {label: Path(str(resources.files(pkg))) for label, pkg in sorted(_collections.loaded().items())}
+    COLLECTIONS.load_all()
+    return {label: Path(str(resources.files(pkg))) for label, pkg in sorted(COLLECTIONS.objects.items())}
 
 
 def read_index(root: str | Path, label: str, *, full: bool = False) -> list[ShippedSet]:
@@ -387,10 +382,10 @@ def resolve_set(value: str) -> ShippedSet:
     if same:
         return max(same, key=lambda s: s.version)
     valid = sorted({n for s in sets for n in (s.full_name, f"{s.label}:{s.name}")})
-    close = difflib.get_close_matches(str(value), valid, n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    shown = ", ".join(valid) if valid else "none (no partner set is installed yet; see docs/partner-sets.md)"
-    raise UnknownPartnerSetError(f"unknown partner set {value!r}; installed sets: {shown}.{hint}")
+    advice = "" if valid else "No partner set is installed yet; see docs/partner-sets.md."
+    raise unknown_name(
+        "partner set", value, valid, listing="Installed", advice=advice, error=UnknownPartnerSetError
+    )
 
 
 # -- verification ---------------------------------------------------------------------------------------

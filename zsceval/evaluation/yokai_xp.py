@@ -10,7 +10,9 @@ every ordered pair ``(agent i, partner j)`` with :func:`zsceval.evaluation.cross
 and keeps each pair's pooled R, SR, NC, SEE and the game score S with 95% bootstrap CIs
 (:func:`zsceval.stats.episode_metrics.yle_metrics`). Cell ``[i, j]`` of a metric is the pooled mean
 of that pair; the diagonal is self-play. :func:`xp_drop` summarises the SP-XP gap;
-:func:`format_yokai_report` and :func:`plot_matrix` present it.
+:func:`format_yokai_report` and :func:`plot_matrix` present it, and :class:`YokaiCrossPlaySection` is
+the report section (entry-point group ``zsceval.report_sections``, name ``yokai``) that plays a
+folder of Yōkai runs without bench tables.
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ import numpy as np
 import yaml
 
 from zsceval.evaluation.cross_play import cross_play
+from zsceval.plugins import ReportOptions, ReportSection
 from zsceval.rl.checkpoint import find_checkpoint, list_checkpoints
 from zsceval.stats.episode_metrics import YLE_METRICS
 
 __all__ = [
     "METRICS",
+    "YokaiCrossPlaySection",
     "XPMatrix",
     "cross_play_matrix",
     "find_yokai_runs",
@@ -290,3 +294,36 @@ def plot_matrix(matrix: XPMatrix, path: str | Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+class YokaiCrossPlaySection(ReportSection):
+    """A folder of trained Yōkai runs (`zsceval train --env yokai`, any depth; no bench tables) gets
+    the YLE paper's metrics R, SR (%), NC and SEE (%) with 95% bootstrap CIs for every ordered pair
+    of agents, self-play first, the cross-play matrices of mean R and SR (diagonal: self-play) and
+    the SP-XP drop of each metric. The pairs are played when the report is made, as
+    `zsceval eval --agent A --partner B --episodes N --seed S` plays them (--episodes, --seed,
+    --device; the intervals are zsceval eval's, 95% from 2000 replicates, whatever --level and
+    --reps say); figures/yokai_xp.png holds the heatmaps. Example: zsceval report runs/yokai_sp
+    --episodes 500."""
+
+    with_bench = False
+
+    def gather(self, directory: Path, options: ReportOptions) -> XPMatrix | None:
+        """:func:`cross_play_matrix` of the folder's runs (``options.episodes``, ``seed``, ``device``);
+        None without Yōkai runs."""
+        runs = find_yokai_runs(directory)
+        if not runs:
+            return None
+        return cross_play_matrix(runs, episodes=options.episodes, seed=options.seed, device=options.device)
+
+    def to_json(self, data: XPMatrix) -> dict[str, Any]:
+        """``{"yokai": yokai_report_json(...)}``."""
+        return {"yokai": yokai_report_json(data)}
+
+    def to_text(self, data: XPMatrix, options: ReportOptions) -> str:
+        """:func:`format_yokai_report`."""
+        return format_yokai_report(data)
+
+    def figures(self, data: XPMatrix, folder: Path) -> list[Path]:
+        """The heatmaps of the matrix, ``folder/yokai_xp.png`` (:func:`plot_matrix`)."""
+        return [plot_matrix(data, Path(folder) / "yokai_xp.png")]

@@ -12,9 +12,9 @@ a Ray cluster; they all use :func:`run_job`, so a job behaves the same everywher
 Job kinds are filled from the entry-point group ``zsceval.jobs`` (:mod:`zsceval.plugins`; the
 built-ins are declared in ``setup.py``): the entry point's name is the kind and its value the job
 function, ``module:function``, registered under that name unless importing its module did so with
-the :func:`job_kind` decorator. :func:`run_job` loads the entry point of a job's kind (only) when
-the kind is not registered yet, in whichever process runs the job, so worker processes need no
-``modules`` to import for declared kinds.
+the :func:`job_kind` decorator (:data:`KINDS`, a :class:`zsceval.plugins.Registry`). :func:`run_job`
+loads the entry point of a job's kind (only) when the kind is not registered yet, in whichever
+process runs the job, so worker processes need no ``modules`` to import for declared kinds.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from zsceval.io import atomic_write_text, sha256_text
-from zsceval.plugins import PluginGroup, PluginLoadError
+from zsceval.plugins import PluginLoadError, Registry, UnknownPluginError
 
 __all__ = [
     "Job",
@@ -44,15 +44,35 @@ __all__ = [
     "job_kinds",
     "JOB_GROUP",
     "JOB_KINDS",
+    "KINDS",
+    "UnknownJobKindError",
 ]
 
 DONE = "DONE.json"
 STARTED = "STARTED.json"  # written when a job starts: which inputs its output directory holds
 
-# kind -> function(params: dict, out_dir: Path, needs: dict[str, Path]) -> JSON-able result
-JOB_KINDS: dict[str, Callable[[dict, Path, dict[str, Path]], Any]] = {}
 JOB_GROUP = "zsceval.jobs"
-_plugins = PluginGroup(JOB_GROUP, "job kind")
+
+
+class UnknownJobKindError(UnknownPluginError, KeyError):
+    """No job kind of that name (the message lists the known ones; also a ``KeyError``)."""
+
+
+KINDS = Registry(
+    JOB_GROUP,
+    "job kind",
+    kind="callable",
+    unknown_error=UnknownJobKindError,
+    advice=(
+        f"A kind is declared in the entry-point group {JOB_GROUP!r}, or registered by importing the "
+        "module that defines it: pass it in `modules`."
+    ),
+)
+"""The registry of job kinds (:class:`zsceval.plugins.Registry`): kind -> ``function(params: dict,
+out_dir: Path, needs: dict[str, Path]) -> JSON-able result``."""
+JOB_KINDS: dict[str, Callable[[dict, Path, dict[str, Path]], Any]] = KINDS.objects
+"""The kinds registered so far (:attr:`Registry.objects <zsceval.plugins.Registry.objects>`);
+tests replace a job function in it."""
 
 
 class JobError(RuntimeError):
@@ -86,52 +106,27 @@ def job_kind(name: str) -> Callable:
     """Decorator registering a job function under ``name``.
 
     Raises:
-        ValueError: the name is already registered.
+        zsceval.plugins.DuplicatePluginError: the name is already registered by another function
+            (a ``ValueError``).
     """
-
-    def wrap(fn: Callable) -> Callable:
-        old = JOB_KINDS.get(name)
-        same = old is not None and (old.__module__, old.__qualname__) == (fn.__module__, fn.__qualname__)
-        if old is not None and not same:  # re-importing the same module may re-register
-            raise ValueError(
-                f"job kind {name!r} is already registered by {old.__module__}.{old.__qualname__}"
-            )
-        JOB_KINDS[name] = fn
-        return fn
-
-    return wrap
-
-
-def _adopt(name: str, obj: Any) -> None:
-    """Register the function of entry point ``name`` unless importing its module registered it."""
-    if name not in JOB_KINDS:
-        if not callable(obj):
-            raise TypeError(f"{obj!r} is not callable and its module registered no job kind '{name}'")
-        job_kind(name)(obj)
+    return KINDS.register(name)
 
 
 def job_kinds() -> list[str]:
     """Sorted job kinds: registered ones and declared entry points (none imported)."""
-    return sorted(set(JOB_KINDS) | set(_plugins.names()))
+    return KINDS.names()
 
 
 def job_function(kind: str) -> Callable[[dict, Path, dict[str, Path]], Any]:
     """The job function of ``kind``, loading its entry point (only) if needed.
 
     Raises:
-        KeyError: unknown kind (the message lists the known ones and suggests the closest).
+        UnknownJobKindError: unknown kind (the message lists the known ones and suggests the
+            closest; a ``KeyError``).
         zsceval.plugins.PluginLoadError: the entry point of ``kind`` could not be loaded (it and the
             exception are named).
     """
-    valid = job_kinds()
-    fn, close = _plugins.lookup(kind, JOB_KINDS, _adopt, valid)
-    if fn is not None:
-        return fn
-    raise KeyError(
-        f"unknown job kind {kind!r}{f' (did you mean {close!r}?)' if close else ''}; known: "
-        f"{', '.join(valid)} (a kind is declared in the entry-point group {JOB_GROUP!r}, or registered "
-        "by importing the module that defines it: pass it in `modules`)"
-    )
+    return KINDS.get(kind)
 
 
 @dataclass(frozen=True)
@@ -224,8 +219,8 @@ def run_job(job: Job, root: str | Path, out_dirs: dict[str, str], fingerprint: s
         return read_result(job, root)
     try:
         function = job_function(job.kind)
-    except KeyError as exc:
-        raise JobError(f"job {job.id!r}: {exc.args[0]}", job=job.id) from None
+    except UnknownJobKindError as exc:
+        raise JobError(f"job {job.id!r}: {exc}", job=job.id) from None
     except PluginLoadError as exc:
         raise JobError(f"job {job.id!r}: {exc}", job=job.id) from exc
     needs = {}

@@ -17,7 +17,8 @@ class's ``from_spec(spec)`` rebuilds the module and ``load_state_dict`` its weig
 entry-point group ``zsceval.agents`` (:mod:`zsceval.plugins`; the built-ins are declared in
 ``setup.py``): the entry point's name is the class's registry name and its value the class,
 ``module:Class``. Importing the module may register it with :func:`register_agent`; otherwise it
-is registered under the entry point's name. :func:`agent_class` loads the entry point of the name
+is registered under the entry point's name (:data:`AGENT_CLASSES`, a
+:class:`zsceval.plugins.Registry`). :func:`agent_class` loads the entry point of the name
 it is asked for, and only that one.
 """
 
@@ -29,9 +30,10 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch.nn import functional as F
 
-from zsceval.plugins import PluginGroup
+from zsceval.plugins import Registry, UnknownPluginError
 
 __all__ = [
+    "AGENT_CLASSES",
     "AGENT_GROUP",
     "ActOutput",
     "Agent",
@@ -128,16 +130,28 @@ def sample_actions(
 
 
 # -- registry of agent classes --------------------------------------------------------------------
-class UnknownAgentClassError(KeyError):
+class UnknownAgentClassError(UnknownPluginError, KeyError):
     """A checkpoint names an agent class that is not registered (the message lists the known ones)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 AGENT_GROUP = "zsceval.agents"
-_classes: dict[str, type] = {}
-_plugins = PluginGroup(AGENT_GROUP, "agent class")
+
+
+def _mark(name: str, cls: type, description: str) -> None:
+    """Give the class its registry name (``cls.agent_class``, what checkpoints store)."""
+    cls.agent_class = name
+
+
+AGENT_CLASSES = Registry(
+    AGENT_GROUP,
+    "agent class",
+    plural="agent classes",
+    kind="class",
+    on_register=_mark,
+    unknown_error=UnknownAgentClassError,
+    advice=f"Install the plug-in that declares it in the entry-point group '{AGENT_GROUP}'.",
+)
+"""The registry of agent classes (:class:`zsceval.plugins.Registry`)."""
 
 
 def register_agent(name: str):
@@ -147,35 +161,15 @@ def register_agent(name: str):
     ``state_dict``/``load_state_dict`` (an ``nn.Module`` does).
 
     Raises:
-        ValueError: ``name`` is already registered by another class.
+        zsceval.plugins.DuplicatePluginError: ``name`` is already registered by another class (a
+            ``ValueError``).
     """
-
-    def decorator(cls: type) -> type:
-        existing = _classes.get(name)
-        same = existing is not None and (existing.__module__, existing.__qualname__) == (
-            cls.__module__,
-            cls.__qualname__,
-        )  # a plug-in module imported again (fresh registry) re-registers its own class
-        if existing is not None and existing is not cls and not same:
-            raise ValueError(f"agent class '{name}' is already registered by {existing.__qualname__}")
-        _classes[name] = cls
-        cls.agent_class = name
-        return cls
-
-    return decorator
-
-
-def _adopt(name: str, obj: Any) -> None:
-    """Register the class of entry point ``name`` unless importing its module registered it."""
-    if name not in _classes:
-        if not isinstance(obj, type):
-            raise TypeError(f"{obj!r} is not a class and its module registered no agent class '{name}'")
-        register_agent(name)(obj)
+    return AGENT_CLASSES.register(name)
 
 
 def agent_class_names() -> list[str]:
     """Sorted names of the agent classes: registered ones and declared entry points (none imported)."""
-    return sorted(set(_classes) | set(_plugins.names()))
+    return AGENT_CLASSES.names()
 
 
 def agent_class(name: str) -> type:
@@ -186,15 +180,7 @@ def agent_class(name: str) -> type:
         zsceval.plugins.PluginLoadError: the entry point of ``name`` could not be loaded (it and the
             exception are named).
     """
-    valid = agent_class_names()
-    cls, close = _plugins.lookup(name, _classes, _adopt, valid)
-    if cls is not None:
-        return cls
-    hint = f" Did you mean '{close}'?" if close else ""
-    raise UnknownAgentClassError(
-        f"unknown agent class '{name}' (registered: {', '.join(valid)}); install the plug-in that "
-        f"declares it in the entry-point group '{AGENT_GROUP}'.{hint}"
-    )
+    return AGENT_CLASSES.get(name)
 
 
 def agent_class_name(agent: Any) -> str:
@@ -206,15 +192,9 @@ def agent_class_name(agent: Any) -> str:
             entry-point group ``zsceval.agents``.
     """
     cls = type(agent)
-
-    def registered() -> str | None:
-        name = getattr(cls, "agent_class", None)
-        return name if name is not None and _classes.get(name) is cls else None
-
-    if registered() is None:
-        for name in _plugins.names_of(cls):
-            _plugins.load(name, _adopt)
-    name = registered()
+    name = getattr(cls, "agent_class", None)
+    if name is None or AGENT_CLASSES.objects.get(name) is not cls:
+        name = AGENT_CLASSES.name_of(cls)
     if name is None:
         raise TypeError(
             f"{cls.__qualname__} is not a registered agent class (use @register_agent, or declare it in "

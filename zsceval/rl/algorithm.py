@@ -30,6 +30,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 
 from zsceval.envs.base import Step
@@ -145,10 +146,10 @@ class JobContext:
 class Algorithm:
     """Base class of algorithm plug-ins; the defaults implement self-play with one shared policy.
 
-    Class attributes:
-        name: registry name (set by :func:`zsceval.registry.register`).
-        description: one line shown by ``zsceval algos``.
-        Options: optional frozen dataclass validating the ``algo:`` config section.
+    Every attribute a plug-in has is declared here: the class attributes a plug-in sets (or the
+    registry sets), the instance attributes :meth:`__init__` sets, and the ones the
+    :class:`~zsceval.rl.trainer.Trainer` gives it once they exist (:attr:`learners`,
+    :attr:`num_arms`, :attr:`np_rng`, :attr:`learning_core`).
 
     Args:
         config: the resolved run config.
@@ -158,8 +159,12 @@ class Algorithm:
     """
 
     name: ClassVar[str] = ""
+    """Registry name, what ``--algo`` takes (set by :func:`zsceval.registry.register`)."""
     description: ClassVar[str] = ""
+    """One line shown by ``zsceval algos`` (set by :func:`zsceval.registry.register`)."""
     Options: ClassVar[type | None] = None
+    """Optional frozen dataclass validating the ``algo:`` config section (:meth:`parse_options`);
+    None: the algorithm takes no ``algo.*`` options."""
     core: ClassVar[str] = "ppo"
     """Name of the learning core (:mod:`zsceval.rl.cores`)."""
     critic_feature_size: ClassVar[int] = 0
@@ -179,10 +184,19 @@ class Algorithm:
 
     def __init__(self, config: TrainConfig, num_envs: int, num_agents: int, device: torch.device) -> None:
         self.config = config
+        """The resolved run config."""
         self.num_envs = num_envs
+        """B, games per batch."""
         self.num_agents = num_agents
+        """n, seats per game."""
         self.device = torch.device(device)
+        """Torch device of env and networks."""
         self.options = self.parse_options(config.algo)
+        """The ``algo:`` section as an :attr:`Options` instance (None without :attr:`Options`)."""
+        self.np_rng: np.random.Generator | None = None
+        """The trainer's numpy generator (seeded with ``run.seed``, saved in checkpoints), set by
+        the trainer before :meth:`build_learners`: draws a plug-in makes on the host (COLE's
+        replacement slot) use it, so a resumed run repeats them."""
         self.learners: dict[str, Policy] = {}
         """The learners, set by the trainer after :meth:`build_learners`."""
         self.num_arms = 1

@@ -305,19 +305,24 @@ class TrainConfig:
     algo: dict[str, Any] = field(default_factory=dict)
     """Algorithm-specific options, validated by the plug-in's ``Options`` dataclass."""
 
-    @property
-    def steps_per_iteration(self) -> int:
-        """Env steps collected per iteration: ``num_envs * rollout_length`` of the algorithm's core
-        (``ppo.rollout_length``, or ``pqn.rollout_length`` for the value-based core)."""
-        return self.env.num_envs * self.rollout_length
+    def rollout_length(self, core: str) -> int:
+        """T of one rollout of the learning core ``core`` (``Algorithm.core``): the
+        ``rollout_length`` of the config section of that name (``ppo.rollout_length``, or
+        ``pqn.rollout_length`` for the value-based core). The caller names the core: the config
+        loads no plug-in (the trainer has resolved the algorithm already).
 
-    @property
-    def rollout_length(self) -> int:
-        """T of one rollout: the ``rollout_length`` of the config section of the algorithm's core
-        (:func:`~zsceval.rl.cores.core_of` loads that algorithm's entry point only)."""
-        from zsceval.rl.cores import core_of
+        Raises:
+            ConfigError: ``core`` has no config section with a ``rollout_length``.
+        """
+        section = getattr(self, core, None)
+        if not hasattr(section, "rollout_length"):
+            raise ConfigError(f"learning core '{core}' has no config section with a rollout_length")
+        return int(section.rollout_length)
 
-        return int(getattr(self, core_of(self.run.algo)).rollout_length)
+    def steps_per_iteration(self, core: str) -> int:
+        """Env steps collected per iteration by the learning core ``core``: ``env.num_envs *``
+        :meth:`rollout_length`."""
+        return self.env.num_envs * self.rollout_length(core)
 
 
 def population_size(cfg: TrainConfig) -> int:

@@ -12,7 +12,8 @@ method) and :class:`zsceval.rl.pqn.PQNCore`.
 
 The registry is filled from the entry-point group ``zsceval.cores`` (:mod:`zsceval.plugins`): the
 entry point's name is the core's name and its value the class, ``module:Class``, registered under
-that name unless importing its module called :func:`register_core` itself. The built-ins ``ppo``
+that name unless importing its module called :func:`register_core` itself (:data:`CORES`, a
+:class:`zsceval.plugins.Registry`). The built-ins ``ppo``
 (:class:`~zsceval.rl.ppo.PPOCore`) and ``pqn`` (:class:`~zsceval.rl.pqn.PQNCore`) are declared
 in ``setup.py`` the same way. :func:`get_core` loads the entry point of the name it is asked for
 only.
@@ -24,9 +25,17 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from zsceval.plugins import PluginGroup
+from zsceval.plugins import Registry, UnknownPluginError
 
-__all__ = ["CORE_GROUP", "LearningCore", "core_names", "core_of", "get_core", "register_core"]
+__all__ = [
+    "CORES",
+    "CORE_GROUP",
+    "LearningCore",
+    "UnknownCoreError",
+    "core_names",
+    "get_core",
+    "register_core",
+]
 
 
 class LearningCore:
@@ -84,62 +93,36 @@ class LearningCore:
 
 
 CORE_GROUP = "zsceval.cores"
-_cores: dict[str, type] = {}
-_plugins = PluginGroup(CORE_GROUP, "learning core")
+
+
+class UnknownCoreError(UnknownPluginError, ValueError):
+    """No learning core of that name (the message lists the registered ones; also a ``ValueError``)."""
+
+
+CORES = Registry(CORE_GROUP, "learning core", kind="class", unknown_error=UnknownCoreError)
+"""The registry of learning cores (:class:`zsceval.plugins.Registry`)."""
 
 
 def register_core(name: str, cls: type | None = None):
     """Register a learning core class under ``name`` (decorator or call).
 
     Raises:
-        ValueError: ``name`` is taken by another class.
+        zsceval.plugins.DuplicatePluginError: ``name`` is taken by another class (a ``ValueError``).
     """
-
-    def decorator(c: type) -> type:
-        if name in _cores and _cores[name] is not c:
-            raise ValueError(f"learning core '{name}' is already registered by {_cores[name].__qualname__}")
-        _cores[name] = c
-        return c
-
-    return decorator if cls is None else decorator(cls)
-
-
-def _adopt(name: str, obj: Any) -> None:
-    """Register the class of entry point ``name`` unless importing its module registered it."""
-    if name not in _cores:
-        if not isinstance(obj, type):
-            raise TypeError(f"{obj!r} is not a class and its module registered no core '{name}'")
-        register_core(name, obj)
-
-
-def core_of(algo: str) -> str:
-    """Name of the core of algorithm ``algo``: loads that algorithm's entry point only (``ppo``
-    for an unknown or broken name: the trainer reports those with the valid names). Each core's
-    hyper-parameters are the config section of the same name (``ppo.*``, ``pqn.*``)."""
-    from zsceval import registry
-
-    try:
-        return str(registry.get(algo).core)
-    except Exception:
-        return "ppo"
+    return CORES.register(name, cls)
 
 
 def core_names() -> list[str]:
     """Sorted names of the cores: registered ones and declared entry points (none imported)."""
-    return sorted(set(_cores) | set(_plugins.names()))
+    return CORES.names()
 
 
 def get_core(name: str) -> type:
     """The core class registered as ``name``, loading its entry point (only) if needed.
 
     Raises:
-        ValueError: unknown core (registered names listed, closest suggested).
+        UnknownCoreError: unknown core (registered names listed, closest suggested; a ``ValueError``).
         zsceval.plugins.PluginLoadError: the entry point of ``name`` could not be loaded (it and the
             exception are named).
     """
-    valid = core_names()
-    core, close = _plugins.lookup(name, _cores, _adopt, valid)
-    if core is not None:
-        return core
-    hint = f" Did you mean '{close}'?" if close else ""
-    raise ValueError(f"unknown learning core '{name}'; registered cores: {', '.join(valid)}.{hint}")
+    return CORES.get(name)

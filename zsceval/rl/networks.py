@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zsceval.plugins import PluginGroup
+from zsceval.plugins import Registry, UnknownPluginError
 
 __all__ = [
     "ENCODER_KINDS",
@@ -450,12 +450,27 @@ ENCODER_KINDS = ("mlp", "cnn")
 """The built-in kinds: :class:`ActorNet` and :class:`CriticNet` with an :class:`Encoder` of this kind."""
 
 MODEL_GROUP = "zsceval.models"
-_models: dict[str, type] = {}
-_model_plugins = PluginGroup(MODEL_GROUP, "model")
 
 
-class UnknownModelError(ValueError):
+class UnknownModelError(UnknownPluginError, ValueError):
     """``model.kind`` names no built-in encoder and no model plug-in (the message lists them)."""
+
+
+def _not_built_in(name: str, cls: type, description: str) -> None:
+    if name in ENCODER_KINDS:
+        raise ValueError(f"model kind '{name}' is built in")
+
+
+MODELS = Registry(
+    MODEL_GROUP,
+    "model.kind",
+    plural="model kinds",
+    kind="class",
+    on_register=_not_built_in,
+    unknown_error=UnknownModelError,
+    advice=f"Install the plug-in that declares it in the entry-point group '{MODEL_GROUP}'.",
+)
+"""The model plug-ins, ``model.kind`` -> class (the built-in kinds are not in it)."""
 
 
 def register_model(name: str):
@@ -466,39 +481,16 @@ def register_model(name: str):
     ``model`` is the spec's ``model`` dict).
 
     Raises:
-        ValueError: ``name`` is a built-in kind or registered by another class.
+        ValueError: ``name`` is a built-in kind; DuplicatePluginError (a ``ValueError``): ``name``
+            is registered by another class.
     """
-
-    def decorator(cls: type) -> type:
-        if name in ENCODER_KINDS:
-            raise ValueError(f"model kind '{name}' is built in")
-        existing = _models.get(name)
-        if existing is not None and (existing.__module__, existing.__qualname__) != (
-            cls.__module__,
-            cls.__qualname__,
-        ):
-            raise ValueError(f"model kind '{name}' is already registered by {existing.__qualname__}")
-        _models[name] = cls
-        return cls
-
-    return decorator
-
-
-def _adopt_model(name: str, obj: Any) -> None:
-    if name not in _models:
-        if not isinstance(obj, type):
-            raise TypeError(f"{obj!r} is not a class and its module registered no model '{name}'")
-        register_model(name)(obj)
+    return MODELS.register(name)
 
 
 def model_kinds() -> list[str]:
     """Every valid ``model.kind``: the built-in encoders, then the registered and declared plug-ins
     (sorted; none imported)."""
-    try:
-        declared = set(_model_plugins.names())
-    except ImportError:  # a source checkout without metadata: the built-ins and registered ones
-        declared = set()
-    return [*ENCODER_KINDS, *sorted((set(_models) | declared) - set(ENCODER_KINDS))]
+    return [*ENCODER_KINDS, *sorted(set(MODELS.names()) - set(ENCODER_KINDS))]
 
 
 def model_class(kind: str) -> type:
@@ -508,15 +500,7 @@ def model_class(kind: str) -> type:
         UnknownModelError: unknown kind (the valid ones listed, the closest suggested).
         zsceval.plugins.PluginLoadError: the entry point of ``kind`` could not be loaded.
     """
-    valid = model_kinds()
-    cls, close = _model_plugins.lookup(kind, _models, _adopt_model, valid)
-    if cls is not None:
-        return cls
-    hint = f" Did you mean '{close}'?" if close else ""
-    raise UnknownModelError(
-        f"unknown model.kind '{kind}' (valid: {', '.join(valid)}); install the plug-in that declares "
-        f"it in the entry-point group '{MODEL_GROUP}'.{hint}"
-    )
+    return MODELS.get(kind)
 
 
 def build_networks(spec: dict[str, Any]) -> tuple[nn.Module, nn.Module]:

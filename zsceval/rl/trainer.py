@@ -194,12 +194,16 @@ class Trainer:
                              getattr(self.core_cls, "rollout_fields", ()))  # fmt: skip
         self.core = self.core_cls(self.learners, cfg, self.env, self.device, self.algorithm)
         self.algorithm.learning_core = self.core
+        self.steps_per_iteration = cfg.steps_per_iteration(self.algorithm.core)
+        """Env steps of one iteration: ``env.num_envs`` times the ``rollout_length`` of the
+        algorithm's core (:meth:`TrainConfig.steps_per_iteration
+        <zsceval.rl.config.TrainConfig.steps_per_iteration>`)."""
         self._compile_core(cfg)
         self.iteration = 0
         self.env_steps = 0
         self.wall_time = 0.0
         self.next_checkpoint = (
-            cfg.steps_per_iteration if cfg.run.checkpoint_first else cfg.run.checkpoint_every
+            self.steps_per_iteration if cfg.run.checkpoint_first else cfg.run.checkpoint_every
         )
         self.metrics: list[dict[str, Any]] = []
         self.recent_returns: deque[float] = deque(maxlen=10)
@@ -453,7 +457,7 @@ class Trainer:
         episodes, row, t_collect = self.core.iteration(
             self.runner, self.env_steps, self.update_gen, self.algorithm.on_rollout
         )
-        steps = cfg.steps_per_iteration
+        steps = self.steps_per_iteration
         self.env_steps += steps
         self.iteration += 1
         dt = time.perf_counter() - t0
@@ -547,8 +551,8 @@ class Trainer:
                 row = self._iteration()
                 self.metrics.append(row)
                 self._check_finite(row)
-                session_steps += cfg.steps_per_iteration
-                bar.update(min(cfg.steps_per_iteration, cfg.run.total_steps - bar.n))
+                session_steps += self.steps_per_iteration
+                bar.update(min(self.steps_per_iteration, cfg.run.total_steps - bar.n))
                 recent = (
                     sum(self.recent_returns) / len(self.recent_returns)
                     if self.recent_returns

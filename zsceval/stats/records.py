@@ -1,4 +1,5 @@
-"""Settings records of output folders: what changed between the settings a folder holds and new ones.
+"""Records: what changed between the settings an output folder holds and new ones, and tables as
+JSON-ready records.
 
 A bench folder (``suite.yaml``) and a partners folder (``partners.yaml``) record the settings their
 finished jobs were made with; a rerun with other settings is refused (naming the differences) instead
@@ -11,7 +12,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["differences", "flatten"]
+import numpy as np
+import pandas as pd
+
+__all__ = ["differences", "flatten", "frame_records"]
+
+
+def frame_records(frame: pd.DataFrame) -> list[dict]:
+    """Any frame as JSON-ready records, one dict per row (Python scalars; NaN -> None)."""
+    out = []
+    for row in frame.to_dict("records"):
+        clean = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
+        out.append({k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in clean.items()})
+    return out
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

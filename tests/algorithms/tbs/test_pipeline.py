@@ -237,6 +237,26 @@ def test_runs_of_a_layout_pool_their_heldout_pairs_and_the_paired_difference(tmp
     assert written[0].read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_folder_of_tbs_results_gets_the_tbs_report_section(tmp_path):
+    """``zsceval report`` names no algorithm: the TBS tables come from the ``tbs`` report section
+    (entry-point group ``zsceval.report_sections``), alone in a folder without bench tables."""
+    for name, pairs in {"s0": [(100, 50, 75), (40, 40, 0)], "s1": [(200, 50, 100), (0, 0, 20)]}.items():
+        path = tmp_path / name / "ego" / "tbs_eval" / "results.parquet"
+        path.parent.mkdir(parents=True)
+        _run_frame("counter_circuit", pairs).to_parquet(path)
+    res = CliRunner().invoke(main, ["report", str(tmp_path), "--reps", "50", "--json", "--no-figures"])
+    assert res.exit_code == 0, res.output
+    payload = json.loads(res.output)
+    assert set(payload) == {"tbs", "tbs_pooled"} and {r["agent"] for r in payload["tbs_pooled"]} >= {
+        "TBS",
+        "BR",
+    }
+    res = CliRunner().invoke(main, ["report", str(tmp_path), "--reps", "50"])
+    assert res.exit_code == 0 and res.output.startswith("TBS protocol"), res.output
+    assert "counter_circuit  (pooled over 2 runs: 3 held-out pairs with a scale)" in res.output
+    assert (tmp_path / "figures" / "tbs_pooled_counter_circuit.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_pooling_keeps_chain_settings_apart_and_never_pools_one_seed_twice(tmp_path):
     """Chains pool per layout and settings (their chain.json): two paper-rule seeds pool, two fixed-k
     seeds pool apart, and two chains of one seed (one held-out pool, e.g. ToM-seed copies) do not."""

@@ -1,17 +1,26 @@
 """The TBS table of ``zsceval report``: scaled reward against the held-out pool per layout and agent
-(TBS paper, Sec. 4; written by the ``tbs.evaluate`` jobs as ``tbs_eval/results.parquet``)."""
+(TBS paper, Sec. 4; written by the ``tbs.evaluate`` jobs as ``tbs_eval/results.parquet``).
+
+:class:`TBSSection` is the report section (entry-point group ``zsceval.report_sections``, name
+``tbs``): the per-run and pooled tables beside the bench tables, or alone in a folder of TBS results
+only (a ``zsceval train --algo tbs`` run)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from zsceval.algorithms.tbs.results import AGENTS, cube_ci, result_cube, summarize
+from zsceval.plugins import ReportOptions, ReportSection
+from zsceval.stats.records import frame_records
 
 __all__ = [
     "TBS_RESULTS",
+    "TBSSection",
     "chain_k",
     "chain_variant",
     "find_tbs_results",
@@ -318,3 +327,40 @@ def _settings_overview(pooled: pd.DataFrame) -> list[str]:
         if common:
             lines.append(f"  (every row: {', '.join(sorted(common))})")
     return lines
+
+
+@dataclass(frozen=True)
+class TBSTables:
+    """What :class:`TBSSection` gathers: per-run (:func:`tbs_summary`) and pooled (:func:`tbs_pooled`)."""
+
+    summary: pd.DataFrame
+    pooled: pd.DataFrame
+
+
+class TBSSection(ReportSection):
+    """TBS evaluations (tbs_eval/results.parquet of a bench or of `zsceval train --algo tbs`, any
+    depth) add the TBS table: scaled reward against the held-out pool per agent, per run and pooled
+    over the runs of a layout (DIR may hold only those); figures/tbs_pooled_<layout>.png holds the
+    pooled bars."""
+
+    def gather(self, directory: Path, options: ReportOptions) -> TBSTables | None:
+        """:func:`tbs_summary` and :func:`tbs_pooled` of the folder's TBS results; None without any."""
+        paths = find_tbs_results(directory)
+        if not paths:
+            return None
+        return TBSTables(
+            tbs_summary(paths, reps=options.reps, seed=options.seed),
+            tbs_pooled(paths, reps=options.reps, seed=options.seed),
+        )
+
+    def to_json(self, data: TBSTables) -> dict[str, Any]:
+        """``{"tbs": per-run records, "tbs_pooled": pooled records}``."""
+        return {"tbs": frame_records(data.summary), "tbs_pooled": frame_records(data.pooled)}
+
+    def to_text(self, data: TBSTables, options: ReportOptions) -> str:
+        """:func:`format_tbs` at the report's CI level."""
+        return format_tbs(data.summary, options.level, data.pooled)
+
+    def figures(self, data: TBSTables, folder: Path) -> list[Path]:
+        """:func:`plot_pooled` (none without pooled rows)."""
+        return plot_pooled(data.pooled, folder) if len(data.pooled) else []
