@@ -54,8 +54,9 @@ __all__ = [
 ]
 
 OVERCOOKED_AI_ACTIONS: tuple = (*DIRECTIONS, (0, 0), "interact")
-"""overcooked-ai's ``Action.INDEX_TO_ACTION`` (``overcooked_ai_py/mdp/actions.py``): N ``(0, -1)``,
-S ``(0, 1)``, E ``(1, 0)``, W ``(-1, 0)``, STAY ``(0, 0)``, ``"interact"``; the index is ours."""
+"""overcooked-ai's ``Action.INDEX_TO_ACTION`` (overcooked-ai 1.1.0,
+``overcooked_ai_py/mdp/actions.py``): N ``(0, -1)``, S ``(0, 1)``, E ``(1, 0)``, W ``(-1, 0)``, STAY
+``(0, 0)``, ``"interact"``; the index is ours."""
 
 _SPEC = re.compile(r"^(?P<module>[A-Za-z_][\w.]*):(?P<attr>[A-Za-z_][\w.]*)$")
 
@@ -157,8 +158,8 @@ def overcooked_ai_action_index(action: Any) -> int:
 
 
 class OvercookedAIAgent:
-    """An overcooked-ai ``Agent`` (``overcooked_ai_py/agents/agent.py``: ``action(state) ->
-    (action, info)``) as a protocol object (module docstring), needing ``overcooked_ai_py``
+    """An overcooked-ai ``Agent`` (overcooked-ai 1.1.0, ``overcooked_ai_py/agents/agent.py``:
+    ``action(state) -> (action, info)``) as a protocol object (module docstring), needing ``overcooked_ai_py``
     (``pip install --no-deps overcooked-ai==1.1.0`` for its agents and states).
 
     Each row plays its own deep copy of ``agent``, made when the row's episode starts (an
