@@ -101,3 +101,32 @@ def test_an_external_partner_plays_a_saved_agent_in_cross_play(agents):
                  "--episodes", "2")  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "pooled: sparse return" in res.output
+
+
+def test_gifs_and_trajectories_are_written_for_an_external_agent(agents, tmp_path):
+    import json
+
+    gifs, trajs = tmp_path / "gifs", tmp_path / "trajs"
+    res = invoke("eval", "--agent", f"{agents}:Stay", "--partner", f"{agents}:Random", "--layout",
+                 "cramped_room", "--episodes", "1", "--gif", gifs, "--save-trajectories", trajs,
+                 "--json")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert sorted(p.name for p in gifs.iterdir()) == [
+        "cramped_room_agent_seat0.gif",
+        "cramped_room_agent_seat1.gif",
+    ]
+    assert all(p.read_bytes()[:6] == b"GIF89a" for p in gifs.iterdir())
+    assert len(out["trajectory_files"]) == 2
+    for seat, path in enumerate(sorted(trajs.glob("agent_seat_*.json"))):
+        episode = json.loads(path.read_text())[0]
+        assert {a[seat] for a in episode["joint_actions"]} == {4}  # the stay agent's seat only stays
+        assert len(episode["states"]) == len(episode["joint_actions"]) + 1
+
+
+def test_render_draws_an_external_agent(agents, tmp_path):
+    out = tmp_path / "ep.gif"
+    res = invoke("render", "--agent", f"{agents}:Stay", "--partner", f"{agents}:Random", "--layout",
+                 "cramped_room", "--steps", "5", "--out", out)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "6 frames" in res.output and out.read_bytes()[:6] == b"GIF89a"

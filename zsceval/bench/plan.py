@@ -300,7 +300,9 @@ def _shipped_set_job(lay: str, name: str) -> Job:
 
 def _evaluation_jobs(suite: Suite, lay: str, info: LayoutPlan, man_id: str) -> list[Job]:
     """Every ego of ``lay`` against the partner set of job ``man_id`` (and the human proxy, and the
-    unhelpful partners with ``suite.strata``: ``ego.unhelpful`` jobs ``<lay>/unhelpful/<algo>/s<i>``)."""
+    unhelpful partners with ``suite.strata``: ``ego.unhelpful`` jobs ``<lay>/unhelpful/<algo>/s<i>``),
+    and every external agent of ``suite.agents`` against the set (``<lay>/evaluation/<name>/s0``) and
+    with ``suite.strata`` the unhelpful partners."""
     evaluations = []
     for ego in info.egos:
         parsed = ids.parse(ego.id)
@@ -327,6 +329,16 @@ def _evaluation_jobs(suite: Suite, lay: str, info: LayoutPlan, man_id: str) -> l
             uid = ids.ego_unhelpful(lay, algo, seed)
             params = {**ego_params, "episodes": suite.unhelpful_episodes}
             evaluations.append(Job(uid, "ego.unhelpful", params, needs=(ego.id,), out=uid))
+    for name, spec in suite.agents:  # external agents: no training, scored as one ego of `name`
+        jid = ids.ego_evaluation(lay, name, 0)
+        params = {"layout": lay, "algorithm": name, "ego_seed": 0, "episodes": suite.evaluation_episodes,
+                  "seed": suite.seed, "device": suite.device, "agent": spec}  # fmt: skip
+        evaluations.append(Job(jid, "ego.evaluate", {**params, "partners": man_id}, needs=(man_id,), out=jid))
+        if suite.strata:
+            uid = ids.ego_unhelpful(lay, name, 0)
+            evaluations.append(
+                Job(uid, "ego.unhelpful", {**params, "episodes": suite.unhelpful_episodes}, out=uid)
+            )
     return evaluations
 
 

@@ -69,7 +69,7 @@ def run_bench(
     """
     root = Path(out)
     implemented = [a for a in suite.algorithms if a in registry.names()]
-    if not implemented:
+    if not implemented and not suite.agents:
         raise SuiteError(
             f"none of the algorithms {', '.join(suite.algorithms)} is implemented yet, so there is nothing "
             f"to evaluate; implemented: {', '.join(registry.names())} (`zsceval algos`). "

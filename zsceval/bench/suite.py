@@ -31,6 +31,8 @@ algorithms, seeds and budgets::
       counter_circuit_mr: {k: 15, candidates: 72}
     layout_partner_sets:          # evaluate a layout's egos on a shipped partner set instead of
       counter_circuit: zsceval:counter_circuit   # generating and selecting its partners
+    agents:                       # external agents (docs/external-agents.md), scored like one ego
+      scripted: my_agents:make_agent   # of an algorithm against each layout's partner set, untrained
     evaluation:
       episodes: 10                # per (ego, partner, seat)
       human_proxy: false          # also score every ego with a BC human model (2019 layouts)
@@ -56,6 +58,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 import typing
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -145,6 +148,12 @@ class Suite:
     mid BRs for them; the set, verified, is the layout's ``partners/set``. From the suite's
     ``layout_partner_sets`` mapping."""
 
+    agents: tuple[tuple[str, str], ...] = ()
+    """External agents (name, ``module:attr``; :mod:`zsceval.rl.external`) scored without training
+    against each layout's partner set, one ``ego.evaluate`` job per layout under the name, which
+    the tables and the report list as an algorithm (ego seed 0); from the suite's ``agents``
+    mapping."""
+
     @property
     def unhelpful_episodes(self) -> int:
         """Episodes per (ego seed, unhelpful partner, seating): ``strata_episodes``, else
@@ -176,6 +185,7 @@ class Suite:
         d["layout_partner_sets"] = dict(self.layout_partner_sets)
         d["algo_ego_steps"] = dict(self.algo_ego_steps)
         d["algo_overrides"] = {a: list(o) for a, o in self.algo_overrides}
+        d["agents"] = dict(self.agents)
         return d
 
     def algo_common(self, algo: str, common: dict) -> dict:
@@ -273,7 +283,7 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
     algo_steps = _algo_ego_steps(data.get("algo_ego_steps") or {}, path)
     algo_over = _algo_overrides(data.get("algo_overrides") or {}, path)
     sections = ("partners", "evaluation", "layout_partners", "layout_partner_sets", "algo_ego_steps",
-                "algo_overrides")  # fmt: skip
+                "algo_overrides", "agents")  # fmt: skip
     values.update({k: v for k, v in data.items() if k not in sections})
     for name, key in _EVALUATION_KEYS.items():
         short = key.split(".", 1)[1]
@@ -286,6 +296,7 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
         layout_partner_sets=_layout_partner_sets(data.get("layout_partner_sets") or {}, path),
         algo_ego_steps=algo_steps,
         algo_overrides=algo_over,
+        agents=_agents(data.get("agents") or {}, path),
     )
     if layouts:
         suite = _restrict(suite, "layouts", layouts)
@@ -409,6 +420,32 @@ def _algo_overrides(data: dict, path: Path) -> tuple[tuple[str, tuple[str, ...]]
     return tuple(sorted(out.items()))
 
 
+_AGENT_NAME = re.compile(r"^[A-Za-z0-9][\w-]*$")
+
+
+def _agents(data: dict, path: Path) -> tuple[tuple[str, str], ...]:
+    """Resolve the ``agents`` mapping (name -> external agent ``module:attr``).
+
+    Raises:
+        SuiteError: not a mapping, a name that cannot be a folder name, or a value that is not
+            ``MODULE:ATTR`` (naming the file and key).
+    """
+    from zsceval.rl.external import is_external
+
+    if not isinstance(data, dict):
+        raise SuiteError(
+            f"{path}: agents must map names to external agents, e.g. {{scripted: my_agents:Agent}}"
+        )
+    out = {}
+    for name, spec in data.items():
+        if not _AGENT_NAME.match(str(name)):
+            raise SuiteError(f"{path}: agents.{name}: a name is letters, digits, '_' and '-'")
+        if not isinstance(spec, str) or not is_external(spec):
+            raise SuiteError(f"{path}: agents.{name}: {spec!r} is not MODULE:ATTR (docs/external-agents.md)")
+        out[str(name)] = spec
+    return tuple(sorted(out.items()))
+
+
 def _check_keys(data: dict, known: set[str], path: Path, prefix: str) -> None:
     for key in data:
         if key not in known:
@@ -475,6 +512,9 @@ def validate_suite(suite: Suite, path: Path) -> None:
             )
             known = ", ".join(sorted(registered))
             raise SuiteError(f"{path}: unknown algorithm {algo!r}{hint}; registered: {known}{later}")
+    for name, _ in suite.agents:
+        if name in registered or name in ZSC_ALGORITHMS:
+            raise SuiteError(f"{path}: agents.{name}: an algorithm has this name; name the agent otherwise")
     for algo, _ in suite.algo_ego_steps:
         if algo not in suite.algorithms:
             raise SuiteError(
@@ -619,12 +659,15 @@ def check_suite_record(suite: Suite, out: str | Path, *, force: bool = False) ->
     old = {**{k: v for k, v in defaults.items() if k not in old}, **old}
     if isinstance(old.get("evaluation"), dict):
         old["evaluation"] = {**defaults["evaluation"], **old["evaluation"]}
+    own = ("algo_ego_steps", "agents")  # compared per entry below
     diffs = differences(
-        {k: v for k, v in old.items() if k != "algo_ego_steps"},
-        {k: v for k, v in new.items() if k != "algo_ego_steps"},
+        {k: v for k, v in old.items() if k not in own},
+        {k: v for k, v in new.items() if k not in own},
         ignore=_SUBSET_KEYS,
     )
     diffs += _ego_budget_differences(old, new)
+    old_agents = old.get("agents") or {}  # an agent added or left out adds or leaves out its jobs
+    diffs += [f"agents.{a}: {old_agents[a]!r} -> {s!r}" for a, s in suite.agents if old_agents.get(a, s) != s]
     if diffs and not force:
         raise SuiteConflictError(
             f"{out} holds a run of another suite setting ({path}):\n  "

@@ -29,7 +29,12 @@ def _check_state(state, layout, what: str) -> None:
 
 
 @click.command(name="render")
-@click.option("--agent", default=None, help="Run dir, checkpoint dir or meta.json of the agent in seat 0.")
+@click.option(
+    "--agent",
+    default=None,
+    help="Run dir, checkpoint dir or meta.json of the agent in seat 0, or an external MODULE:ATTR "
+    "(docs/external-agents.md).",
+)
 @click.option("--partner", default=None, help="Same for seat 1 (default: the agent itself).")
 @click.option(
     "--state",
@@ -97,6 +102,7 @@ def render(
     from zsceval.render import play_seating, read_trajectory, write_episode_gif, write_state_png
     from zsceval.rl.checkpoint import CheckpointError
     from zsceval.rl.config import ConfigError
+    from zsceval.rl.external import ExternalAgentError
 
     sources = [x for x in (agent, state_file, trajectory) if x is not None]
     if len(sources) != 1:
@@ -145,7 +151,7 @@ def render(
             frames, horizon = play_seating(
                 agent, partner or agent, lay, max_steps=steps, seed=seed, device=device
             )
-        except (CheckpointError, ConfigError) as exc:
+        except (CheckpointError, ConfigError, ExternalAgentError) as exc:
             raise click.ClickException(str(exc)) from None
     if png_at is not None and png_at >= len(frames):
         raise click.BadParameter(f"the episode has steps 0..{len(frames) - 1}", param_hint="--png-at")

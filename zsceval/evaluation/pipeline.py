@@ -402,15 +402,22 @@ def load_partner_set(manifest_path: str | Path, layout: str, device: str = "cpu"
 @job_kind("ego.evaluate")
 def ego_evaluate(params: dict, out: Path, needs: dict) -> dict:
     """An ego agent vs the partner set (params: ``layout, algorithm, ego_seed, episodes, seed, device,
-    ego`` (train-job id), ``partners`` (manifest-job id)); writes ``results.parquet``.
+    ego`` (train-job id) or ``agent`` (an external ``module:attr``, :mod:`zsceval.rl.external`),
+    ``partners`` (manifest-job id)); writes ``results.parquet``.
 
     The ego's scored checkpoint follows ZSC-Eval
     (:func:`~zsceval.evaluation.ego_checkpoint.scored_ego_checkpoint`), not simply its last one; the
-    result's ``scored_checkpoint`` records which (step, training return, rule, fallback)."""
+    result's ``scored_checkpoint`` records which (step, training return, rule, fallback); None for an
+    external agent."""
     device = params.get("device", "cpu")
-    ego_dir = Path(needs[params["ego"]])
-    ckpt, scored = scored_ego_checkpoint(ego_dir, params.get("algorithm"))
-    ego, _ = load_policy(ckpt, None, device)
+    if params.get("agent"):
+        from zsceval.rl.external import load_external
+
+        ego, scored = load_external(params["agent"]), None
+    else:
+        ego_dir = Path(needs[params["ego"]])
+        ckpt, scored = scored_ego_checkpoint(ego_dir, params.get("algorithm"))
+        ego, _ = load_policy(ckpt, None, device)
     partners = load_partner_set(Path(needs[params["partners"]]) / "manifest.json", params["layout"], device)
     gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)))
     labels = {"algorithm": params["algorithm"], "ego_seed": int(params["ego_seed"])}

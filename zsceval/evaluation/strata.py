@@ -259,16 +259,22 @@ def unhelpful_results(
 @job_kind("ego.unhelpful")
 def ego_unhelpful(params: dict, out: Path, needs: dict) -> dict:
     """An ego vs the unhelpful partners (params: ``layout, algorithm, ego_seed, episodes, seed,
-    device, ego`` (train-job id)); writes :data:`UNHELPFUL_TABLE` (:func:`unhelpful_results`).
+    device, ego`` (train-job id) or ``agent`` (an external ``module:attr``,
+    :mod:`zsceval.rl.external`)); writes :data:`UNHELPFUL_TABLE` (:func:`unhelpful_results`).
 
     The ego's scored checkpoint is the one ``ego.evaluate`` scores
-    (:func:`~zsceval.evaluation.ego_checkpoint.scored_ego_checkpoint`), recorded in the result."""
+    (:func:`~zsceval.evaluation.ego_checkpoint.scored_ego_checkpoint`), recorded in the result
+    (None for an external agent)."""
     from zsceval.evaluation.ego_checkpoint import scored_ego_checkpoint
     from zsceval.rl.checkpoint import load_policy
+    from zsceval.rl.external import load_external
 
     device = params.get("device", "cpu")
-    ckpt, scored = scored_ego_checkpoint(Path(needs[params["ego"]]), params.get("algorithm"))
-    ego, _ = load_policy(ckpt, None, device)
+    if params.get("agent"):
+        ego, scored = load_external(params["agent"]), None
+    else:
+        ckpt, scored = scored_ego_checkpoint(Path(needs[params["ego"]]), params.get("algorithm"))
+        ego, _ = load_policy(ckpt, None, device)
     labels = {"algorithm": params["algorithm"], "ego_seed": int(params["ego_seed"])}
     frame = unhelpful_results(params["layout"], ego, episodes=int(params["episodes"]),
                               seed=int(params.get("seed", 0)), device=device, labels=labels)  # fmt: skip

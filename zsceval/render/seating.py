@@ -1,9 +1,10 @@
-"""Pictures of saved agents playing: one seating's episode as frames, and one GIF per seating.
+"""Pictures of saved or external agents playing: one seating's episode as frames, and one GIF per seating.
 
 A seating puts the agent in seat ``k`` and the partner in every other seat. :func:`play_seating`
-loads both checkpoints and records one episode of a seating (:func:`zsceval.render.record_episode`);
-:func:`seating_gifs` writes one GIF per seating (``zsceval eval --gif``); ``zsceval render --agent``
-draws the seating with the agent in seat 0.
+loads both (a checkpoint, or an external ``module:attr``, :mod:`zsceval.rl.external`) and
+records one episode of a seating (:func:`zsceval.render.record_episode`); :func:`seating_gifs`
+writes one GIF per seating (``zsceval eval --gif``); ``zsceval render --agent`` draws the seating
+with the agent in seat 0.
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ def play_seating(
     seed: int = 0,
     device: str = "cpu",
 ) -> tuple[list[Frame], int]:
-    """Load two saved agents and record one episode with the agent in seat ``agent_seat``.
+    """Load two agents and record one episode with the agent in seat ``agent_seat``.
 
     The env is a one-game :class:`~zsceval.envs.overcooked.OvercookedEnv` on ``layout`` with the
     horizon the checkpoints were trained with (their ``env_spec``; the partner's when both give
-    one), seeded ``seed``; actions are sampled with a generator seeded ``seed``.
+    one; the layout's for two external agents), seeded ``seed``; actions are sampled with a
+    generator seeded ``seed``.
 
     Args:
-        agent_path: run dir, checkpoint dir or meta.json of the agent.
+        agent_path: run dir, checkpoint dir or meta.json of the agent, or an external agent
+            ``module:attr`` (:func:`zsceval.rl.external.load_external`).
         partner_path: same for the partner (it may be the agent's).
         layout: the layout to play.
         agent_seat: the agent's seat; the partner sits in all the others.
@@ -49,12 +52,14 @@ def play_seating(
         CheckpointError: a missing or corrupt checkpoint, or one trained on another observation
             spec (the message names ``agent PATH`` or ``partner PATH``).
         ValueError: ``agent_seat`` is not a seat of the layout.
+        ExternalAgentError: an external agent that does not import, or breaks the protocol.
         ConfigError: an unknown device.
     """
     import torch
 
     from zsceval.envs.overcooked import OvercookedEnv
     from zsceval.rl.checkpoint import check_compatible, load_agent
+    from zsceval.rl.external import is_external, load_external
     from zsceval.rl.trainer import resolve_device
 
     dev = resolve_device(device)
@@ -63,6 +68,9 @@ def play_seating(
         raise ValueError(f"agent_seat {agent_seat} is not a seat of {layout.name} (0..{env.num_agents - 1})")
     agents = []
     for path, what in ((agent_path, "agent"), (partner_path, "partner")):
+        if is_external(path):  # no saved spec: its act is checked as it plays
+            agents.append(load_external(path))
+            continue
         a, meta = load_agent(path, device=dev)
         horizon = meta.get("env_spec", {}).get("horizon")
         if horizon:
@@ -83,7 +91,7 @@ def seating_gifs(
     GIFs of ``zsceval eval --gif``.
 
     Args:
-        agent_path: run dir, checkpoint dir or meta.json of the agent.
+        agent_path: run dir, checkpoint dir or meta.json of the agent, or an external ``module:attr``.
         partner_path: same for the partner.
         layout: layout name or alias.
         out_dir: folder of the GIFs (created).

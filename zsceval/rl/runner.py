@@ -221,6 +221,8 @@ class EpisodeRunner:
         self.assign = assign or uniform_assign(len(self.arm_table))
         self.generator = generator
         self.takes_member = ["member" in inspect.signature(a.act).parameters for a in self.actors]
+        self.wants_states = [bool(getattr(a, "wants_states", False)) for a in self.actors]
+        """Per actor: whether its ``act`` also takes ``game_states`` and ``seats`` (:meth:`game_states`)."""
         self.step_out: Step | None = None
         self.compiled_act: dict[int, Callable] = {}
         """Actor index -> ``torch.compile``'d ``act`` taking ``noise`` (:meth:`compile_acting`)."""
@@ -371,6 +373,9 @@ class EpisodeRunner:
                 out = compiled(obs, avail, h, self.starts, noise=noise)
             else:
                 kw = {"member": self.actor_member[k]} if self.takes_member[k] else {}
+                if self.wants_states[k]:
+                    kw["game_states"], kw["seats"] = self.game_states(k)
+                    kw["layout"] = self.env.layout
                 out = actor.act(
                     self.select(obs, k), self.select(avail, k), h, self.select(self.starts, k),
                     generator=self.generator, deterministic=deterministic, **kw,
@@ -380,6 +385,33 @@ class EpisodeRunner:
                 on_actor(k, h, out.log_probs)
             self.put(self.state[k], k, out.state)
         return actions
+
+    def game_states(self, k: int) -> tuple[list[dict], list[int]]:
+        """The game state of each of actor k's rows now, for actors that read the game rather than
+        the observation (an overcooked-ai ``Agent``, :class:`~zsceval.rl.external.OvercookedAIAgent`).
+
+        Returns:
+            ``(states, seats)``: per row, overcooked-ai's ``OvercookedState.to_dict()`` of its game
+            (``env.export_state``, players in seat order; rows of one game share one dict) and the
+            row's seat (player index) in it.
+
+        Raises:
+            ValueError: the env cannot export states (only Overcooked can).
+        """
+        export = getattr(self.env, "export_state", None)
+        if not callable(export):
+            raise ValueError(
+                f"actor '{self.names[k]}' reads game states; {type(self.env).__name__} cannot export them "
+                "(only the Overcooked env can)"
+            )
+        rows = torch.arange(self.N) if self.rows[k] is None else self.rows[k].cpu()
+        games, slots = rows // self.n, rows % self.n
+        if getattr(self.env, "randomize_seats", False):  # slot j of game b sits in seat seats[b, j]
+            seats = self.env.state.seats.cpu()[games, slots]
+        else:
+            seats = slots
+        exported = {g: export(g) for g in sorted(set(games.tolist()))}
+        return [exported[g] for g in games.tolist()], seats.tolist()
 
     def compile_acting(self, backend: str = "inductor", mode: str | None = None) -> list[str]:
         """Compile each actor's ``act`` with ``torch.compile(fullgraph=True, dynamic=False)``

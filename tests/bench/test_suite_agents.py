@@ -1,0 +1,96 @@
+"""A suite's `agents:` entry: external agents scored on each layout's partner set without
+training, listed beside the algorithms in the tables and the report."""
+
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+
+SUITE = """
+name: agents
+seed: 0
+layouts: [cramped_room]
+algorithms: []
+agents:
+  stay: {module}:Stay
+layout_partner_sets:
+  cramped_room: zsceval:cramped_room
+evaluation:
+  episodes: 1
+"""
+
+
+@pytest.fixture
+def module(tmp_path, monkeypatch):
+    name = f"suite_agents_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(
+        textwrap.dedent("""
+        import numpy as np
+
+        class Stay:
+            def act(self, obs, avail):
+                return np.full(obs.shape[0], 4, dtype=np.int64)
+    """)
+    )
+    monkeypatch.chdir(tmp_path)
+    yield name
+    sys.modules.pop(name, None)
+
+
+def test_a_suite_scores_its_external_agents_on_the_partner_set_without_training(module, tmp_path):
+    from zsceval.bench.report import summarize
+    from zsceval.bench.run import run_bench
+    from zsceval.bench.suite import load_suite
+
+    path = tmp_path / "agents.yaml"
+    path.write_text(SUITE.format(module=module))
+    suite = load_suite(path)
+    assert suite.agents == (("stay", f"{module}:Stay"),)
+    tables = run_bench(suite, tmp_path / "out", progress=False, log=lambda *_: None)
+    assert not (tmp_path / "out/cramped_room/egos").exists()  # nothing trained
+    results = pd.read_parquet(tables["results"])
+    assert set(results["algorithm"]) == {"stay"} and set(results["ego_seed"]) == {0}
+    # every partner of the set (final and mid checkpoints), in both seats, one episode
+    assert len(results) == results["partner"].nunique() * 2 and set(results["seat"]) == {0, 1}
+    unhelpful = pd.read_parquet(tables["unhelpful"])  # with the unhelpful partners too
+    assert set(unhelpful["algorithm"]) == {"stay"} and unhelpful["partner"].nunique() == 2
+    summary = summarize(results, pd.read_parquet(tables["br_returns"]), reps=50)
+    assert "stay" in set(summary["algorithm"])  # the report's BR-Prox table lists it as an algorithm
+
+
+@pytest.mark.parametrize(
+    ("agents", "needle"),
+    [
+        ("  sp: {module}:Stay", "agents.sp: an algorithm has this name"),
+        ("  stay: not-a-spec", "agents.stay: 'not-a-spec' is not MODULE:ATTR"),
+        ("  a/b: {module}:Stay", "agents.a/b: a name is letters"),
+    ],
+)
+def test_a_bad_agents_entry_is_one_error_naming_it(module, tmp_path, agents, needle):
+    from zsceval.bench.suite import SuiteError, load_suite
+
+    path = tmp_path / "agents.yaml"
+    path.write_text(SUITE.replace("  stay: {module}:Stay", agents).format(module=module))
+    with pytest.raises(SuiteError, match=needle):
+        load_suite(path)
+
+
+def test_changing_an_agent_is_a_changed_setting_adding_one_is_not(module, tmp_path):
+    import dataclasses
+
+    from zsceval.bench.suite import SUITE_RECORD, SuiteConflictError, check_suite_record, load_suite
+
+    path = tmp_path / "agents.yaml"
+    path.write_text(SUITE.format(module=module))
+    suite = load_suite(path)
+    out = tmp_path / "out"
+    out.mkdir()
+    import yaml
+
+    (out / SUITE_RECORD).write_text(yaml.safe_dump(suite.to_dict()))
+    more = dataclasses.replace(suite, agents=(*suite.agents, ("other", f"{module}:Other")))
+    assert check_suite_record(more, out) == []
+    changed = dataclasses.replace(suite, agents=(("stay", f"{module}:Other"),))
+    with pytest.raises(SuiteConflictError, match="agents.stay"):
+        check_suite_record(changed, out)
