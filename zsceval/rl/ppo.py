@@ -104,6 +104,9 @@ class PPOCore(LearningCore):
         more critic forward per step, cheaper on a GPU than a synchronization; on a CPU a sync
         costs nothing, so it is off there). Needs an env whose step sets ``final_obs`` every step
         (a compiled Overcooked step). Results are the same either way."""
+        self.rollout_graph = None
+        """The collection as compiled graphs of K steps (``run.compile: rollout``,
+        :class:`~zsceval.rl.rollout_graph.RolloutGraph`), or None: eager steps."""
 
     # -- one iteration ----------------------------------------------------------------------------------
     def iteration(
@@ -183,6 +186,8 @@ class PPOCore(LearningCore):
         :attr:`~zsceval.rl.runner.EpisodeRunner.static_seating` (SP), no op in here reads a tensor
         on the host (tests/rl/test_sync_free_rollout.py). Plug-in hooks called per step
         (``training_reward``, ``critic_features``) must keep it so."""
+        if self.rollout_graph is not None:
+            return self.rollout_graph.collect(env_steps)
         return runner.rollout(self.buffer.T, _PPOStep(self, runner, env_steps))
 
     @torch.no_grad()
@@ -421,6 +426,22 @@ class PPOCore(LearningCore):
             Notes on what stays eager.
         """
         return self.group.compile(backend, mode)
+
+    def compile_rollout(self, runner: EpisodeRunner, steps: int, backend: str = "inductor",
+                        mode: str | None = None) -> list[str]:  # fmt: skip
+        """Collect in compiled graphs of ``steps`` env steps (``run.compile: rollout``,
+        :mod:`zsceval.rl.rollout_graph`) where the run allows it; the update stays eager.
+
+        Returns:
+            Notes saying why the rollout stays eager, if it does.
+        """
+        from zsceval.rl.rollout_graph import RolloutGraph, rollout_graph_blockers
+
+        why = rollout_graph_blockers(self, runner)
+        if why:
+            return [f"run.compile=rollout: the rollout stays eager ({'; '.join(why)})"]
+        self.rollout_graph = RolloutGraph(self, runner, steps, backend, mode)
+        return []
 
     # -- plug-in steps -------------------------------------------------------------------------------
     def actor_step(self, loss: torch.Tensor) -> torch.Tensor:

@@ -626,7 +626,7 @@ class Trainer:
         """``run.compile`` ``step`` or ``full``: compile the env step (``compile_step``) where the
         env has one."""
         mode = compile_mode(cfg, self.device)
-        if mode == "off":
+        if mode in ("off", "rollout"):  # rollout: the rollout graph steps the env (graph_step)
             return
         if not hasattr(self.env, "compile_step"):
             self.notes.append(
@@ -639,14 +639,25 @@ class Trainer:
             self.notes.append(f"run.compile={mode}: the env step stays eager ({exc})")
 
     def _cuda_graphs_mode(self, cfg: TrainConfig) -> str | None:
-        """``"reduce-overhead"`` with ``run.cuda_graphs`` under ``run.compile: full`` on CUDA, else None."""
-        full = compile_mode(cfg, self.device) == "full"
+        """``"reduce-overhead"`` with ``run.cuda_graphs`` under ``run.compile: full`` or ``rollout`` on
+        CUDA, else None."""
+        full = compile_mode(cfg, self.device) in ("full", "rollout")
         return "reduce-overhead" if full and cfg.run.cuda_graphs and self.device.type == "cuda" else None
 
     def _compile_core(self, cfg: TrainConfig) -> None:
         """``run.compile: full``: compile acting (the runner) and the core's values and minibatch
-        step, and collect without host syncs where the seating allows (``PPOCore.sync_free``)."""
-        if compile_mode(cfg, self.device) != "full":
+        step, and collect without host syncs where the seating allows (``PPOCore.sync_free``);
+        ``run.compile: rollout``: collect in compiled graphs of K steps (``PPOCore.compile_rollout``)."""
+        mode = compile_mode(cfg, self.device)
+        if mode == "rollout":
+            if not hasattr(self.core, "compile_rollout"):
+                self.notes.append(f"run.compile=rollout: the '{self.core_cls.name}' core collects eagerly")
+                return
+            self.notes += self.core.compile_rollout(
+                self.runner, cfg.run.rollout_graph_steps, cfg.run.compile_backend, self._cuda_graphs_mode(cfg)
+            )
+            return
+        if mode != "full":
             return
         backend, mode = cfg.run.compile_backend, self._cuda_graphs_mode(cfg)
         self.notes += self.runner.compile_acting(backend, mode)
