@@ -112,6 +112,7 @@ class PPOCore(LearningCore):
     def iteration(
         self, runner: EpisodeRunner, env_steps: int, generator: torch.Generator,
         on_rollout: Callable[[Rollout, EpisodeTable], None],
+        collected: tuple[EpisodeTable, float] | None = None,
     ) -> tuple[EpisodeTable, dict[str, Any], float]:  # fmt: skip
         """One PPO iteration, top to bottom in CleanRL's order (``ppo.py``); the trainer logs it.
 
@@ -128,12 +129,17 @@ class PPOCore(LearningCore):
             env_steps: env steps done before this iteration (schedules).
             generator: the minibatch-shuffling generator.
             on_rollout: the plug-in hook, ``Algorithm.on_rollout``.
+            collected: ``(episodes, seconds)`` of a rollout already in the buffer (step 1 done
+                elsewhere: :class:`~zsceval.rl.stacked_phase.StackedPhase`), or None.
 
         Returns:
             ``(episodes that ended in the rollout, loss statistics, seconds of steps 1-2 and the hook)``.
         """
         t0 = time.perf_counter()
-        episodes = self.collect(runner, env_steps)  # 1
+        if collected is None:
+            episodes = self.collect(runner, env_steps)  # 1
+        else:
+            episodes, t0 = collected[0], t0 - collected[1]
         self.bootstrap(runner)  # 2
         on_rollout(self.rollout, episodes)
         collect_s = time.perf_counter() - t0
