@@ -19,6 +19,9 @@ BASE = ["run.algo=sp", "env.layout=cramped_room", "env.num_envs=4", "env.horizon
         "run.num_threads=1", "run.eval_episodes=2", "run.total_steps=144", "run.checkpoint_every=48",
         "run.compile=off"]  # fmt: skip
 TIMING = ("time", "wall", "per_s", "_s", "cpu")
+# a candidate of the partner pipeline: pi_w with its own reward weights and its BR, seats drawn per
+# game at every episode start (the member's host clock re-seats its games inside the stacked rollout)
+CANDIDATE = ["run.algo=biased", "algo.weights=[0,0,0,0,-20,0,-20,0,3,5,3,0,0,0,0,0,0,1]"]
 
 
 def _cfg(seed, *more):
@@ -61,14 +64,24 @@ def alone(tmp_path_factory):
     return root / "s2"
 
 
-def test_a_stacked_member_trains_as_the_same_run_alone_bit_for_bit(tmp_path, alone):
-    phase = StackedPhase([_cfg(1), _cfg(2), _cfg(3)], [tmp_path / f"s{i}" for i in (1, 2, 3)])
+@pytest.fixture(scope="module")
+def candidate_alone(tmp_path_factory):
+    """The candidate of seed 3 trained alone."""
+    root = tmp_path_factory.mktemp("candidate")
+    Trainer(_cfg(3, *CANDIDATE), root / "c3", progress=False).train()
+    return root / "c3"
+
+
+def test_a_stacked_member_trains_as_the_same_run_alone_bit_for_bit(tmp_path, alone, candidate_alone):
+    phase = StackedPhase([_cfg(1), _cfg(2), _cfg(3, *CANDIDATE)], [tmp_path / f"s{i}" for i in (1, 2, 3)])
     results = phase.train()
     assert [r["seed"] for r in results] == [1, 2, 3]
     for i in (1, 2, 3):  # every member writes its own folder
         assert (tmp_path / f"s{i}" / "config.yaml").is_file() and (tmp_path / f"s{i}" / "eval.json").is_file()
         assert len(_metrics(tmp_path / f"s{i}")) == 3
     _same_run(tmp_path / "s2", alone)
+    _same_run(tmp_path / "s3", candidate_alone)
+    assert "biased/policy_loss" in _metrics(tmp_path / "s3")[0]  # the candidate's two learners trained
     # the members differ (their own seeds), so the equality above is not a shared result
     assert _metrics(tmp_path / "s1") != _metrics(tmp_path / "s2")
 
