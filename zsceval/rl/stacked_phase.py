@@ -18,9 +18,10 @@ Per iteration (glossary: :mod:`zsceval.rl.runner`):
    update, the metrics row and a checkpoint when due (:meth:`Trainer.record_iteration
    <zsceval.rl.trainer.Trainer.record_iteration>`).
 
-Members must be PPO-core runs of an env with ``graph_step``-free deterministic resets (Overcooked
-without seat randomization or random starts: a reset draws nothing), the same env config (layout,
-horizon, games), the same ``ppo.rollout_length`` and the same ``run.total_steps``.
+Members must be PPO-core runs of Overcooked with deterministic resets (no seat randomization, no
+random starts: a reset draws nothing), the same env config (layout, horizon, games), network,
+``ppo.rollout_length``, device, threads and ``run.total_steps`` (:func:`stack_key`). With
+``run.compile: step`` (``auto`` on CUDA) the batch's env step is compiled.
 """
 
 from __future__ import annotations
@@ -163,8 +164,11 @@ class StackedPhase:
             from zsceval.rl.envs import make_env
 
             first = self.members[0]
-            self._envs[count] = make_env(first.cfg.env, num_envs=count * first.env.num_envs,
-                                         device=first.device, seed=first.cfg.run.seed)  # fmt: skip
+            env = make_env(first.cfg.env, num_envs=count * first.env.num_envs, device=first.device,
+                           seed=first.cfg.run.seed)  # fmt: skip
+            if getattr(first.env, "_compiled_step", None) is not None:  # run.compile step (auto on CUDA)
+                env.compile_step(backend=first.cfg.run.compile_backend)
+            self._envs[count] = env
         return self._envs[count]
 
     # -- training -------------------------------------------------------------------------------------
