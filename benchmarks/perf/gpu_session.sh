@@ -58,7 +58,7 @@ step "1. CUDA and equality tests" 75 python3 -m pytest -p no:cacheprovider -o ad
     tests/envs/test_env_api.py tests/envs/test_compile.py tests/rl/test_hardware.py tests/rl/test_compile_full.py \
     tests/rl/test_compiled_rollout.py tests/rl/test_stacked_phase.py
 
-step "2. run.compile=rollout on CUDA" 100 python3 benchmarks/perf/rollout_graph.py --device cuda --games 4096 \
+step "2. run.compile=rollout on CUDA" 100 python3 benchmarks/perf/rollout_graph.py --device cuda --games 4096 --graph-steps 4 \
     --iterations 3
 
 step "3. engine and PPO vs JaxMARL" 150 python3 benchmarks/perf/gpu.py --modes eager step rollout \

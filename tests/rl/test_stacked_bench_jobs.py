@@ -4,6 +4,7 @@ written by the job runner, the run not trained again), and a candidate's checkpo
 those of the same job run alone."""
 
 import csv
+import json
 
 import torch
 from safetensors.torch import load_file
@@ -53,3 +54,30 @@ def test_a_layouts_candidates_train_stacked_and_finish_as_their_jobs(tmp_path):
     for path in files:
         x, y = load_file(str(a / path.relative_to(b))), load_file(str(path))
         assert x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x), path
+
+
+def test_mid_checkpoint_brs_stack_once_their_inputs_have_finished(tmp_path):
+    """Each BR trains with its own frozen partner (a candidate's mid checkpoint): the BRs of a layout
+    stack when their candidates' jobs are done, apart from jobs that run under the training guard."""
+    from zsceval.execution import Job
+
+    def br(c):
+        params = {
+            **COMMON,
+            "algo": "br",
+            "seed": 500,
+            "steps": 96,
+            "partner_train": f"t{c}",
+            "partner_eval": f"e{c}",
+        }
+        return Job(f"br{c}", "train", params, needs=(f"t{c}", f"e{c}"), out=f"br{c}")
+
+    inputs = [Job(f"{k}{c}", "train", {}, out=f"{k}{c}") for c in (0, 1) for k in "te"]
+    brs = [br(0), br(1)]
+    assert stacked_groups(brs, tmp_path, inputs) == []  # the candidates have not finished
+    for job in inputs:
+        (tmp_path / job.out).mkdir()
+        result = {"mid_checkpoint": "run/checkpoints/step_000000000048"}
+        (tmp_path / job.out / "DONE.json").write_text(json.dumps({"result": result}))
+    groups = stacked_groups([*brs, *_trains()], tmp_path, inputs)
+    assert [[j.id for j in g] for g in groups] == [["br0", "br1"], [j.id for j in _trains()]]

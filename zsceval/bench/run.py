@@ -116,7 +116,7 @@ def _run_locked(suite, root, diffs, executor, workers, retries, progress, log, s
             env.update(worker_thread_env(workers))
         with scoped_environ(env):
             if stack:
-                run_stacked(jobs, root, log)
+                run_stacked(jobs, root, log, known=all_jobs)
             run_jobs(all_jobs, root, executor=executor, workers=workers, retries=retries, progress=progress,
                      modules=_JOB_MODULES)  # fmt: skip
 
