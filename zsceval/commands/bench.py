@@ -156,7 +156,10 @@ def _print_plan(suite, out: str, executor: str, workers: int, stack: bool | None
     from zsceval.bench.stacking import format_stacked, stack_default, stacked_groups
 
     if stack if stack is not None else stack_default(str(suite.device)):
-        click.echo(format_stacked(stacked_groups(static[0], out)))
+        try:
+            click.echo(format_stacked(stacked_groups(static[0], out)))
+        except (ValueError, OSError) as exc:  # a job whose config does not resolve fails when it runs
+            click.echo(f"stacked phases: not listed ({exc})")
     else:
         click.echo("stacked phases: off (--stack to train a phase's same-shape jobs in one process)")
 
