@@ -5,8 +5,9 @@ counter_circuit) at 512 and 4,096 games and with the paper preset, eager and com
 
 ``--modes`` picks the rows: ``eager`` (``run.compile: off``), ``step`` (the env step compiled),
 ``full`` (``run.compile: full``: step, acting, values and the PPO minibatch step; engine rows as
-``step``) and ``graphs`` (``full`` with ``run.cuda_graphs``: ``mode="reduce-overhead"``; engine rows
-compile the step with that mode).
+``step``), ``graphs`` (``full`` with ``run.cuda_graphs``: ``mode="reduce-overhead"``; engine rows
+compile the step with that mode) and ``rollout`` (``run.compile: rollout``: K env steps of the
+collection as one graph, the update eager; engine rows as ``step``).
 
 JaxMARL's IPPO-FF is not run here: its figure in the issue (2.8M env steps/s at 512 games, one
 H100) is printed as a fixed reference, labelled as such. Runs on ``--device cuda`` (the default);
@@ -41,8 +42,8 @@ JAXMARL_IPPO_FF = 2.8e6
 """JaxMARL IPPO-FF env steps/s at 512 games on one H100, as the issue quotes it (not measured here)."""
 
 
-MODES = ("eager", "step", "full", "graphs")
-"""The row kinds of ``--modes``: ``run.compile`` off / step / full, and full with CUDA graphs."""
+MODES = ("eager", "step", "full", "graphs", "rollout")
+"""The row kinds of ``--modes``: ``run.compile`` off / step / full, full with CUDA graphs, rollout."""
 
 
 def engine_rate(layout: str, games: int, device: str, seconds: float, mode: str) -> tuple[float, float]:
@@ -76,7 +77,7 @@ def engine_rate(layout: str, games: int, device: str, seconds: float, mode: str)
 def ppo_rate(preset: str, games: int | None, device: str, iterations: int, mode: str) -> float:
     """Env steps/s of whole PPO iterations (collection and update), after one warm-up iteration;
     ``mode`` one of :data:`MODES`."""
-    compile_ = {"eager": "off", "graphs": "full"}.get(mode, mode)
+    compile_ = {"eager": "off", "graphs": "full"}.get(mode, mode)  # rollout: run.compile=rollout
     overrides = [
         "env.layout=counter_circuit", f"run.device={device}", "run.eval_episodes=0",
         f"run.compile={compile_}", f"run.cuda_graphs={str(mode == 'graphs').lower()}",

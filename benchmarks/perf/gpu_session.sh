@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The checks of a session lent a CUDA machine, in the order they matter, each under its own timeout
-# so that one hang cannot eat the lease; about 10 minutes on an H200 (docs/performance.md, "The first
-# GPU measurements"). Everything is also written to ${OUT:-.}/gpu_session.log.
+# so that one hang cannot eat the lease; the whole under 10 minutes (the timeouts sum to 540 s).
+# Everything is written to ${OUT:-.}/gpu_session.log, and one line per step (its exit status,
+# seconds and last result line) to ${OUT:-.}/summary.txt.
 #
 #   bash benchmarks/perf/gpu_session.sh            # zsceval and its dependencies already installed
 #   bash benchmarks/perf/gpu_session.sh --wheels   # a bare machine: install the wheels in .whl/ first
@@ -17,10 +18,14 @@
 # keep them from travelling for the session's calls (`git rm -r -q --cached eval_partners/sets` and
 # `/eval_partners/sets/` in .git/info/exclude; afterwards `git reset -q -- eval_partners/sets`).
 #
-# Steps: (1) the tests that run on CUDA when it is there; (2) the engine and PPO, eager and with the
-# step compiled, against JaxMARL where it imports (gpu.py); (3) a tiny bench suite end to end with
-# --device cuda; (4) policy-pool acting; (5) the SP learning bar on CUDA; (6) a profile of the
-# compiled step at 4,096 games, where it is far from JaxMARL.
+# Steps: (1) the tests that run on CUDA when it is there, and the compiled-rollout and stacked-phase
+# equality tests; (2) `run.compile: rollout` on CUDA, with and without CUDA graphs, against `off`
+# (rollout_graph.py: rates, loss differences, inductor's cudagraph skips); (3) the engine and PPO
+# against JaxMARL in the same call, at 4,096 and 65,536 games (gpu.py: eager, step, rollout);
+# (4) the stacked candidate phase of one layout at full width (forced_coordination: its 30
+# candidates, the paper preset's 100 games each) for one iteration, separate vs stacked, with the
+# hours of the suite's 1e7 env steps per candidate extrapolated (stacked_phase.py); (5) the paper
+# preset's PPO row, eager and rollout (gpu.py).
 set -uo pipefail
 LOG="${OUT:-.}/gpu_session.log"
 exec > >(tee "$LOG") 2>&1
@@ -36,50 +41,35 @@ python3 -c "import torch, zsceval; print('torch', torch.__version__, '| zsceval'
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null
 quiet() { grep -v "ubmoduled\|^    %\|^W[0-9]\|cudagraph_utils"; }  # JaxMARL's banner, inductor's graph dumps
 
-echo "=== 1. CUDA tests  $(date +%T)"
-timeout 120 python3 -m pytest -p no:cacheprovider -o addopts="" -m "not slow" -q -rs -n 4 \
-    tests/envs/test_env_api.py tests/envs/yokai/test_game.py tests/envs/test_compile.py \
-    tests/rl/test_hardware.py tests/rl/test_compile_full.py 2>&1 | tail -6
+SUMMARY="${OUT:-.}/summary.txt"
+: > "$SUMMARY"
+# step NAME SECONDS COMMAND...: run under a timeout, log it, and add one line to the summary
+step() {
+    local name="$1" limit="$2"; shift 2
+    echo "=== $name  $(date +%T)"
+    local t0=$SECONDS out rc
+    out=$(mktemp)
+    timeout "$limit" "$@" 2>&1 | quiet | tee "$out"
+    rc=${PIPESTATUS[0]}
+    printf '%-34s rc=%-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - t0))" "$(grep -v '^\s*$' "$out" | tail -1)" >> "$SUMMARY"
+}
 
-echo "=== 2. engine and PPO (gpu.py)  $(date +%T)"
-timeout 200 python3 benchmarks/perf/gpu.py --modes eager step --games 4096 65536 --ppo-games 4096 \
-    --no-paper --seconds 2 --iterations 2 2>&1 | quiet
+step "1. CUDA and equality tests" 75 python3 -m pytest -p no:cacheprovider -o addopts="" -m "not slow" -q -rs -n 4 \
+    tests/envs/test_env_api.py tests/envs/test_compile.py tests/rl/test_hardware.py tests/rl/test_compile_full.py \
+    tests/rl/test_compiled_rollout.py tests/rl/test_stacked_phase.py
 
-echo "=== 3. tiny bench suite on CUDA  $(date +%T)"
-SUITE=$(mktemp --suffix .yaml)
-cat > "$SUITE" <<'YAML'
-name: gpu-tiny
-seed: 0
-layouts: [cramped_room]
-algorithms: [sp, fcp]
-ego_seeds: 1
-ego_steps: 25600
-preset: quick
-overrides: [env.num_envs=16, run.eval_episodes=2, population.size=6, population.stage1_steps=12800]
-partners:
-  candidates: 3
-  candidate_steps: 25600
-  checkpoints: 2
-  feature_episodes: 2
-  k: 2
-  mid_br_steps: 12800
-  dpp_samples: 50
-  min_return: -1
-evaluation:
-  episodes: 2
-YAML
-timeout 240 python3 -m zsceval.cli bench --suite "$SUITE" --out /tmp/gpu-tiny-bench --device cuda --no-progress 2>&1 \
-    | quiet | tail -15
+step "2. run.compile=rollout on CUDA" 100 python3 benchmarks/perf/rollout_graph.py --device cuda --games 4096 --graph-steps 4 \
+    --iterations 3
 
-echo "=== 4. policy-pool acting  $(date +%T)"
-timeout 45 python3 benchmarks/perf/pool_acting.py --device cuda --seconds 1 --rounds 3 2>&1 | tail -8
+step "3. engine and PPO vs JaxMARL" 150 python3 benchmarks/perf/gpu.py --modes eager step rollout \
+    --games 4096 65536 --ppo-games 4096 --no-paper --seconds 2 --iterations 2
 
-echo "=== 5. SP learning bar on CUDA  $(date +%T)"
-timeout 70 python3 benchmarks/learning/sp.py --layouts cramped_room --seeds 0 --set run.device=cuda 2>&1 | tail -3
+# one iteration of every candidate (100 games x 400 steps each); the suite trains 1e7 env steps each
+step "4a. candidate phase, stacked" 110 python3 benchmarks/perf/stacked_phase.py --device cuda --preset paper \
+    --layout forced_coordination --members 30 --games 100 --steps 40000 --workers 1 --stack --extrapolate 10000000
 
-echo "=== 6. where a 4,096-game step's time goes (step_profile.py)  $(date +%T)"
-timeout 90 python3 benchmarks/perf/step_profile.py --device cuda --games 4096 2>&1 | quiet
-echo "=== 7. the value-based core: VDN and a TBS pool of 10 pairs (value_core.py)  $(date +%T)"
-timeout 90 python3 benchmarks/perf/value_core.py --layout counter_circuit --pairs 10 --iterations 40 \
-    --set run.device=cuda 2>&1 | quiet
-echo "=== end  $(date +%T)"
+step "5. paper preset PPO" 105 python3 benchmarks/perf/gpu.py --modes eager rollout --games 4096 --ppo-games \
+    --seconds 1 --iterations 1
+
+echo "=== summary  $(date +%T)"
+cat "$SUMMARY"

@@ -137,7 +137,7 @@ def test_run_compile_compiles_the_training_env_step_where_it_can(tmp_path, monke
     tr = Trainer(cfg, tmp_path / "c", progress=False)
     tr.close()
     assert any("stays eager" in note and "deterministic starts" in note for note in tr.notes)
-    with pytest.raises(ConfigError, match="run.compile must be one of off, step, full, auto"):
+    with pytest.raises(ConfigError, match="run.compile must be one of off, step, full, rollout, auto"):
         Trainer(resolve_config(preset="quick", overrides=[*base, "run.compile=fast"]), tmp_path / "d")
 
 

@@ -54,5 +54,5 @@ def test_run_compile_takes_off_step_full_and_auto():
     auto = resolve_config(preset="quick", overrides=base)
     assert compile_mode(auto, torch.device("cpu")) == "off"
     assert compile_mode(auto, torch.device("cuda")) == "step"
-    with pytest.raises(ConfigError, match="run.compile must be one of off, step, full, auto, got 'fast'"):
+    with pytest.raises(ConfigError, match="run.compile must be one of off, step, full, rollout, auto, got"):
         validate(resolve_config(preset="quick", overrides=[*base, "run.compile=fast"]))

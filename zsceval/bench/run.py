@@ -21,6 +21,7 @@ import yaml
 from zsceval import registry
 from zsceval.bench.budget import env_step_budget
 from zsceval.bench.plan import LayoutPlan, build_phases, human_data_installed, late_phases
+from zsceval.bench.stacking import run_stacked, stack_default
 from zsceval.bench.stages import STAGES_TABLE
 from zsceval.bench.suite import SUITE_RECORD, Suite, SuiteError, check_device, check_suite_record
 from zsceval.evaluation import pipeline
@@ -53,8 +54,12 @@ def run_bench(
     progress: bool = True,
     log=print,
     force: bool = False,
+    stack: bool | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) a suite; returns a summary with the result table paths.
+
+    ``stack``: train each phase's stackable jobs as stacked phases first (:mod:`zsceval.bench.stacking`;
+    None: :func:`~zsceval.bench.stacking.stack_default` of the suite's device).
 
     ``retries``: attempts after a job's first failure (default: 1 for the process and Ray
     executors, 0 in-process; :func:`zsceval.execution.run_jobs`). The folder's ``suite.yaml``
@@ -78,11 +83,13 @@ def run_bench(
     check_device(suite)
     diffs = check_suite_record(suite, root, force=force)
     root.mkdir(parents=True, exist_ok=True)
+    if stack is None:
+        stack = stack_default(str(suite.device))
     with FolderLock(root, "bench", info={"executor": executor, "workers": workers}):
-        return _run_locked(suite, root, diffs, executor, workers, retries, progress, log)
+        return _run_locked(suite, root, diffs, executor, workers, retries, progress, log, stack)
 
 
-def _run_locked(suite, root, diffs, executor, workers, retries, progress, log) -> dict[str, Any]:
+def _run_locked(suite, root, diffs, executor, workers, retries, progress, log, stack=False) -> dict[str, Any]:
     """:func:`run_bench` once the bench folder is locked."""
     if diffs:
         log("--force: replacing a run of another suite setting (" + "; ".join(diffs) + ")")
@@ -108,6 +115,8 @@ def _run_locked(suite, root, diffs, executor, workers, retries, progress, log) -
         if executor != "local":  # concurrent jobs share the cores: no oversubscription
             env.update(worker_thread_env(workers))
         with scoped_environ(env):
+            if stack:
+                run_stacked(jobs, root, log, known=all_jobs)
             run_jobs(all_jobs, root, executor=executor, workers=workers, retries=retries, progress=progress,
                      modules=_JOB_MODULES)  # fmt: skip
 

@@ -47,6 +47,13 @@ import click
     help="Print the env steps of every stage, what the folder already holds and the hours left; run nothing. "
     "Hours are for --executor/--workers, or for those of a bench running in --out when they are not given.",
 )
+@click.option(
+    "--stack/--no-stack",
+    default=None,
+    help="Train each phase's jobs that share a network shape and schedule (a layout's candidates, SP "
+    "egos of several seeds) as one stacked process with one env batch; each keeps its own folder. "
+    "[default: on for a CUDA suite, off on CPU]",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.option(
     "--report/--no-report", default=True, show_default=True, help="Print the BR-Prox table at the end."
@@ -59,8 +66,9 @@ import click
     help="Moderate/expert split of the printed table: mid/final checkpoints, or BR return <= median.",
 )
 def bench(
-    suite_name, algos, layouts, out, executor, workers, force, retries, device, plan, progress, report, levels
-) -> None:
+    suite_name, algos, layouts, out, executor, workers, force, retries, device, plan, stack, progress, report,
+    levels,
+) -> None:  # fmt: skip
     """Run whatever is missing of a suite: partner generation and selection, ego training, evaluation.
 
     Every expensive step is a job with its inputs and outputs on disk, so a killed bench resumes
@@ -101,13 +109,13 @@ def bench(
         check_writable(out)
     if plan:
         executor, workers = _running_bench_workers(out, executor, workers)
-    _print_plan(suite, out, executor, workers)
+    _print_plan(suite, out, executor, workers, stack)
     if plan:
         return
     try:
         tables = run_bench(
             suite, out, executor=executor, workers=workers, retries=retries, progress=progress,
-            log=click.echo, force=force,
+            log=click.echo, force=force, stack=stack,
         )  # fmt: skip
     except (SuiteError, PluginLoadError) as exc:
         raise click.ClickException(str(exc)) from None
@@ -120,9 +128,9 @@ def bench(
         _print_report(out, tables, levels)
 
 
-def _print_plan(suite, out: str, executor: str, workers: int) -> None:
+def _print_plan(suite, out: str, executor: str, workers: int, stack: bool | None = None) -> None:
     """The suite's layouts, algorithms and ego budgets, the env steps per stage (with what ``out``
-    already holds) and the hours left."""
+    already holds), the hours left and the stacked phases (``--stack``)."""
     from zsceval.bench.budget import env_step_budget, hours_left
     from zsceval.bench.plan import build_phases
     from zsceval.bench.stages import format_budget, format_left
@@ -136,7 +144,8 @@ def _print_plan(suite, out: str, executor: str, workers: int) -> None:
         budgets.setdefault(suite.ego_budget(algo), []).append(algo)
     click.echo("ego env steps: " + "; ".join(f"{', '.join(a)} {n:,}" for n, a in budgets.items()))
     try:
-        budget = env_step_budget(suite, build_phases(suite)[0], out)
+        static = build_phases(suite)[0]
+        budget = env_step_budget(suite, static, out)
     except (ValueError, OSError, PluginLoadError) as exc:
         raise click.ClickException(str(exc)) from None
     hours, how, per_stage = hours_left(
@@ -144,6 +153,15 @@ def _print_plan(suite, out: str, executor: str, workers: int) -> None:
     )
     click.echo(format_budget(budget, per_stage))
     click.echo(format_left(hours, how))
+    from zsceval.bench.stacking import format_stacked, stack_default, stacked_groups
+
+    if stack if stack is not None else stack_default(str(suite.device)):
+        try:
+            click.echo(format_stacked(stacked_groups(static[0], out)))
+        except (ValueError, OSError) as exc:  # a job whose config does not resolve fails when it runs
+            click.echo(f"stacked phases: not listed ({exc})")
+    else:
+        click.echo("stacked phases: off (--stack to train a phase's same-shape jobs in one process)")
 
 
 def _print_report(out: str, tables: dict, levels) -> None:

@@ -125,24 +125,10 @@ def mid_checkpoint(run_dir: Path) -> tuple[Path, float, float]:
 
 
 # -- 1/4. training ------------------------------------------------------------------------------------
-@job_kind("train")
-def train_job(params: dict, out: Path, needs: dict) -> dict:
-    """Train ``params['algo']`` on ``params['layout']`` into ``out/run`` (resumes a killed run).
-
-    params: ``algo, layout, seed, steps, preset, device, checkpoint_every, keep_checkpoints,
-    overrides`` (list of ``key=value``), ``algo_options`` (dict of ``algo.*``), ``algo_inputs``
-    (``{algo option: job id or [job ids]}``: the option gets those jobs' run folders),
-    ``algo_job_dirs`` (the same with the jobs' own folders), and for a BR of a
-    candidate's ``mid`` checkpoint ``partner_train`` / ``partner_eval``: ids of that candidate's train and
-    ``candidate.evaluate`` jobs; for a BR of a set of partners (n > 2 players) ``partner_refs``: a
-    list of ``[train-job id, evaluate-job id, "final" | "mid"]``.
-
-    Every job but those BRs runs inside :func:`~zsceval.evaluation.exclusion.training_guard`: a
-    checkpoint that holds an evaluation partner of the layout is refused (``JobInputError`` naming
-    the checkpoint and the partner).
-    """
-    from zsceval.rl.config import ConfigError, config_from_dict, resolve_config
-    from zsceval.rl.trainer import NonFiniteError, Trainer
+def train_config(params: dict, needs: dict):
+    """The resolved :class:`~zsceval.rl.config.TrainConfig` of a ``train`` job (:func:`train_job`'s
+    params; ``needs``: the finished input jobs' folders by id, empty for a job without inputs)."""
+    from zsceval.rl.config import config_from_dict, resolve_config
 
     options = dict(params.get("algo_options", {}))
     for option, ids in params.get("algo_inputs", {}).items():
@@ -172,6 +158,29 @@ def train_job(params: dict, out: Path, needs: dict) -> dict:
     cfg = resolve_config(preset=params.get("preset", "quick"), overrides=params.get("overrides", []), **flags)
     if options:
         cfg = config_from_dict({"algo": options}, cfg)
+    return cfg
+
+
+@job_kind("train")
+def train_job(params: dict, out: Path, needs: dict) -> dict:
+    """Train ``params['algo']`` on ``params['layout']`` into ``out/run`` (resumes a killed run).
+
+    params: ``algo, layout, seed, steps, preset, device, checkpoint_every, keep_checkpoints,
+    overrides`` (list of ``key=value``), ``algo_options`` (dict of ``algo.*``), ``algo_inputs``
+    (``{algo option: job id or [job ids]}``: the option gets those jobs' run folders),
+    ``algo_job_dirs`` (the same with the jobs' own folders), and for a BR of a
+    candidate's ``mid`` checkpoint ``partner_train`` / ``partner_eval``: ids of that candidate's train and
+    ``candidate.evaluate`` jobs; for a BR of a set of partners (n > 2 players) ``partner_refs``: a
+    list of ``[train-job id, evaluate-job id, "final" | "mid"]``.
+
+    Every job but those BRs runs inside :func:`~zsceval.evaluation.exclusion.training_guard`: a
+    checkpoint that holds an evaluation partner of the layout is refused (``JobInputError`` naming
+    the checkpoint and the partner).
+    """
+    from zsceval.rl.config import ConfigError
+    from zsceval.rl.trainer import NonFiniteError, Trainer
+
+    cfg = train_config(params, needs)
     run = out / "run"
     resume = (run / "config.yaml").exists() and any(
         json.loads((c / "meta.json").read_text()).get("resumable") for c in list_checkpoints(run)

@@ -266,14 +266,21 @@ class RunConfig:
     tensorboard: bool = False
     """Also write TensorBoard logs (needs the ``tensorboard`` package)."""
     compile: str = "auto"
-    """``torch.compile`` of the hot paths, one of ``off``, ``step``, ``full``, ``auto``:
-    ``off``, all eager; ``step``, the env step as one graph (envs with ``compile_step``,
-    deterministic starts; others stay eager with a note); ``full``, the env step, acting (each
-    policy that drives every row), the critic's values and the PPO minibatch step (loss and its
-    backward, then clipping and Adam: :meth:`~zsceval.rl.ppo.PPOCore.compile`), with a rollout
-    that reads no tensor on the host for one-arm runs (SP); the ``ppo`` core only, which then
-    turns ``ppo.obs_columns`` off; ``auto``, ``step`` on CUDA and ``off`` on CPU (on CPU the
-    compile takes minutes and the compiled step was not faster: docs/performance.md)."""
+    """``torch.compile`` of the hot paths, one of ``off``, ``step``, ``full``,
+    ``rollout``, ``auto``: ``off``, all eager; ``step``, the env step as one graph (envs with
+    ``compile_step``, deterministic starts; others stay eager with a note); ``full``, the env step,
+    acting (each policy that drives every row), the critic's values and the PPO minibatch step
+    (loss and its backward, then clipping and Adam: :meth:`~zsceval.rl.ppo.PPOCore.compile`), with
+    a rollout that reads no tensor on the host for one-arm runs (SP); the ``ppo`` core only, which
+    then turns ``ppo.obs_columns`` off; ``rollout``, K env steps of the PPO collection (acting and
+    sampling, values, env step, rewards, buffer writes) as one graph
+    (:mod:`zsceval.rl.rollout_graph`; the update stays eager; it trains as ``off`` does, bit for
+    bit with ``aot_eager``) for one-arm runs of envs with ``graph_step``, others collect eagerly
+    with a note; ``auto``, ``step`` on CUDA and ``off`` on CPU (on CPU the compile takes minutes
+    and the compiled step was not faster: docs/performance.md)."""
+    rollout_graph_steps: int = 8
+    """K, the env steps per compiled graph of ``run.compile: rollout`` (the last graph of a
+    rollout takes the ``T mod K`` steps left; a larger K compiles longer)."""
     compile_backend: str = "inductor"
     """``torch.compile`` backend of ``run.compile`` (``inductor``; the tests use ``aot_eager``,
     which traces the same graphs without generating code)."""
@@ -690,13 +697,13 @@ def _check_model_kind(kind: str) -> tuple[bool, str]:
     return kind in valid, f"model.kind must be one of {', '.join(valid)}, got '{kind}'.{hint}"
 
 
-COMPILE_MODES = ("off", "step", "full", "auto")
+COMPILE_MODES = ("off", "step", "full", "rollout", "auto")
 """Values of ``run.compile``."""
 
 
 def compile_mode(cfg: TrainConfig, device: Any) -> str:
-    """``run.compile`` resolved for ``device`` (a ``torch.device``): ``off``, ``step`` or ``full``
-    (``auto``: ``step`` on CUDA, ``off`` elsewhere)."""
+    """``run.compile`` resolved for ``device`` (a ``torch.device``): ``off``, ``step``, ``full`` or
+    ``rollout`` (``auto``: ``step`` on CUDA, ``off`` elsewhere)."""
     if cfg.run.compile == "auto":
         return "step" if getattr(device, "type", str(device)) == "cuda" else "off"
     return cfg.run.compile
@@ -727,6 +734,10 @@ def validate(cfg: TrainConfig) -> None:
         (
             cfg.run.compile in COMPILE_MODES,
             f"run.compile must be one of {', '.join(COMPILE_MODES)}, got {cfg.run.compile!r}",
+        ),
+        (
+            cfg.run.rollout_graph_steps >= 1,
+            f"run.rollout_graph_steps must be >= 1, got {cfg.run.rollout_graph_steps}",
         ),
         (
             cfg.run.checkpoint_every >= 1,

@@ -104,11 +104,15 @@ class PPOCore(LearningCore):
         more critic forward per step, cheaper on a GPU than a synchronization; on a CPU a sync
         costs nothing, so it is off there). Needs an env whose step sets ``final_obs`` every step
         (a compiled Overcooked step). Results are the same either way."""
+        self.rollout_graph = None
+        """The collection as compiled graphs of K steps (``run.compile: rollout``,
+        :class:`~zsceval.rl.rollout_graph.RolloutGraph`), or None: eager steps."""
 
     # -- one iteration ----------------------------------------------------------------------------------
     def iteration(
         self, runner: EpisodeRunner, env_steps: int, generator: torch.Generator,
         on_rollout: Callable[[Rollout, EpisodeTable], None],
+        collected: tuple[EpisodeTable, float] | None = None,
     ) -> tuple[EpisodeTable, dict[str, Any], float]:  # fmt: skip
         """One PPO iteration, top to bottom in CleanRL's order (``ppo.py``); the trainer logs it.
 
@@ -125,12 +129,17 @@ class PPOCore(LearningCore):
             env_steps: env steps done before this iteration (schedules).
             generator: the minibatch-shuffling generator.
             on_rollout: the plug-in hook, ``Algorithm.on_rollout``.
+            collected: ``(episodes, seconds)`` of a rollout already in the buffer (step 1 done
+                elsewhere: :class:`~zsceval.rl.stacked_phase.StackedPhase`), or None.
 
         Returns:
             ``(episodes that ended in the rollout, loss statistics, seconds of steps 1-2 and the hook)``.
         """
         t0 = time.perf_counter()
-        episodes = self.collect(runner, env_steps)  # 1
+        if collected is None:
+            episodes = self.collect(runner, env_steps)  # 1
+        else:
+            episodes, t0 = collected[0], t0 - collected[1]
         self.bootstrap(runner)  # 2
         on_rollout(self.rollout, episodes)
         collect_s = time.perf_counter() - t0
@@ -183,6 +192,8 @@ class PPOCore(LearningCore):
         :attr:`~zsceval.rl.runner.EpisodeRunner.static_seating` (SP), no op in here reads a tensor
         on the host (tests/rl/test_sync_free_rollout.py). Plug-in hooks called per step
         (``training_reward``, ``critic_features``) must keep it so."""
+        if self.rollout_graph is not None:
+            return self.rollout_graph.collect(env_steps)
         return runner.rollout(self.buffer.T, _PPOStep(self, runner, env_steps))
 
     @torch.no_grad()
@@ -439,6 +450,22 @@ class PPOCore(LearningCore):
             Notes on what stays eager.
         """
         return self.group.compile(backend, mode)
+
+    def compile_rollout(self, runner: EpisodeRunner, steps: int, backend: str = "inductor",
+                        mode: str | None = None) -> list[str]:  # fmt: skip
+        """Collect in compiled graphs of ``steps`` env steps (``run.compile: rollout``,
+        :mod:`zsceval.rl.rollout_graph`) where the run allows it; the update stays eager.
+
+        Returns:
+            Notes saying why the rollout stays eager, if it does.
+        """
+        from zsceval.rl.rollout_graph import RolloutGraph, rollout_graph_blockers
+
+        why = rollout_graph_blockers(self, runner)
+        if why:
+            return [f"run.compile=rollout: the rollout stays eager ({'; '.join(why)})"]
+        self.rollout_graph = RolloutGraph(self, runner, steps, backend, mode)
+        return []
 
     # -- plug-in steps -------------------------------------------------------------------------------
     def actor_step(self, loss: torch.Tensor) -> torch.Tensor:

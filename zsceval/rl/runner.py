@@ -452,7 +452,12 @@ class EpisodeRunner:
             acted in it (before any re-seat), and the games whose episode ended. Call
             :meth:`finish_step` after using them.
         """
-        s = self._to_device(self.env.step(actions.view(self.B, self.n).to(self.env_device)))
+        return self.account(self._to_device(self.env.step(actions.view(self.B, self.n).to(self.env_device))))
+
+    def account(self, s: Step) -> tuple[Step, Seating, torch.Tensor]:
+        """Add step ``s`` (this runner's games, on its device) to the episode totals; returns what
+        :meth:`env_step` returns. For a caller that steps the games itself (a stacked phase steps
+        its members' games as one batch)."""
         # new tensors, not in-place sums: the episode records of earlier steps hold the old ones
         self.ep_sparse = self.ep_sparse + s.reward
         self.ep_shaped = self.ep_shaped + s.shaped_by_agent

@@ -451,12 +451,20 @@ class Trainer:
             self.algorithm.num_arms = len(arms)
 
     # -- the loop -----------------------------------------------------------------------------------
-    def _iteration(self) -> dict[str, Any]:
+    def _iteration(self, collected: tuple[Any, float] | None = None) -> dict[str, Any]:
+        """One iteration of the core; ``collected``: ``(episode table, seconds)`` of a rollout
+        already in the core's buffer (a stacked phase collects its members' rollouts together)."""
         cfg = self.cfg
         t0, c0 = time.perf_counter(), time.process_time()
-        episodes, row, t_collect = self.core.iteration(
-            self.runner, self.env_steps, self.update_gen, self.algorithm.on_rollout
-        )
+        if collected is None:
+            episodes, row, t_collect = self.core.iteration(
+                self.runner, self.env_steps, self.update_gen, self.algorithm.on_rollout
+            )
+        else:
+            t0 -= collected[1]
+            episodes, row, t_collect = self.core.iteration(
+                self.runner, self.env_steps, self.update_gen, self.algorithm.on_rollout, collected=collected
+            )
         steps = self.steps_per_iteration
         self.env_steps += steps
         self.iteration += 1
@@ -549,8 +557,7 @@ class Trainer:
         try:
             while self.env_steps < cfg.run.total_steps:
                 row = self._iteration()
-                self.metrics.append(row)
-                self._check_finite(row)
+                self.record_iteration(row, writer)
                 session_steps += self.steps_per_iteration
                 bar.update(min(self.steps_per_iteration, cfg.run.total_steps - bar.n))
                 recent = (
@@ -561,23 +568,36 @@ class Trainer:
                 bar.set_postfix(
                     ret=f"{recent:.1f}", sps=f"{session_steps / (time.perf_counter() - session_start):,.0f}"
                 )
-                if writer is not None:
-                    for key, value in row.items():
-                        writer.add_scalar(key, value, self.env_steps)
-                self.algorithm.after_iteration(self.iteration, self.env_steps, row, self.last_episodes)
-                self._refresh_arms()
-                if self.env_steps >= self.next_checkpoint:
-                    every = max(cfg.run.checkpoint_every, 1)
-                    self.next_checkpoint = (self.env_steps // every + 1) * every
-                    self.save_checkpoint()
-                else:
-                    self._write_metrics()
                 if on_iteration is not None:
                     on_iteration(self, row)
         finally:
             bar.close()
             if writer is not None:
                 writer.close()
+        return self.finish()
+
+    def record_iteration(self, row: dict[str, Any], writer=None) -> None:
+        """After an iteration: log ``row`` (``metrics.csv``, TensorBoard ``writer`` if any), stop a
+        diverged run, run the plug-in's ``after_iteration`` and save a checkpoint when one is due
+        (also :class:`~zsceval.rl.stacked_phase.StackedPhase`'s members)."""
+        cfg = self.cfg
+        self.metrics.append(row)
+        self._check_finite(row)
+        if writer is not None:
+            for key, value in row.items():
+                writer.add_scalar(key, value, self.env_steps)
+        self.algorithm.after_iteration(self.iteration, self.env_steps, row, self.last_episodes)
+        self._refresh_arms()
+        if self.env_steps >= self.next_checkpoint:
+            every = max(cfg.run.checkpoint_every, 1)
+            self.next_checkpoint = (self.env_steps // every + 1) * every
+            self.save_checkpoint()
+        else:
+            self._write_metrics()
+
+    def finish(self) -> dict[str, Any]:
+        """After the last iteration: the final checkpoint (unless the last one is it) and the final
+        evaluation (:meth:`evaluate`); returns its summary."""
         final = list_checkpoints(self.run_dir)
         if not final or final[-1].name != f"step_{self.env_steps:012d}":
             self.save_checkpoint()
@@ -630,7 +650,7 @@ class Trainer:
         """``run.compile`` ``step`` or ``full``: compile the env step (``compile_step``) where the
         env has one."""
         mode = compile_mode(cfg, self.device)
-        if mode == "off":
+        if mode in ("off", "rollout"):  # rollout: the rollout graph steps the env (graph_step)
             return
         if not hasattr(self.env, "compile_step"):
             self.notes.append(
@@ -643,14 +663,25 @@ class Trainer:
             self.notes.append(f"run.compile={mode}: the env step stays eager ({exc})")
 
     def _cuda_graphs_mode(self, cfg: TrainConfig) -> str | None:
-        """``"reduce-overhead"`` with ``run.cuda_graphs`` under ``run.compile: full`` on CUDA, else None."""
-        full = compile_mode(cfg, self.device) == "full"
+        """``"reduce-overhead"`` with ``run.cuda_graphs`` under ``run.compile: full`` or ``rollout`` on
+        CUDA, else None."""
+        full = compile_mode(cfg, self.device) in ("full", "rollout")
         return "reduce-overhead" if full and cfg.run.cuda_graphs and self.device.type == "cuda" else None
 
     def _compile_core(self, cfg: TrainConfig) -> None:
         """``run.compile: full``: compile acting (the runner) and the core's values and minibatch
-        step, and collect without host syncs where the seating allows (``PPOCore.sync_free``)."""
-        if compile_mode(cfg, self.device) != "full":
+        step, and collect without host syncs where the seating allows (``PPOCore.sync_free``);
+        ``run.compile: rollout``: collect in compiled graphs of K steps (``PPOCore.compile_rollout``)."""
+        mode = compile_mode(cfg, self.device)
+        if mode == "rollout":
+            if not hasattr(self.core, "compile_rollout"):
+                self.notes.append(f"run.compile=rollout: the '{self.core_cls.name}' core collects eagerly")
+                return
+            self.notes += self.core.compile_rollout(
+                self.runner, cfg.run.rollout_graph_steps, cfg.run.compile_backend, self._cuda_graphs_mode(cfg)
+            )
+            return
+        if mode != "full":
             return
         backend, mode = cfg.run.compile_backend, self._cuda_graphs_mode(cfg)
         self.notes += self.runner.compile_acting(backend, mode)

@@ -1,0 +1,126 @@
+"""A stacked phase (:mod:`zsceval.rl.stacked_phase`): members trained in one process with one env
+batch over all their games train, bit for bit on CPU, as each trained alone; each writes its own run
+folder; a stacked run killed between two members' checkpoints resumes every member exactly."""
+
+import csv
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from zsceval.rl.config import ConfigError, resolve_config
+from zsceval.rl.stacked_phase import StackedPhase, check_stackable
+from zsceval.rl.trainer import Trainer
+
+# 4 games x 12 steps an iteration, 3 iterations, a checkpoint after each; horizon 16: episodes end
+# inside the second and third rollouts
+BASE = ["run.algo=sp", "env.layout=cramped_room", "env.num_envs=4", "env.horizon=16", "ppo.rollout_length=12",
+        "run.num_threads=1", "run.eval_episodes=2", "run.total_steps=144", "run.checkpoint_every=48",
+        "run.compile=off"]  # fmt: skip
+TIMING = ("time", "wall", "per_s", "_s", "cpu")
+# a candidate of the partner pipeline: pi_w with its own reward weights and its BR, seats drawn per
+# game at every episode start (the member's host clock re-seats its games inside the stacked rollout)
+CANDIDATE = ["run.algo=biased", "algo.weights=[0,0,0,0,-20,0,-20,0,3,5,3,0,0,0,0,0,0,1]"]
+
+
+def _cfg(seed, *more):
+    return resolve_config(preset="quick", overrides=[*BASE, f"run.seed={seed}", *more])
+
+
+def _metrics(run):
+    with open(run / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    return [{k: v for k, v in r.items() if not any(w in k for w in TIMING)} for r in rows]
+
+
+def _weights(run):
+    out = {}
+    for path in sorted((run / "checkpoints").glob("*/*.safetensors")):
+        for k, v in load_file(str(path)).items():
+            out[f"{path.parent.name}/{path.name}/{k}"] = v
+    return out
+
+
+def _eval(run):
+    d = json.loads((run / "eval.json").read_text())
+    return {k: v for k, v in d.items() if not any(w in k for w in TIMING)}
+
+
+def _same_run(a, b):
+    assert _metrics(a) == _metrics(b)
+    wa, wb = _weights(a), _weights(b)
+    assert wa.keys() == wb.keys() and len(wa) > 0
+    for k in wa:
+        assert torch.equal(wa[k], wb[k]), k
+    assert _eval(a) == _eval(b)
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory):
+    """Member seed 2 trained alone."""
+    root = tmp_path_factory.mktemp("alone")
+    Trainer(_cfg(2), root / "s2", progress=False).train()
+    return root / "s2"
+
+
+@pytest.fixture(scope="module")
+def candidate_alone(tmp_path_factory):
+    """The candidate of seed 3 trained alone."""
+    root = tmp_path_factory.mktemp("candidate")
+    Trainer(_cfg(3, *CANDIDATE), root / "c3", progress=False).train()
+    return root / "c3"
+
+
+def test_a_stacked_member_trains_as_the_same_run_alone_bit_for_bit(tmp_path, alone, candidate_alone):
+    phase = StackedPhase([_cfg(1), _cfg(2), _cfg(3, *CANDIDATE)], [tmp_path / f"s{i}" for i in (1, 2, 3)])
+    results = phase.train()
+    assert [r["seed"] for r in results] == [1, 2, 3]
+    for i in (1, 2, 3):  # every member writes its own folder
+        assert (tmp_path / f"s{i}" / "config.yaml").is_file() and (tmp_path / f"s{i}" / "eval.json").is_file()
+        assert len(_metrics(tmp_path / f"s{i}")) == 3
+    _same_run(tmp_path / "s2", alone)
+    _same_run(tmp_path / "s3", candidate_alone)
+    assert "biased/policy_loss" in _metrics(tmp_path / "s3")[0]  # the candidate's two learners trained
+    # the members differ (their own seeds), so the equality above is not a shared result
+    assert _metrics(tmp_path / "s1") != _metrics(tmp_path / "s2")
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_a_stacked_run_killed_between_two_members_checkpoints_resumes_every_member_exactly(
+    tmp_path, alone, monkeypatch
+):
+    dirs = [tmp_path / "s1", tmp_path / "s2"]
+    phase = StackedPhase([_cfg(1), _cfg(2)], dirs)
+    member2 = phase.members[1]
+    original = Trainer.record_iteration
+
+    def record(self, row, writer=None):
+        if self is member2 and self.iteration == 2:  # member 1 saved iteration 2, member 2 did not
+            raise _Killed
+        original(self, row, writer)
+
+    monkeypatch.setattr(Trainer, "record_iteration", record)
+    with pytest.raises(_Killed):
+        phase.train()
+    monkeypatch.setattr(Trainer, "record_iteration", original)
+    resumed = StackedPhase([_cfg(1), _cfg(2)], dirs, resume=True)
+    assert [m.env_steps for m in resumed.members] == [96, 48]  # the members stand at different checkpoints
+    resumed.train()
+    _same_run(tmp_path / "s2", alone)
+    ref = tmp_path / "ref"
+    Trainer(_cfg(1), ref, progress=False).train()
+    _same_run(tmp_path / "s1", ref)
+
+
+def test_members_that_differ_in_shape_or_budget_cannot_be_stacked():
+    check_stackable([_cfg(1), _cfg(2, "ppo.lr=0.001")])  # a different learning rate stacks
+    with pytest.raises(ConfigError, match="must share env, model, ppo.rollout_length"):
+        check_stackable([_cfg(1), _cfg(2, "env.num_envs=8")])
+    with pytest.raises(ConfigError, match="must share"):
+        check_stackable([_cfg(1), _cfg(2, "run.total_steps=96")])
+    with pytest.raises(ConfigError, match="deterministic resets"):
+        check_stackable([_cfg(1, "env.randomize_seats=true")])
