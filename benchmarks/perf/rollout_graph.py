@@ -43,7 +43,7 @@ def run(args, mode: str, graphs: bool) -> tuple[float, list[dict[str, str]], flo
             f"run.compile_backend={args.backend}", f"run.cuda_graphs={str(graphs).lower()}",
             f"run.rollout_graph_steps={args.graph_steps}", "run.seed=0"]  # fmt: skip
     cfg = resolve_config(preset=args.preset, overrides=over)
-    total = cfg.steps_per_iteration * args.iterations
+    total = cfg.steps_per_iteration("ppo") * args.iterations
     cfg = resolve_config(preset=args.preset, overrides=[*over, f"run.total_steps={total}"])
     marks = []
     with tempfile.TemporaryDirectory() as tmp:

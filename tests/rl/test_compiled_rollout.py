@@ -39,7 +39,7 @@ def test_the_compiled_rollout_fills_the_buffer_and_records_the_episodes_of_the_e
         assert (tr.core.rollout_graph is not None) == (mode == "rollout"), tr.notes
         tables = []
         for it in range(2):
-            tables.append(tr.core.collect(tr.runner, it * tr.cfg.steps_per_iteration))
+            tables.append(tr.core.collect(tr.runner, it * tr.steps_per_iteration))
             tr.core.bootstrap(tr.runner)
         out[mode] = (tr.core.buffer, tables, tr.runner.state_dict(), tr.core.h_critic)
         tr.close()
