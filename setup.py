@@ -17,9 +17,15 @@ setup(
     python_requires=">=3.10",
     license="MIT",
     license_files=["LICENSE"],
+    # The core is zsceval/; its built-in algorithm plug-ins (algorithms/) and its data (layouts/,
+    # benchmarks/suites/, eval_partners/) are top-level folders installed inside the package.
     packages=find_packages(include=["zsceval", "zsceval.*"])
+    + ["zsceval." + p for p in find_packages(include=["algorithms", "algorithms.*"])]
     + ["zsceval.layouts", "zsceval.suites", "zsceval.partner_sets"],
     package_dir={
+        # zsceval.algorithms, .base and .tbs: the built-in plug-ins, declared below as a third
+        # party's would be (entry points); subpackages follow the mapping (algorithms/base, ...).
+        "zsceval.algorithms": "algorithms",
         "zsceval.layouts": "layouts",
         "zsceval.suites": "benchmarks/suites",
         # Shipped evaluation-partner sets (index.yaml + sets/<name>/v<version>/<split>/); the working
