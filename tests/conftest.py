@@ -28,7 +28,7 @@ def unimplemented_zsc_algorithm():
 
 
 @pytest.fixture(scope="session")
-def tiny_bench(tmp_path_factory, worker_id):
+def tiny_bench(tmp_path_factory):
     """The tiny suite (:mod:`tests.evaluation.tiny_bench`) run once: ``(suite, out folder, tables)``.
 
     Its algorithms include ``pecan``, a ZSC-Eval name treated as not implemented (the skip path).
@@ -39,7 +39,8 @@ def tiny_bench(tmp_path_factory, worker_id):
     from zsceval.bench import run as bench_mod
     from zsceval.bench import suite as bench_mod_suite
 
-    if worker_id == "master":  # one process: this session's own folder
+    worker_id = os.environ.get("PYTEST_XDIST_WORKER", "master")  # pytest-xdist's name of this worker
+    if worker_id == "master":  # one process (also without pytest-xdist): this session's own folder
         root = tmp_path_factory.mktemp("bench")
     else:  # the parent of a worker's base temp folder is shared by every worker of the session
         root = tmp_path_factory.getbasetemp().parent / "tiny_bench"
