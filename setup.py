@@ -27,9 +27,15 @@ setup(
     python_requires=">=3.10",
     license="MIT",
     license_files=["LICENSE"],
+    # The core is zsceval/; its built-in algorithm plug-ins (algorithms/) and its data (layouts/,
+    # benchmarks/suites/, eval_partners/) are top-level folders installed inside the package.
     packages=find_packages(include=["zsceval", "zsceval.*"])
+    + ["zsceval." + p for p in find_packages(include=["algorithms", "algorithms.*"])]
     + ["zsceval.layouts", "zsceval.suites", "zsceval.partner_sets"],
     package_dir={
+        # zsceval.algorithms, .base and .tbs: the built-in plug-ins, declared below as a third
+        # party's would be (entry points); subpackages follow the mapping (algorithms/base, ...).
+        "zsceval.algorithms": "algorithms",
         "zsceval.layouts": "layouts",
         "zsceval.suites": "benchmarks/suites",
         # Shipped evaluation-partner sets: index.yaml, the acting-only test split of each set's newest
@@ -42,7 +48,7 @@ setup(
         "zsceval.layouts": ["*.layout", "*.md"],
         "zsceval.suites": ["*.yaml"],
         "zsceval.partner_sets": ["index.yaml", "*.md", "shipped/**/*", "manifests/**/*", "human/**/*"],
-        "zsceval": ["presets/*.yaml", "evaluation/grids/*.yaml", "bench/reference/*.yaml"],
+        "zsceval": ["presets/*.yaml", "generation/grids/*.yaml", "bench/reference/*.yaml"],
     },
     install_requires=[
         "torch>=2.4",
@@ -155,19 +161,19 @@ setup(
             "yokai = zsceval.envs.builtin:make_yokai",
         ],
         "zsceval.jobs": [
-            "candidate.evaluate = zsceval.evaluation.pipeline:candidate_evaluate",
-            "ego.evaluate = zsceval.evaluation.pipeline:ego_evaluate",
+            "candidate.evaluate = zsceval.generation.pipeline:candidate_evaluate",
+            "ego.evaluate = zsceval.evaluation.ego_evaluation:ego_evaluate",
             "ego.human_proxy = zsceval.evaluation.human_proxy:ego_human_proxy",
             "ego.unhelpful = zsceval.evaluation.strata:ego_unhelpful",
             "partners.human_proxy = zsceval.evaluation.human_proxy:partners_human_proxy",
-            "partners.manifest = zsceval.evaluation.pipeline:partners_manifest",
-            "partners.select = zsceval.evaluation.pipeline:partners_select",
+            "partners.manifest = zsceval.generation.pipeline:partners_manifest",
+            "partners.select = zsceval.generation.pipeline:partners_select",
             "partners.shipped = zsceval.evaluation.shipped_sets:partners_shipped",
             "tbs.brs = zsceval.algorithms.tbs.jobs:best_responses_job",
             "tbs.cluster = zsceval.algorithms.tbs.jobs:cluster_job",
             "tbs.ego = zsceval.algorithms.tbs.jobs:ego_job",
             "tbs.evaluate = zsceval.algorithms.tbs.jobs:evaluate_job",
-            "train = zsceval.evaluation.pipeline:train_job",
+            "train = zsceval.training.jobs:train_job",
         ],
         "zsceval.suites": ["zsceval = zsceval.suites"],
         # Evaluation-partner sets: name = the label of `label:set@version/split`, value = a package

@@ -32,8 +32,8 @@ def test_a_suite_whose_candidates_end_no_episode_is_refused(tmp_path):
 def test_a_training_job_whose_inputs_cannot_work_fails_without_advising_a_rerun(tmp_path):
     """A config error met when a job's trainer is built (e.g. HSP with fewer usable biased candidates
     than it needs, FCP without its population) is a JobInputError: no retry, no rerun advice."""
-    from zsceval.evaluation.pipeline import train_job
     from zsceval.execution.jobs import JobInputError
+    from zsceval.training.jobs import train_job
 
     params = {"algo": "fcp", "layout": "cramped_room", "seed": 0, "steps": 3200, "preset": "quick",
               "device": "cpu", "overrides": ["env.num_envs=8"]}  # fmt: skip

@@ -1,5 +1,10 @@
 """The package's layers (``.importlinter``): each layer imports only downward, counting
-imports written inside functions, and a reversed import is caught."""
+imports written inside functions, and a reversed import is caught.
+
+import-linter reads one folder per package, and the built-in plug-ins live in the top-level
+``algorithms/`` that setup.py installs as ``zsceval.algorithms``; so the contracts run on the
+package as installed, assembled in a temporary folder. By hand: ``python tests/test_layers.py``.
+"""
 
 import shutil
 import subprocess
@@ -19,8 +24,23 @@ def lint(cwd: Path, pythonpath: Path) -> subprocess.CompletedProcess:
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
 
 
-def test_the_import_contracts_hold():
-    res = lint(ROOT, ROOT)
+# Folders setup.py's package_dir installs inside zsceval that hold modules: {source: installed path}.
+INSTALLED_AS = {"algorithms": "zsceval/algorithms"}
+
+
+def assemble(dest: Path) -> Path:
+    """The package as setup.py installs it (zsceval/ with algorithms/ inside) and .importlinter,
+    copied under ``dest``; returns ``dest``."""
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "zsceval", dest / "zsceval", ignore=ignore)
+    for folder, target in INSTALLED_AS.items():
+        shutil.copytree(ROOT / folder, dest / target, ignore=ignore)
+    shutil.copy(ROOT / ".importlinter", dest / ".importlinter")
+    return dest
+
+
+def test_the_import_contracts_hold(tmp_path):
+    res = lint(assemble(tmp_path), tmp_path)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     assert "Contracts: " in res.stdout and " broken" in res.stdout
 
@@ -28,9 +48,7 @@ def test_the_import_contracts_hold():
 def with_import(tmp_path: Path, module: str, imported: str) -> subprocess.CompletedProcess:
     """Lint a copy of the package in which ``module`` (a file path under zsceval/) imports
     ``imported`` inside a function."""
-    shutil.copytree(ROOT / "zsceval", tmp_path / "zsceval", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / ".importlinter", tmp_path / ".importlinter")
-    path = tmp_path / "zsceval" / module
+    path = assemble(tmp_path) / "zsceval" / module
     path.write_text(path.read_text() + f"\n\ndef _added():\n    import {imported}  # noqa\n")
     return lint(tmp_path, tmp_path)
 
@@ -57,3 +75,12 @@ def test_a_cycle_between_sibling_packages_breaks_the_acyclic_contract(tmp_path):
     assert res.returncode != 0
     assert "No import cycle between the packages of one layer BROKEN" in res.stdout
     assert ".evaluation" in res.stdout and ".interop" in res.stdout
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        res = lint(assemble(Path(tmp)), Path(tmp))
+    print(res.stdout + res.stderr)
+    sys.exit(res.returncode)

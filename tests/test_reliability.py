@@ -88,8 +88,8 @@ def test_partners_failure_that_a_rerun_cannot_fix_does_not_advise_rerun():
 
 
 def test_too_few_candidates_names_existing_flags(tmp_path):
-    from zsceval.evaluation.pipeline import partners_select
     from zsceval.execution.jobs import JobInputError
+    from zsceval.generation.pipeline import partners_select
 
     ev = tmp_path / "c000" / "evaluate"
     ev.mkdir(parents=True)
@@ -489,7 +489,7 @@ def test_resume_after_a_killed_extension_continues(finished_run, tmp_path):
 
 def test_bench_shows_training_progress_inside_a_job_with_the_local_executor(tmp_path, monkeypatch):
 
-    from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
+    from zsceval.training.jobs import JOB_PROGRESS_ENV
 
     seen = []
 

@@ -30,9 +30,9 @@ import pandas as pd
 import torch
 
 from zsceval.evaluation.ego_checkpoint import scored_ego_checkpoint
+from zsceval.evaluation.ego_evaluation import load_partner_set
 from zsceval.evaluation.matches import evaluate_agent
 from zsceval.evaluation.partner_set import set_br_returns
-from zsceval.evaluation.pipeline import load_partner_set
 from zsceval.evaluation.shipped_sets import resolve_partner_set
 from zsceval.rl.checkpoint import load_policy
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 def reference_weights(layout: str, count: int) -> list[list[float]]:
     """The partner pipeline's weight vectors of ``count`` candidates (``reference`` sampling, seed 0)."""
-    from zsceval.evaluation.candidates import PartnerBudget, candidate_weights
+    from zsceval.generation.candidates import PartnerBudget, candidate_weights
 
     return candidate_weights(layout, PartnerBudget(candidates=count), 0).tolist()
 

@@ -5,7 +5,7 @@ into ``eval_partners/index.yaml``).
 The sets exported before manifests carried a ``candidate`` record (weights, seed, suite, layout,
 parameter digest; :class:`zsceval.evaluation.manifest.CandidateRecord`) get it from their
 provenance: candidate ``cNNN`` of a bench with suite seed ``s`` trained with seed ``s + NNN`` and
-the weight vector :func:`zsceval.evaluation.candidates.candidate_weights` gives row ``NNN`` for the
+the weight vector :func:`zsceval.generation.candidates.candidate_weights` gives row ``NNN`` for the
 recorded budget (``candidates``, ``weight_sampling``); that code has not changed since the first
 set was made. Each partner's exported checkpoint records its training seed, which is checked
 against ``s + NNN``. The tables (``br_returns.parquet``) are recorded with the SHA-256 the index
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import yaml
 
-from zsceval.evaluation.candidates import PartnerBudget, candidate_weights
 from zsceval.evaluation.exclusion import partner_fingerprint
 from zsceval.evaluation.manifest import CandidateRecord, FileRef, load_manifest, write_manifest
+from zsceval.generation.candidates import PartnerBudget, candidate_weights
 from zsceval.io import sha256_file
 
 ROOT = Path(__file__).resolve().parents[2] / "eval_partners"

@@ -1,4 +1,4 @@
-"""COLE (zsceval/algorithms/cole.py): the graphic-form game's rules on hand-made matrices, the meta-solver's
+"""COLE (algorithms/cole.py): the graphic-form game's rules on hand-made matrices, the meta-solver's
 env allocation, a growing and overwritten population, the CLI run and an exact resume."""
 
 from __future__ import annotations

@@ -116,8 +116,8 @@ def test_the_guard_refuses_a_re_saved_copy_by_its_parameters(tmp_path):
 
 def test_a_training_job_with_an_evaluation_partner_is_refused(tmp_path):
     """A BR job against a planted copy of an evaluation partner stops before training, naming both."""
-    from zsceval.evaluation.pipeline import train_job
     from zsceval.execution.jobs import JobInputError
+    from zsceval.training.jobs import train_job
 
     entry, p, ckpt = _partner()
     planted = tmp_path / "elsewhere" / ckpt.name

@@ -322,7 +322,7 @@ def test_hsp_trained_alone_builds_the_quick_suites_candidates():
     import dataclasses
 
     from zsceval.bench.suite import load_suite
-    from zsceval.evaluation.candidates import PartnerBudget
+    from zsceval.generation.candidates import PartnerBudget
 
     quick = load_suite("overcooked-quick").partners
     alone = PartnerBudget(weight_sampling=hsp().STANDALONE_WEIGHT_SAMPLING)

@@ -15,7 +15,7 @@ import yaml
 
 from zsceval.bench import plan as bench_mod_plan
 from zsceval.bench.suite import load_suite
-from zsceval.evaluation import pipeline
+from zsceval.evaluation import ego_evaluation
 from zsceval.evaluation.ego_checkpoint import (
     EGO_CHECKPOINTS,
     NoTrainingCurve,
@@ -200,7 +200,7 @@ def test_ego_evaluate_scores_and_records_the_chosen_checkpoint(tmp_path, monkeyp
     ego_dir = tmp_path / "egos/fcp/s0"
     fake_run(ego_dir, STEPS)
     loaded = []
-    real_load = pipeline.load_policy
+    real_load = ego_evaluation.load_policy
 
     def spy(path, name=None, device="cpu"):
         policy, meta = real_load(path, name, device)
@@ -208,15 +208,15 @@ def test_ego_evaluate_scores_and_records_the_chosen_checkpoint(tmp_path, monkeyp
         return policy, meta
 
     partner = real_load(ego_dir / "run", None)[0]  # the last checkpoint's policy (bias 1000)
-    monkeypatch.setattr(pipeline, "load_policy", spy)
+    monkeypatch.setattr(ego_evaluation, "load_policy", spy)
     monkeypatch.setattr(
-        pipeline, "load_partner_set", lambda *a, **k: [PartnerSpec("p0", "expert", partner, partner)]
+        ego_evaluation, "load_partner_set", lambda *a, **k: [PartnerSpec("p0", "expert", partner, partner)]
     )
     out = tmp_path / "evaluation"
     out.mkdir()
     params = {"layout": "cramped_room", "algorithm": "fcp", "ego_seed": 0, "episodes": 1, "seed": 0,
               "device": "cpu", "ego": "ego", "partners": "set"}  # fmt: skip
-    result = pipeline.ego_evaluate(params, out, {"ego": str(ego_dir), "set": str(tmp_path / "set")})
+    result = ego_evaluation.ego_evaluate(params, out, {"ego": str(ego_dir), "set": str(tmp_path / "set")})
     assert loaded == [700.0]
     scored = json.loads(json.dumps(result))["scored_checkpoint"]
     assert scored["checkpoint"] == "run/checkpoints/step_000000000700"

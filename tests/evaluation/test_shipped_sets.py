@@ -18,6 +18,7 @@ from zsceval.evaluation import shipped_sets
 from zsceval.evaluation.manifest import ChecksumMismatchError
 from zsceval.evaluation.partner_set import evaluate_partner_set
 from zsceval.evaluation.shipped_sets import EngineMismatchError, UnknownPartnerSetError
+from zsceval.generation import set_export
 
 SETTINGS = {"layout": "cramped_room", "seed": 0, "preset": "quick", "device": "cpu", "steps": 6400,
             "weight_sampling": "reference", "candidates": 3}  # fmt: skip
@@ -230,7 +231,7 @@ def test_another_engine_is_refused(copy):
 def test_a_published_version_is_never_overwritten(collection, copy):
     source = collection[0].parent / "work"
     with pytest.raises(shipped_sets.PartnerSetError, match="already holds cramped_room@1"):
-        shipped_sets.export_sets(source, "cramped_room", copy, version=1, validation=False)
+        set_export.export_sets(source, "cramped_room", copy, version=1, validation=False)
 
 
 def test_caret_compatibility():

@@ -10,15 +10,15 @@ import torch
 from safetensors.torch import load_file
 
 from zsceval.bench.stacking import format_stacked, run_stacked, stacked_groups
-from zsceval.evaluation.candidates import PartnerBudget, candidate_jobs
 from zsceval.execution import run_jobs
+from zsceval.generation.candidates import PartnerBudget, candidate_jobs
 
 # 2 candidates of 4 games x 12 steps, 2 iterations each
 COMMON = {"layout": "cramped_room", "preset": "quick", "device": "cpu",
           "overrides": ["env.num_envs=4", "env.horizon=16", "ppo.rollout_length=12", "run.num_threads=1",
                         "run.eval_episodes=2"]}  # fmt: skip
 BUDGET = PartnerBudget(candidates=2, candidate_steps=96, checkpoints=2, k=1)
-MODULES = ("zsceval.evaluation.pipeline",)
+MODULES = ("zsceval.training.jobs", "zsceval.generation.pipeline")
 
 
 def _trains():

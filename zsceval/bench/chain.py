@@ -253,9 +253,9 @@ def run_chain(
     """
     import torch
 
-    from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
     from zsceval.execution.executors import run_jobs
     from zsceval.rl.hardware import scoped_environ, worker_thread_env
+    from zsceval.training.jobs import JOB_PROGRESS_ENV
 
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")

@@ -2,7 +2,7 @@
 
 The partner phases of a bench (:mod:`zsceval.bench.plan`) for one layout, with no ego: a
 partners-only :class:`~zsceval.bench.suite.Suite` (:func:`partner_suite`) whose jobs
-(:mod:`zsceval.evaluation.pipeline`) run into the folder. :func:`generate_partners` trains the
+(:mod:`zsceval.generation.pipeline`) run into the folder. :func:`generate_partners` trains the
 behavior-preferring candidates (pi_w with its BR) and their behavior features;
 :func:`select_partners` selects k of them by BR-Div, trains BRs of their mid checkpoints and writes
 the partner-set manifest (ZSC-Eval Sec. 4).
@@ -22,9 +22,9 @@ import yaml
 
 from zsceval.bench.plan import build_phases, late_phases
 from zsceval.bench.suite import Suite, check_device, validate_suite
-from zsceval.evaluation.candidates import PartnerBudget
 from zsceval.execution import job_ids
 from zsceval.execution.locks import FolderLock
+from zsceval.generation.candidates import PartnerBudget
 from zsceval.io import atomic_write_text
 from zsceval.stats.records import differences
 
@@ -54,7 +54,7 @@ DEFAULTS: dict[str, Any] = {
 }
 """Settings of a folder without a record, for the ones a call does not give."""
 
-PIPELINE = ("zsceval.evaluation.pipeline",)
+PIPELINE = ("zsceval.training.jobs", "zsceval.generation.pipeline")
 """Modules that register the partner job kinds (imported by the job runner)."""
 
 

@@ -23,9 +23,9 @@ from zsceval import registry
 from zsceval.bench.algo_options import algo_items, describe_options, plugin_conflicts, takes_option
 from zsceval.bench.suite import Suite, SuiteError
 from zsceval.envs.scenarios import num_players, resolve_scenario
-from zsceval.evaluation.candidates import candidate_jobs
 from zsceval.execution import Job
 from zsceval.execution import job_ids as ids
+from zsceval.generation.candidates import candidate_jobs
 from zsceval.rl.algorithm import JobContext
 
 __all__ = [

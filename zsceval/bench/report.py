@@ -41,7 +41,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from zsceval.evaluation.manifest import PartnerSetManifest  # noqa: E402
-from zsceval.evaluation.selection import normalize_features  # noqa: E402
+from zsceval.generation.selection import normalize_features  # noqa: E402
 from zsceval.io import atomic_path
 from zsceval.stats.metrics import (  # noqa: E402
     ALL_LEVELS,

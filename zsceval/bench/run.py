@@ -24,7 +24,6 @@ from zsceval.bench.plan import LayoutPlan, build_phases, human_data_installed, l
 from zsceval.bench.stacking import run_stacked, stack_default
 from zsceval.bench.stages import STAGES_TABLE
 from zsceval.bench.suite import SUITE_RECORD, Suite, SuiteError, check_device, check_suite_record
-from zsceval.evaluation import pipeline
 from zsceval.evaluation.human_proxy import HUMAN_PROXY_TABLE
 from zsceval.evaluation.strata import UNHELPFUL_TABLE
 from zsceval.execution import Job, run_jobs
@@ -32,6 +31,7 @@ from zsceval.execution import job_ids as ids
 from zsceval.execution.locks import FolderLock
 from zsceval.io import atomic_path, atomic_write_text
 from zsceval.rl.hardware import scoped_environ, worker_thread_env
+from zsceval.training.jobs import JOB_PROGRESS_ENV
 
 __all__ = ["TABLES", "collect_tables", "run_bench"]
 
@@ -111,7 +111,7 @@ def _run_locked(suite, root, diffs, executor, workers, retries, progress, log, s
         all_jobs.extend(jobs)  # earlier phases' jobs are done: they are skipped, not rerun
         # progress inside a job (env steps of training) where one job runs at a time in this process
         inner = progress and executor == "local"
-        env = {pipeline.JOB_PROGRESS_ENV: "1" if inner else "0"}
+        env = {JOB_PROGRESS_ENV: "1" if inner else "0"}
         if executor != "local":  # concurrent jobs share the cores: no oversubscription
             env.update(worker_thread_env(workers))
         with scoped_environ(env):
@@ -131,7 +131,12 @@ def _run_locked(suite, root, diffs, executor, workers, retries, progress, log, s
     return tables
 
 
-_JOB_MODULES = ("zsceval.evaluation.pipeline", "zsceval.evaluation.strata")
+_JOB_MODULES = (
+    "zsceval.training.jobs",
+    "zsceval.generation.pipeline",
+    "zsceval.evaluation.ego_evaluation",
+    "zsceval.evaluation.strata",
+)
 """Modules whose import registers the bench's job kinds (in worker processes too)."""
 
 

@@ -45,8 +45,16 @@ def _needs(job: Job, root: Path, out_dirs: dict[str, str]) -> dict[str, Path] | 
 
 
 def _own_br(job: Job) -> bool:
-    """A BR of the partner pipeline, trained with the partner it defines (no training guard)."""
-    return bool(job.params.get("partner_train") or job.params.get("partner_refs"))
+    """A BR of the partner pipeline, trained with the partner it defines (no training guard): the
+    algorithm's own rule, as the ``train`` job applies it
+    (:meth:`~zsceval.rl.algorithm.Algorithm.trains_with_evaluation_partners`)."""
+    from zsceval import registry
+
+    try:
+        algo_cls = registry.get(job.params["algo"])
+    except Exception:  # unknown plug-in: its job reports it
+        return False
+    return algo_cls.trains_with_evaluation_partners(job.params)
 
 
 def stacked_groups(jobs: list[Job], root: str | Path, known: list[Job] = ()) -> list[list[Job]]:
@@ -56,8 +64,8 @@ def stacked_groups(jobs: list[Job], root: str | Path, known: list[Job] = ()) -> 
     Raises:
         ConfigError: a job's config does not resolve (as the job itself would raise).
     """
-    from zsceval.evaluation.pipeline import train_config
     from zsceval.rl.stacked_phase import check_stackable, stack_key
+    from zsceval.training.jobs import train_config
 
     root = Path(root)
     out_dirs = {j.id: j.out for j in [*known, *jobs]}
@@ -98,8 +106,8 @@ def run_stacked(jobs: list[Job], root: str | Path, log: Callable[[str], None] = 
     import contextlib
 
     from zsceval.evaluation.exclusion import training_guard
-    from zsceval.evaluation.pipeline import train_config
     from zsceval.rl.stacked_phase import StackedPhase
+    from zsceval.training.jobs import train_config
 
     root = Path(root)
     groups = stacked_groups(jobs, root, known)

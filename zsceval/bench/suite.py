@@ -68,7 +68,7 @@ import yaml
 
 from zsceval import registry
 from zsceval.envs.scenarios import env_flags, resolve_scenario
-from zsceval.evaluation.candidates import PartnerBudget, validate_budget
+from zsceval.generation.candidates import PartnerBudget, validate_budget
 from zsceval.plugins import Registry, UnknownPluginError, unknown_name
 from zsceval.rl.config import ConfigError, check_episode_budget, coerce_value, resolve_config
 

@@ -428,7 +428,7 @@ def export(source, layout, root, name, version, episodes, validation, suite, com
       zsceval partners export --from bench/overcooked-s12 --layout counter_circuit --version 1
     """
     from zsceval.evaluation.manifest import ManifestError
-    from zsceval.evaluation.shipped_sets import export_sets
+    from zsceval.generation.set_export import export_sets
 
     layout = _resolve_layout(layout)
     check_writable(root)

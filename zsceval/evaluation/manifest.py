@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zsceval import __version__
-from zsceval.evaluation.reward_space import canonical_layout_name
+from zsceval.envs.scenarios import resolve_scenario
 from zsceval.io import atomic_write_text
 from zsceval.io import sha256_file as file_sha256
 
@@ -174,7 +174,7 @@ class CombinationBR:
 
 @dataclass(frozen=True)
 class SelectionRecord:
-    """How the partners were selected (see :mod:`zsceval.evaluation.selection`).
+    """How the partners were selected (see :mod:`zsceval.generation.selection`).
 
     Attributes:
         method: ``"exact"`` or ``"k-dpp"``.
@@ -330,13 +330,21 @@ def load_manifest(path: str | Path, *, layout: str | None = None, verify: bool =
     except (OSError, json.JSONDecodeError) as exc:
         raise ManifestError(f"cannot read partner-set manifest {path}: {exc}") from exc
     manifest = _manifest_from_dict(data, path)
-    if layout is not None and canonical_layout_name(layout) != canonical_layout_name(manifest.layout):
+    if layout is not None and _canonical(layout) != _canonical(manifest.layout):
         raise LayoutMismatchError(
             f"partner set {path} was selected for layout {manifest.layout!r}, not {layout!r}"
         )
     if verify:
         verify_files(manifest)
     return manifest
+
+
+def _canonical(layout: str) -> str:
+    """The canonical name of a layout or Football scenario; an unknown name unchanged."""
+    try:
+        return resolve_scenario(layout)
+    except ValueError:
+        return layout
 
 
 def verify_files(manifest: PartnerSetManifest) -> None:

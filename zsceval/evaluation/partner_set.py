@@ -162,9 +162,9 @@ def partner_set_play(
 
     from zsceval.envs.overcooked import OvercookedEnv
     from zsceval.envs.scenarios import resolve_scenario
+    from zsceval.evaluation.ego_evaluation import load_partner_set
     from zsceval.evaluation.external import load_ego
     from zsceval.evaluation.matches import evaluate_agent
-    from zsceval.evaluation.pipeline import load_partner_set
     from zsceval.rl.checkpoint import check_compatible
     from zsceval.rl.trainer import resolve_device
     from zsceval.stats.metrics import br_prox, br_prox_summary, iqm

@@ -113,7 +113,6 @@ class ScriptedProbe(nn.Module):
 
     def _act_one(self, o: np.ndarray) -> int:
         P = self._plane
-        H, W = o.shape[:2]
         terrain = sum(P(o, n) for n in _TERRAIN) > 0
         floor = ~terrain
         ego = tuple(int(v) for v in np.argwhere(P(o, "ego_loc") > 0)[0])  # (y, x)
@@ -148,28 +147,7 @@ class ScriptedProbe(nn.Module):
         other_regions = _component(floor, others[0]) if others else np.zeros_like(floor)
         my_region = _component(floor, ego)
 
-        def access(cells: np.ndarray, region: np.ndarray) -> dict:
-            """{target cell: [floor neighbours in region]}"""
-            out = {}
-            for y, x in np.argwhere(cells):
-                nb = [
-                    (y + dy, x + dx)
-                    for dx, dy in DIRECTIONS
-                    if 0 <= y + dy < H and 0 <= x + dx < W and region[y + dy, x + dx]
-                ]
-                if nb:
-                    out[(int(y), int(x))] = nb
-            return out
-
-        mine_counters = access(counter, my_region)
-        partner_counters = access(counter, other_regions)
-        handover = [
-            c
-            for c in mine_counters
-            if c in partner_counters and any(a != b for a in mine_counters[c] for b in partner_counters[c])
-        ]
-        if not handover:
-            handover = [c for c in mine_counters if c in partner_counters] or list(mine_counters)
+        mine_counters, handover = _handover_counters(counter, my_region, other_regions)
 
         def go(targets: list) -> int | None:
             """Action towards the nearest target cell: turn/interact when adjacent, else a BFS step."""
@@ -198,23 +176,10 @@ class ScriptedProbe(nn.Module):
                 and not any(dish[c] for c in handover)
                 and not any(dish[c] for c in others)
             )
-            if held is None:
-                if dish_wanted and free_handover:
-                    act = go(dish_disp)
-                elif self.role == "onion_passer" or len(free_handover) >= 2:
-                    act = go(onion_disp)
-                else:
-                    act = None
-            elif held == "dish" or held == "onion":
-                ok = (
-                    free_handover
-                    if held == "dish" or self.role == "onion_passer" or len(free_handover) >= 2
-                    else []
-                )
-                act = go(ok)
-            else:
-                act = go([c for c in mine_counters if not occupied[c]])
-            return _or_stay(act)
+            free_counters = [c for c in mine_counters if not occupied[c]]
+            return _or_stay(
+                self._pass(go, held, dish_wanted, free_handover, free_counters, onion_disp, dish_disp)
+            )
 
         # cook
         def loose(m):
@@ -240,6 +205,65 @@ class ScriptedProbe(nn.Module):
         if held == "dish":
             return _or_stay(go(cells(pot_busy)))
         return _or_stay(go(cells(P(o, "serve_loc") > 0)))
+
+    def _pass(
+        self,
+        go,
+        held: str | None,
+        dish_wanted: bool,
+        free_handover: list,
+        free_counters: list,
+        onion_disp: list,
+        dish_disp: list,
+    ) -> int | None:
+        """The ``onion_passer`` / ``supplier`` step: fetch an onion (or a wanted dish) and put it on
+        a free handover counter; anything else held goes to a free counter of its own region.
+        ``go(cells)`` is the action towards the nearest cell (None: none reachable)."""
+        if held is None:
+            if dish_wanted and free_handover:
+                return go(dish_disp)
+            if self.role == "onion_passer" or len(free_handover) >= 2:
+                return go(onion_disp)
+            return None
+        if held == "dish" or held == "onion":
+            ok = (
+                free_handover
+                if held == "dish" or self.role == "onion_passer" or len(free_handover) >= 2
+                else []
+            )
+            return go(ok)
+        return go(free_counters)
+
+
+def _access(cells: np.ndarray, region: np.ndarray) -> dict:
+    """{target cell: [floor neighbours in region]}"""
+    H, W = region.shape
+    out = {}
+    for y, x in np.argwhere(cells):
+        nb = [
+            (y + dy, x + dx)
+            for dx, dy in DIRECTIONS
+            if 0 <= y + dy < H and 0 <= x + dx < W and region[y + dy, x + dx]
+        ]
+        if nb:
+            out[(int(y), int(x))] = nb
+    return out
+
+
+def _handover_counters(counter: np.ndarray, my_region: np.ndarray, other_region: np.ndarray):
+    """``(mine, handover)``: the counters the probe can face (``{cell: [floor cells]}``) and the
+    handover counters among them: faced by the partner's region from another floor cell; else
+    any the partner's region faces too; else all of the probe's own."""
+    mine_counters = _access(counter, my_region)
+    partner_counters = _access(counter, other_region)
+    handover = [
+        c
+        for c in mine_counters
+        if c in partner_counters and any(a != b for a in mine_counters[c] for b in partner_counters[c])
+    ]
+    if not handover:
+        handover = [c for c in mine_counters if c in partner_counters] or list(mine_counters)
+    return mine_counters, handover
 
 
 def _or_stay(action: int | None) -> int:

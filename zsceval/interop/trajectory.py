@@ -371,6 +371,69 @@ def to_overcooked_ai(trajectories: list[Trajectory] | Trajectory) -> dict:
 
 # ---------------------------------------------------------------------------- recording
 @torch.no_grad()
+def _record_round(env, runner, games: list[int], deterministic: bool, scratch):
+    """One round of :func:`record_trajectories`: every game of ``games`` plays its first episode.
+
+    Returns:
+        ``(states, actions, rewards, shaped, events, scratch)``: per game the JSON states (the
+        rebuilt final state last), joint actions in seat order and team rewards; shaped returns
+        float32 [B, n] and event counts float32 [B, n, E] by seat over each game's recorded episode;
+        the one-game engine that rebuilds final states (created at the first finished episode).
+
+    Raises:
+        RuntimeError: a game did not finish an episode within 100 horizons.
+    """
+    n, B = env.num_agents, env.num_envs
+    runner.reset()
+    states = {i: [json_form(env.export_state(i))] for i in games}
+    actions: dict[int, list] = {i: [] for i in games}
+    rewards: dict[int, list] = {i: [] for i in games}
+    shaped = torch.zeros(B, n)
+    events = torch.zeros(B, n, len(env.event_names))
+    open_games = set(games)
+    for _ in range(100 * int(env.horizon)):
+        seats = env.state.seats.clone() if getattr(env, "randomize_seats", False) else None
+        slot_actions = runner.act(deterministic).view(B, n)
+        seat_actions = (
+            slot_actions if seats is None else torch.empty_like(slot_actions).scatter_(1, seats, slot_actions)
+        )
+        seat_actions = seat_actions.tolist()
+        before = {i: states[i][-1] for i in open_games}
+        s, _, done = runner.env_step(slot_actions.reshape(-1))
+        by_slot = s.shaped_by_agent.float().cpu()
+        ev_slot = s.events.float().cpu()
+        if seats is not None:
+            by_slot = torch.empty_like(by_slot).scatter_(1, seats.cpu(), by_slot)
+            ev_slot = torch.empty_like(ev_slot).scatter_(
+                1, seats.cpu()[..., None].expand_as(ev_slot), ev_slot
+            )
+        live = torch.zeros(B, 1)
+        live[sorted(open_games)] = 1.0  # totals of the recorded (first) episode of each game only
+        shaped += by_slot * live
+        events += ev_slot * live[..., None]
+        done_list = done.tolist()
+        for i in sorted(open_games):
+            actions[i].append(seat_actions[i])
+            rewards[i].append(float(s.reward[i]))
+            if done_list[i]:
+                if scratch is None:
+                    scratch = _engine(env.layout)
+                scratch.import_state(0, before[i])
+                last = scratch.step(torch.tensor([seat_actions[i]], dtype=torch.int64), observe=False)
+                if float(last.reward[0]) != rewards[i][-1]:  # pragma: no cover - an engine bug
+                    raise RuntimeError(f"game {i}: the rebuilt final step's reward differs from the env's")
+                states[i].append(json_form(scratch.export_state(0)))
+                open_games.discard(i)
+            else:
+                states[i].append(json_form(env.export_state(i)))
+        runner.finish_step(s, done, None)
+        if not open_games:
+            break
+    else:
+        raise RuntimeError(f"not every game finished an episode within {100 * int(env.horizon)} steps")
+    return states, actions, rewards, shaped, events, scratch
+
+
 def record_trajectories(
     env,
     seat_agents: list,
@@ -428,58 +491,10 @@ def record_trajectories(
     base_meta = {"grid": env.layout.grid_text, "dynamics": env.layout.dynamics, **(meta or {})}
     out: list[Trajectory] = []
     while len(out) < episodes:
-        runner.reset()
         games = list(range(min(B, episodes - len(out))))
-        states = {i: [json_form(env.export_state(i))] for i in games}
-        actions: dict[int, list] = {i: [] for i in games}
-        rewards: dict[int, list] = {i: [] for i in games}
-        shaped = torch.zeros(B, n)
-        events = torch.zeros(B, n, len(env.event_names))
-        open_games = set(games)
-        for _ in range(100 * int(env.horizon)):
-            seats = env.state.seats.clone() if getattr(env, "randomize_seats", False) else None
-            slot_actions = runner.act(deterministic).view(B, n)
-            seat_actions = (
-                slot_actions
-                if seats is None
-                else torch.empty_like(slot_actions).scatter_(1, seats, slot_actions)
-            )
-            seat_actions = seat_actions.tolist()
-            before = {i: states[i][-1] for i in open_games}
-            s, _, done = runner.env_step(slot_actions.reshape(-1))
-            by_slot = s.shaped_by_agent.float().cpu()
-            ev_slot = s.events.float().cpu()
-            if seats is not None:
-                by_slot = torch.empty_like(by_slot).scatter_(1, seats.cpu(), by_slot)
-                ev_slot = torch.empty_like(ev_slot).scatter_(
-                    1, seats.cpu()[..., None].expand_as(ev_slot), ev_slot
-                )
-            live = torch.zeros(B, 1)
-            live[sorted(open_games)] = 1.0  # totals of the recorded (first) episode of each game only
-            shaped += by_slot * live
-            events += ev_slot * live[..., None]
-            done_list = done.tolist()
-            for i in sorted(open_games):
-                actions[i].append(seat_actions[i])
-                rewards[i].append(float(s.reward[i]))
-                if done_list[i]:
-                    if scratch is None:
-                        scratch = _engine(env.layout)
-                    scratch.import_state(0, before[i])
-                    last = scratch.step(torch.tensor([seat_actions[i]], dtype=torch.int64), observe=False)
-                    if float(last.reward[0]) != rewards[i][-1]:  # pragma: no cover - an engine bug
-                        raise RuntimeError(
-                            f"game {i}: the rebuilt final step's reward differs from the env's"
-                        )
-                    states[i].append(json_form(scratch.export_state(0)))
-                    open_games.discard(i)
-                else:
-                    states[i].append(json_form(env.export_state(i)))
-            runner.finish_step(s, done, None)
-            if not open_games:
-                break
-        else:
-            raise RuntimeError(f"not every game finished an episode within {100 * int(env.horizon)} steps")
+        states, actions, rewards, shaped, events, scratch = _record_round(
+            env, runner, games, deterministic, scratch
+        )
         for i in games:
             out.append(
                 Trajectory(

@@ -105,7 +105,7 @@ class JobContext:
         algo_job_dirs: dict[str, str | list[str]] | None = None,
         needs: tuple[str, ...] = (),
     ):
-        """A ``train`` job (:func:`zsceval.evaluation.pipeline.train_job`).
+        """A ``train`` job (:func:`zsceval.training.jobs.train_job`).
 
         Args:
             id: job id and output folder (default: ``ego_id``, the ego's own run).
@@ -382,6 +382,29 @@ class Algorithm:
             :class:`zsceval.execution.jobs.Job` list; exactly one has id ``ctx.ego_id``.
         """
         return [ctx.train_job()]
+
+    @classmethod
+    def job_options(cls, params: dict[str, Any], needs: dict[str, Any]) -> dict[str, Any]:
+        """``algo.*`` values a ``train`` job of this algorithm (:func:`zsceval.training.jobs.train_job`)
+        reads from its finished input jobs, beyond the generic ``algo_inputs`` / ``algo_job_dirs``
+        (e.g. the BR plug-in's partner checkpoint from the partner pipeline's jobs).
+
+        Args:
+            params: the job's parameters.
+            needs: ``{input job id: its output folder}``.
+
+        Returns:
+            ``{option: value}`` (default: nothing).
+        """
+        return {}
+
+    @classmethod
+    def trains_with_evaluation_partners(cls, params: dict[str, Any]) -> bool:
+        """Whether the ``train`` job with these parameters belongs to the partner pipeline itself
+        (a BR reference trains with the partner it measures), and so runs without the training
+        guard (:func:`zsceval.evaluation.exclusion.training_guard`); every other job refuses the
+        layout's evaluation partners. Default: False."""
+        return False
 
     # -- resumable plug-in state -----------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

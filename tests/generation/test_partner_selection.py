@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from zsceval.evaluation import selection
-from zsceval.evaluation.pipeline import partners_select
-from zsceval.evaluation.selection import (
+from zsceval.generation import selection
+from zsceval.generation.pipeline import partners_select
+from zsceval.generation.selection import (
     br_div,
     normalize_features,
     sample_k_dpp,

@@ -21,8 +21,10 @@ one such BR per pair of evaluation partners, ``scripts/prep/gen_train_br_ymls.py
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from zsceval.registry import register
 from zsceval.rl.algorithm import Algorithm
@@ -30,6 +32,11 @@ from zsceval.rl.checkpoint import load_agent
 from zsceval.rl.config import ConfigError
 from zsceval.rl.policy import Policy
 from zsceval.rl.seating import Arm, ego_partner_arms
+
+
+def _result(job_dir) -> dict:
+    """The result a finished job stored in its ``DONE.json``."""
+    return json.loads((Path(job_dir) / "DONE.json").read_text())["result"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,30 @@ class BestResponse(Algorithm):
     """One learner (the BR) with one or more frozen partners."""
 
     Options = BROptions
+
+    @classmethod
+    def job_options(cls, params: dict, needs: dict) -> dict:
+        """The partner of a BR of the partner pipeline, from its jobs' results: for a candidate's
+        ``mid`` checkpoint ``partner_train`` / ``partner_eval`` (ids of the candidate's train and
+        ``candidate.evaluate`` jobs); for a set of partners (n > 2 players) ``partner_refs``, a list of
+        ``[train-job id, evaluate-job id, "final" | "mid"]``. Each partner is the ``biased`` policy."""
+        options = {}
+        if params.get("partner_train"):
+            mid = _result(needs[params["partner_eval"]])["mid_checkpoint"]
+            options["partner"] = str(Path(needs[params["partner_train"]]) / mid)
+            options["partner_policy"] = "biased"
+        if params.get("partner_refs"):  # a BR of a set of partners (n > 2 players)
+            options["partners"] = [
+                f"{Path(needs[train_id]) / _result(needs[eval_id])[level + '_checkpoint']}#biased"
+                for train_id, eval_id, level in params["partner_refs"]
+            ]
+        return options
+
+    @classmethod
+    def trains_with_evaluation_partners(cls, params: dict) -> bool:
+        """The partner pipeline's own BRs (``partner_train`` or ``partner_refs``) train with the
+        partner they define."""
+        return bool(params.get("partner_train") or params.get("partner_refs"))
 
     def __init__(self, config, num_envs: int, num_agents: int, device) -> None:
         super().__init__(config, num_envs, num_agents, device)

@@ -238,11 +238,11 @@ def read_clusters(folder: str | Path) -> list[list[int]]:
 
 @job_kind("tbs.brs")
 def best_responses_job(params: dict, out: Path, needs: dict) -> dict:
-    """The ``tbs-br`` run (:func:`zsceval.evaluation.pipeline.train_job`) with ``steps_per_br x
+    """The ``tbs-br`` run (:func:`zsceval.training.jobs.train_job`) with ``steps_per_br x
     (k + 1)`` env steps: the k cluster best responses and the single one each get the per-BR
     budget, k read from the clustering job (``params["algo_job_dirs"]["clustering"]``), which is
     known only once that job has run (params: ``train``'s, plus ``steps_per_br``)."""
-    from zsceval.evaluation.pipeline import train_job
+    from zsceval.training.jobs import train_job
 
     k = len(read_clusters(needs[params["algo_job_dirs"]["clustering"]]))
     return train_job({**params, "steps": int(params["steps_per_br"]) * (k + 1)}, out, needs)
@@ -344,8 +344,8 @@ def ego_job(params: dict, out: Path, needs: dict) -> dict:
     from zsceval.algorithms.tbs.agents import CBPRAgent, CEMAgent, RandomSelectionAgent, TBSAgent
     from zsceval.algorithms.tbs.concepts import build_concept_set
     from zsceval.algorithms.tbs.hypothesis import HypothesisAgent
-    from zsceval.evaluation.pipeline import JOB_PROGRESS_ENV
     from zsceval.rl.checkpoint import load_agent, save_checkpoint
+    from zsceval.training.jobs import JOB_PROGRESS_ENV
 
     mode = params.get("tom_global", "mixed")
     if mode not in TOM_GLOBAL:

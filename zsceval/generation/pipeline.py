@@ -1,5 +1,5 @@
-"""The ZSC-Eval pipeline as jobs (ZSC-Eval Alg. 1): candidates, features, selection, mid BRs,
-partner-set manifest, ego evaluation.
+"""The ZSC-Eval partner pipeline as jobs (ZSC-Eval Alg. 1): candidates, features, selection, mid BRs,
+partner-set manifest.
 
 Every function here is a registered job kind (:mod:`zsceval.execution.jobs`): it reads its inputs
 from finished jobs' output folders and writes its own folder; training jobs resume from their
@@ -7,8 +7,9 @@ last resumable checkpoint when re-run after a kill.
 
 Stages for one layout:
 
-1. ``train`` with algorithm ``biased`` for each sampled weight vector w: a *candidate* (pi_w and
-   its co-trained best response), with a trail of checkpoints.
+1. ``train`` (:func:`zsceval.training.jobs.train_job`) with algorithm ``biased`` for each sampled
+   weight vector w: a *candidate* (pi_w and its co-trained best response), with a trail of
+   checkpoints.
 2. ``candidate.evaluate``: play (pi_w, BR) in both seatings; the behavior features are the BR's
    mean event counts per episode (classic layouts: the first 13 events plus the sparse return;
    multi-recipe: all 29 events; docs/reference-protocol.md "Pipeline" item 5); record the final return and the
@@ -16,22 +17,19 @@ Stages for one layout:
    last 5 logged values; item 3).
 3. ``partners.select``: drop candidates whose final return <= ``min_return`` (10 in ZSC-Eval),
    select K by BR-Div with a k-DPP (exact enumeration when small) on the raw features, which
-   :func:`~zsceval.evaluation.selection.select_partners` normalizes once.
+   :func:`~zsceval.generation.selection.select_partners` normalizes once.
 4. ``train`` with algorithm ``br`` against each selected ``mid`` checkpoint.
 5. ``partners.manifest``: export the 2K partners (K finals, K mids) and their BRs into a
    self-contained folder, measure each BR's return with its partner in both seats, write the
    manifest (checksums) and ``br_returns.parquet``.
-6. ``ego.evaluate``: an ego agent against the partner set, every seat, E episodes:
-   ``results.parquet`` rows in the schema of :mod:`zsceval.stats.metrics`. The ego's scored
-   checkpoint is ZSC-Eval's (:mod:`zsceval.evaluation.ego_checkpoint`: after the training curve's
-   maximum, the point nearest its 80th percentile), recorded in the job's result.
+
+Step 6, an ego agent against the partner set (``ego.evaluate``), is evaluation:
+:mod:`zsceval.evaluation.ego_evaluation`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -39,44 +37,32 @@ import pandas as pd
 import torch
 
 from zsceval.envs.overcooked import load_layout
-from zsceval.envs.scenarios import env_flags, is_football, num_players, resolve_scenario
-from zsceval.execution import job_ids
-from zsceval.execution.jobs import JobInputError, job_kind
-from zsceval.rl.checkpoint import (
-    CheckpointError,
-    RefusedCheckpointError,
-    list_checkpoints,
-    load_policy,
-)
-
-from .combinations import br_key, seat_combinations
-from .ego_checkpoint import scored_ego_checkpoint
-from .exclusion import training_guard
-from .export import candidate_record, export_agent
-from .manifest import (
+from zsceval.envs.scenarios import is_football, num_players, resolve_scenario
+from zsceval.evaluation.combinations import br_key, seat_combinations
+from zsceval.evaluation.manifest import (
     BRReference,
     CombinationBR,
     PartnerEntry,
     PartnerSetManifest,
     SelectionRecord,
-    load_manifest,
     make_file_ref,
     write_manifest,
 )
-from .matches import (
+from zsceval.evaluation.matches import (
     PartnerSpec,
     combination_label,
-    evaluate_agent,
     evaluate_br_references,
     evaluate_combination_brs,
     play_games,
 )
+from zsceval.execution import job_ids
+from zsceval.execution.jobs import JobInputError, job_kind
+from zsceval.rl.checkpoint import CheckpointError, list_checkpoints, load_policy
+
+from .export import candidate_record, export_agent
 from .selection import select_partners
 
-__all__ = ["feature_names", "mid_checkpoint", "load_partner_set"]
-
-JOB_PROGRESS_ENV = "ZSCEVAL_JOB_PROGRESS"
-"""When "1", training jobs show their own progress bar (env steps inside the job)."""
+__all__ = ["feature_names", "mid_checkpoint"]
 
 CLASSIC_FEATURE_EVENTS = 13  # put_onion_on_X .. STAY; MOVEMENT and IDLE_* are dropped
 
@@ -122,92 +108,6 @@ def mid_checkpoint(run_dir: Path) -> tuple[Path, float, float]:
         if abs(ret - final / 2) < best_gap:
             best, best_gap, best_ret = ckpt, abs(ret - final / 2), ret
     return best, best_ret, final
-
-
-# -- 1/4. training ------------------------------------------------------------------------------------
-def train_config(params: dict, needs: dict):
-    """The resolved :class:`~zsceval.rl.config.TrainConfig` of a ``train`` job (:func:`train_job`'s
-    params; ``needs``: the finished input jobs' folders by id, empty for a job without inputs)."""
-    from zsceval.rl.config import config_from_dict, resolve_config
-
-    options = dict(params.get("algo_options", {}))
-    for option, ids in params.get("algo_inputs", {}).items():
-        runs = [str(Path(needs[j]) / "run") for j in ([ids] if isinstance(ids, str) else ids)]
-        options[option] = runs[0] if isinstance(ids, str) else runs
-    for option, ids in params.get("algo_job_dirs", {}).items():
-        dirs = [str(needs[j]) for j in ([ids] if isinstance(ids, str) else ids)]
-        options[option] = dirs[0] if isinstance(ids, str) else dirs
-    if params.get("partner_train"):
-        mid = _result(needs[params["partner_eval"]])["mid_checkpoint"]
-        options["partner"] = str(Path(needs[params["partner_train"]]) / mid)
-        options["partner_policy"] = "biased"
-    if params.get("partner_refs"):  # a BR of a set of partners (n > 2 players)
-        options["partners"] = [
-            f"{Path(needs[train_id]) / _result(needs[eval_id])[level + '_checkpoint']}#biased"
-            for train_id, eval_id, level in params["partner_refs"]
-        ]
-    flags = {
-        "run.algo": params["algo"],
-        **env_flags(params["layout"]),
-        "run.seed": params.get("seed", 0),
-        "run.total_steps": params.get("steps"),
-        "run.device": params.get("device"),
-        "run.checkpoint_every": params.get("checkpoint_every"),
-        "run.keep_checkpoints": params.get("keep_checkpoints"),
-    }
-    cfg = resolve_config(preset=params.get("preset", "quick"), overrides=params.get("overrides", []), **flags)
-    if options:
-        cfg = config_from_dict({"algo": options}, cfg)
-    return cfg
-
-
-@job_kind("train")
-def train_job(params: dict, out: Path, needs: dict) -> dict:
-    """Train ``params['algo']`` on ``params['layout']`` into ``out/run`` (resumes a killed run).
-
-    params: ``algo, layout, seed, steps, preset, device, checkpoint_every, keep_checkpoints,
-    overrides`` (list of ``key=value``), ``algo_options`` (dict of ``algo.*``), ``algo_inputs``
-    (``{algo option: job id or [job ids]}``: the option gets those jobs' run folders),
-    ``algo_job_dirs`` (the same with the jobs' own folders), and for a BR of a
-    candidate's ``mid`` checkpoint ``partner_train`` / ``partner_eval``: ids of that candidate's train and
-    ``candidate.evaluate`` jobs; for a BR of a set of partners (n > 2 players) ``partner_refs``: a
-    list of ``[train-job id, evaluate-job id, "final" | "mid"]``.
-
-    Every job but those BRs runs inside :func:`~zsceval.evaluation.exclusion.training_guard`: a
-    checkpoint that holds an evaluation partner of the layout is refused (``JobInputError`` naming
-    the checkpoint and the partner).
-    """
-    from zsceval.rl.config import ConfigError
-    from zsceval.rl.trainer import NonFiniteError, Trainer
-
-    cfg = train_config(params, needs)
-    run = out / "run"
-    resume = (run / "config.yaml").exists() and any(
-        json.loads((c / "meta.json").read_text()).get("resumable") for c in list_checkpoints(run)
-    )
-    if (run / "config.yaml").exists() and not resume:
-        import shutil
-
-        shutil.rmtree(run)  # killed before its first resumable checkpoint: start over
-    progress = os.environ.get(JOB_PROGRESS_ENV) == "1"  # set by `zsceval bench` with the local executor
-    # The partner pipeline's own BRs train with the partner they define; every other job refuses the
-    # layout's evaluation partners (a copy of one included).
-    own_br = params.get("partner_train") or params.get("partner_refs")
-    with contextlib.nullcontext() if own_br else training_guard(params["layout"]):
-        try:
-            trainer = Trainer(cfg, run, resume=resume, progress=progress)
-        except (
-            ConfigError,
-            RefusedCheckpointError,
-        ) as exc:  # inputs that cannot work (too few HSP candidates)
-            raise JobInputError(f"{params.get('algo')} on {params.get('layout')}: {exc}") from None
-        try:
-            summary = trainer.train()
-        except NonFiniteError as exc:  # a rerun diverges the same way: change the setting first
-            raise JobInputError(f"{params.get('algo')} on {params.get('layout')}: {exc}") from None
-        finally:
-            trainer.close()
-    return {"run": "run", "self_play_return": summary.get("self_play", {}).get("sparse_return_mean")}
 
 
 # -- 2. candidate features ----------------------------------------------------------------------------
@@ -389,59 +289,3 @@ def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
     )
     write_manifest(manifest, out / "manifest.json")
     return {"manifest": "manifest.json", "partners": [e.id for e in entries], "br_returns": dict(br_mean)}
-
-
-def load_partner_set(manifest_path: str | Path, layout: str, device: str = "cpu") -> list[PartnerSpec]:
-    """Partners (with their BRs, where the set holds them) of a verified manifest.
-
-    Raises:
-        ManifestError: another layout, missing or altered files (before any compute).
-    """
-    manifest = load_manifest(manifest_path, layout=layout, verify=True)
-    out = []
-    for p in manifest.partners:
-        policy, _ = load_policy(manifest.resolve(p.checkpoint), "biased", device)
-        ref = p.br.checkpoint  # None in an acting-only copy (scores read the stored BR returns)
-        br = None if ref is None else load_policy(manifest.resolve(ref), "br", device)[0]
-        out.append(PartnerSpec(p.id, "expert" if p.level == "final" else "moderate", policy, br))
-    return out
-
-
-# -- 6. ego evaluation ----------------------------------------------------------------------------------
-@job_kind("ego.evaluate")
-def ego_evaluate(params: dict, out: Path, needs: dict) -> dict:
-    """An ego agent vs the partner set (params: ``layout, algorithm, ego_seed, episodes, seed, device,
-    ego`` (train-job id) or ``agent`` (an external ``module:attr``, :mod:`zsceval.rl.external`),
-    ``partners`` (manifest-job id)); writes ``results.parquet``.
-
-    The ego's scored checkpoint follows ZSC-Eval
-    (:func:`~zsceval.evaluation.ego_checkpoint.scored_ego_checkpoint`), not simply its last one; the
-    result's ``scored_checkpoint`` records which (step, training return, rule, fallback); None for an
-    external agent."""
-    device = params.get("device", "cpu")
-    if params.get("agent"):
-        from zsceval.rl.external import load_external
-
-        ego, scored = load_external(params["agent"]), None
-    else:
-        ego_dir = Path(needs[params["ego"]])
-        ckpt, scored = scored_ego_checkpoint(ego_dir, params.get("algorithm"))
-        ego, _ = load_policy(ckpt, None, device)
-    partners = load_partner_set(Path(needs[params["partners"]]) / "manifest.json", params["layout"], device)
-    gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)))
-    labels = {"algorithm": params["algorithm"], "ego_seed": int(params["ego_seed"])}
-    frame = evaluate_agent(
-        params["layout"],
-        ego,
-        partners,
-        episodes=int(params["episodes"]),
-        generator=gen,
-        device=device,
-        labels=labels,
-    )
-    frame.to_parquet(out / "results.parquet")
-    return {
-        "rows": len(frame),
-        "mean_sparse_return": float(frame["sparse_return"].mean()),
-        "scored_checkpoint": scored,
-    }

@@ -298,34 +298,51 @@ def train_tom(
         )
     if not 0.0 <= holdout < 1.0:
         raise ValueError(f"holdout must be in [0, 1), got {holdout}")
-    val_cols = None
+    device = next(model.parameters()).device
+    held = None
     if holdout > 0:
-        if B < 2:
-            raise ValueError(f"holdout needs at least 2 columns, got B = {B}")
-        n_val = min(B - 1, max(1, round(holdout * B)))
-        perm = torch.randperm(B, generator=generator)
-        val_cols, train_cols = perm[:n_val].sort().values, perm[n_val:].sort().values
-        val_obs, val_starts = obs[:, val_cols], starts[:, val_cols]
-        val_labels = labels[:, val_cols].float()
-        val_mask = None if mask is None else mask[:, val_cols].bool()
+        val_cols, train_cols = _split_columns(B, holdout, generator)
+        val_mask = None if mask is None else mask[:, val_cols]
+        held = _HeldOut(model, obs[:, val_cols], starts[:, val_cols], labels[:, val_cols], val_mask, device)
         obs, starts, labels = obs[:, train_cols], starts[:, train_cols], labels[:, train_cols]
         mask = None if mask is None else mask[:, train_cols]
         T, B = starts.shape
-    device = next(model.parameters()).device
-    if val_cols is not None:  # moved once, measured up to 51 times
-        val_obs, val_starts, val_labels = val_obs.to(device), val_starts.to(device), val_labels.to(device)
-        val_mask = None if val_mask is None else val_mask.to(device)
     L = int(chunk_length)
-    pad = (-T) % L  # pad T to a multiple of L; padded steps are masked out
     valid = torch.ones(T, B, dtype=torch.bool) if mask is None else mask.cpu().bool()
+    if prior_bias:
+        with torch.no_grad():
+            model.head.bias.copy_(prior_logits(labels.cpu(), valid).to(model.head.bias))
+    obs_p, starts_p, data = _chunked(obs, starts, labels, valid, L)
+    C = obs_p.shape[0] // L
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    curve: list[float] = []
+    every = max(1, int(epochs) // 50)
+    model.train()
+    if held is not None:
+        held.measure(0)
+    for epoch in range(1, int(epochs) + 1):
+        h0 = _chunk_states(model, obs_p, starts_p, L, device).reshape(C * B, -1)
+        curve.append(_tom_epoch(model, optimizer, data, h0, minibatch, max_grad_norm, generator))
+        if held is not None and (epoch % every == 0 or epoch == int(epochs)):
+            held.measure(epoch)
+    model.eval()
+    out: dict[str, list] = {"loss": curve, "baseline": [label_entropy(labels.cpu(), valid)]}
+    if held is not None:
+        out.update(held.keep_best())
+    return out
+
+
+def _chunked(obs, starts, labels, valid, L: int):
+    """``(obs, starts)`` on the CPU padded to a multiple of L steps (padded steps: episode starts,
+    masked out), and the chunks of :func:`train_tom`: obs, starts, labels (float) and valid, each
+    ``[C*L, B, ...] -> [L, C*B, ...]``."""
+    T, B = starts.shape
+    pad = (-T) % L  # pad T to a multiple of L; padded steps are masked out
 
     def padded(x: torch.Tensor, value=0) -> torch.Tensor:
         x = x.cpu()
         return torch.cat([x, x.new_full((pad, *x.shape[1:]), value)]) if pad else x
 
-    if prior_bias:
-        with torch.no_grad():
-            model.head.bias.copy_(prior_logits(labels.cpu(), valid).to(model.head.bias))
     obs_p, starts_p, labels_p = padded(obs), padded(starts.bool(), True), padded(labels.float())
     valid_p = padded(valid, False)
     C = (T + pad) // L
@@ -333,55 +350,78 @@ def train_tom(
     def chunks(x: torch.Tensor) -> torch.Tensor:  # [C*L, B, ...] -> [L, C*B, ...]
         return x.reshape(C, L, B, *x.shape[2:]).transpose(0, 1).reshape(L, C * B, *x.shape[2:])
 
-    obs_c, starts_c, labels_c, valid_c = chunks(obs_p), chunks(starts_p), chunks(labels_p), chunks(valid_p)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    curve: list[float] = []
-    val_epochs: list[int] = []
-    val_curve: list[float] = []
-    best: tuple[float, int, dict] | None = None
-    every = max(1, int(epochs) // 50)
+    return obs_p, starts_p, (chunks(obs_p), chunks(starts_p), chunks(labels_p), chunks(valid_p))
 
-    def validate(epoch: int) -> None:
-        nonlocal best
+
+def _split_columns(B: int, holdout: float, generator: torch.Generator | None):
+    """``(held-out columns, training columns)`` of :func:`train_tom`, each sorted ``int64``: a
+    ``holdout`` fraction of the B columns (at least one, and one left), drawn with ``generator``.
+
+    Raises:
+        ValueError: B < 2.
+    """
+    if B < 2:
+        raise ValueError(f"holdout needs at least 2 columns, got B = {B}")
+    n_val = min(B - 1, max(1, round(holdout * B)))
+    perm = torch.randperm(B, generator=generator)
+    return perm[:n_val].sort().values, perm[n_val:].sort().values
+
+
+class _HeldOut:
+    """Early stopping of :func:`train_tom`: the loss on the held-out columns (whole sequences from a
+    zero state) after the epochs it is measured, and the parameters of the lowest."""
+
+    def __init__(self, model: ToMModel, obs, starts, labels, mask, device) -> None:
+        self.model, self.device = model, device
+        # moved once, measured up to 51 times
+        self.obs, self.starts, self.labels = obs.to(device), starts.to(device), labels.float().to(device)
+        self.mask = None if mask is None else mask.bool().to(device)
+        self.epochs: list[int] = []
+        self.losses: list[float] = []
+        self.best: tuple[float, int, dict] | None = None
+
+    def measure(self, epoch: int) -> None:
+        model = self.model
         model.eval()
         with torch.no_grad():
-            logits = model.sequence(val_obs, model.initial_state(val_obs.shape[1], device), val_starts)
-            loss = float(tom_loss(logits, val_labels, val_mask))
+            logits = model.sequence(
+                self.obs, model.initial_state(self.obs.shape[1], self.device), self.starts
+            )
+            loss = float(tom_loss(logits, self.labels, self.mask))
         model.train()
-        val_epochs.append(epoch)
-        val_curve.append(loss)
-        if best is None or loss < best[0]:
-            best = (loss, epoch, {k: v.detach().clone() for k, v in model.state_dict().items()})
+        self.epochs.append(epoch)
+        self.losses.append(loss)
+        if self.best is None or loss < self.best[0]:
+            self.best = (loss, epoch, {k: v.detach().clone() for k, v in model.state_dict().items()})
 
-    model.train()
-    if val_cols is not None:
-        validate(0)
-    for epoch in range(1, int(epochs) + 1):
-        h0 = _chunk_states(model, obs_p, starts_p, L, device).reshape(C * B, -1)
-        order = torch.randperm(C * B, generator=generator)
-        total, weight = 0.0, 0.0
-        for i in range(0, C * B, minibatch):
-            idx = order[i : i + minibatch]
-            v = valid_c[:, idx].to(device)
-            if not bool(v.any()):
-                continue
-            logits = model.sequence(obs_c[:, idx].to(device), h0[idx.to(device)], starts_c[:, idx].to(device))
-            loss = tom_loss(logits, labels_c[:, idx].to(device), v)
-            optimizer.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-            optimizer.step()
-            n = float(v.sum())
-            total, weight = total + float(loss.detach()) * n, weight + n
-        curve.append(total / max(weight, 1.0))
-        if val_cols is not None and (epoch % every == 0 or epoch == int(epochs)):
-            validate(epoch)
-    model.eval()
-    out: dict[str, list] = {"loss": curve, "baseline": [label_entropy(labels.cpu(), valid)]}
-    if best is not None:
-        model.load_state_dict(best[2])
-        out.update({"val_epoch": val_epochs, "val_loss": val_curve, "best_epoch": [best[1]]})
-    return out
+    def keep_best(self) -> dict[str, list]:
+        """Load the best parameters into the model; the curve entries of :func:`train_tom`."""
+        self.model.load_state_dict(self.best[2])
+        return {"val_epoch": self.epochs, "val_loss": self.losses, "best_epoch": [self.best[1]]}
+
+
+def _tom_epoch(model, optimizer, data, h0, minibatch: int, max_grad_norm: float, generator) -> float:
+    """One epoch of :func:`train_tom` over the chunked ``data`` (obs, starts, labels, valid; each
+    ``[L, C*B, ...]``) from the stored states ``h0 [C*B, hidden]``: shuffled minibatches of chunks,
+    an Adam step each. Returns the mean loss per valid step (nats)."""
+    obs_c, starts_c, labels_c, valid_c = data
+    device = h0.device
+    order = torch.randperm(obs_c.shape[1], generator=generator)
+    total, weight = 0.0, 0.0
+    for i in range(0, obs_c.shape[1], minibatch):
+        idx = order[i : i + minibatch]
+        v = valid_c[:, idx].to(device)
+        if not bool(v.any()):
+            continue
+        logits = model.sequence(obs_c[:, idx].to(device), h0[idx.to(device)], starts_c[:, idx].to(device))
+        loss = tom_loss(logits, labels_c[:, idx].to(device), v)
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        n = float(v.sum())
+        total, weight = total + float(loss.detach()) * n, weight + n
+    return total / max(weight, 1.0)
 
 
 # -- data --------------------------------------------------------------------------------------------

@@ -245,9 +245,9 @@ class HSP(PopulationEgo):
     def jobs(cls, ctx: JobContext) -> list:
         """MEP's shared stage-1 population, the biased candidates (the bench's, or this chain's own
         with the quick suite's partner budget when trained alone), and the ego."""
-        from zsceval.evaluation.candidates import PartnerBudget, candidate_jobs
         from zsceval.evaluation.exclusion import OWN_CANDIDATE_SEED, evaluation_partners, excluded_weights
         from zsceval.execution import job_ids
+        from zsceval.generation.candidates import PartnerBudget, candidate_jobs
         from zsceval.rl.config import check_episode_budget, resolve_config
 
         check_players(cls.name, num_players(ctx.layout), cls.max_players)  # before any job of the chain

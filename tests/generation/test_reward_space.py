@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from zsceval.evaluation.reward_space import (
+from zsceval.generation.reward_space import (
     GridFileError,
     filter_by_c_max,
     layout_names,

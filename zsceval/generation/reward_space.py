@@ -4,7 +4,7 @@ ZSC-Eval (Sec. 4.1, Alg. 1 line 2, App. C Table 7) trains each candidate partner
 behavior-preferring reward ``r_w(s, a) = w_sparse * r(s, a) + sum_j w_j * phi_j(s, a)``. The weight
 vector ``w`` is drawn from a per-layout grid: one set of values per event (docs/overcooked-rules.md
 §3.1 and §5.5), then the weight of the team sparse reward. Grids are data, stored in
-``zsceval/evaluation/grids/*.yaml``; this module loads them, enumerates every weight vector in
+``zsceval/generation/grids/*.yaml``; this module loads them, enumerates every weight vector in
 ``itertools.product`` order, keeps those with at most ``C_MAX = 3`` non-zero weights among the positions
 that vary (the paper's ``sum_i 1(w_i != 0) <= C_max``), and picks or samples candidates.
 

@@ -20,7 +20,7 @@ sparse entry) and pi_w keeps gfootball's checkpoint reward with weight 1:
 
 ``algo.weights`` is the weight vector w: one entry per event in the env's event order, then the
 sparse weight (18 entries on classic layouts, 30 on multi-recipe ones, 8 in Football); see
-``zsceval.evaluation.reward_space`` for the per-layout grids.
+``zsceval.generation.reward_space`` for the per-layout grids.
 """
 
 from __future__ import annotations

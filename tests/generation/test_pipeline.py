@@ -19,12 +19,13 @@ from zsceval.bench.report import read_tables, summarize
 from zsceval.bench.run import run_bench
 from zsceval.bench.suite import SuiteError, load_suite
 from zsceval.envs.overcooked import OvercookedEnv
-from zsceval.evaluation import candidates as bench_mod_candidates
-from zsceval.evaluation import pipeline
+from zsceval.evaluation.ego_evaluation import load_partner_set
 from zsceval.evaluation.manifest import ChecksumMismatchError, LayoutMismatchError
 from zsceval.evaluation.matches import PartnerSpec, evaluate_agent, play_games
 from zsceval.execution import JobError
 from zsceval.execution.jobs import JOB_KINDS
+from zsceval.generation import candidates as bench_mod_candidates
+from zsceval.generation import pipeline
 from zsceval.rl.agent import ActOutput
 from zsceval.rl.config import resolve_config
 
@@ -94,13 +95,13 @@ def test_partner_set_from_another_layout_or_altered_is_refused_before_compute(ti
     _, out, _ = tiny_bench
     manifest = out / "cramped_room/partners/set/manifest.json"
     with pytest.raises(LayoutMismatchError, match="cramped_room"):
-        pipeline.load_partner_set(manifest, "counter_circuit")
+        load_partner_set(manifest, "counter_circuit")
     copy = tmp_path / "set"
     shutil.copytree(manifest.parent, copy)
     victim = next((copy / "policies").rglob("policies.safetensors")).parent / "meta.json"
     victim.write_text(victim.read_text().replace('"steps"', '"steps" ', 1))
     with pytest.raises(ChecksumMismatchError):
-        pipeline.load_partner_set(copy / "manifest.json", "cramped_room")
+        load_partner_set(copy / "manifest.json", "cramped_room")
 
 
 @pytest.mark.parametrize(
@@ -315,7 +316,7 @@ def test_paper_suite_matches_the_reference_per_layout():
 
 
 def test_reference_weight_indexing_wraps_like_the_reference():
-    from zsceval.evaluation.reward_space import load_reward_space, sample_weights
+    from zsceval.generation.reward_space import load_reward_space, sample_weights
 
     grid = load_reward_space("forced_coordination").candidates()  # 30 points
     budget = bench_mod_candidates.PartnerBudget(candidates=35, k=1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from zsceval.envs.scenarios import resolve_scenario
+from zsceval.evaluation.manifest import CandidateRecord
 from zsceval.rl.checkpoint import (
     agent_fingerprint,
     load_checkpoint,
@@ -13,8 +14,6 @@ from zsceval.rl.checkpoint import (
     policy_weights,
     save_checkpoint,
 )
-
-from .manifest import CandidateRecord
 
 __all__ = ["candidate_record", "export_agent"]
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from zsceval.envs.scenarios import resolve_scenario
-from zsceval.evaluation.reward_space import draw_rows, load_reward_space, pick_weights
 from zsceval.execution import Job
 from zsceval.execution import job_ids as ids
+from zsceval.generation.reward_space import draw_rows, load_reward_space, pick_weights
 
 __all__ = ["WEIGHT_SAMPLING", "PartnerBudget", "validate_budget", "candidate_weights", "candidate_jobs"]
 
