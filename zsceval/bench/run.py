@@ -31,8 +31,9 @@ from zsceval.execution import job_ids as ids
 from zsceval.execution.locks import FolderLock
 from zsceval.io import atomic_path, atomic_write_text
 from zsceval.rl.hardware import scoped_environ, worker_thread_env
+from zsceval.rl.loggers import LOGGERS_ENV, open_loggers
 
-__all__ = ["TABLES", "collect_tables", "run_bench"]
+__all__ = ["TABLES", "collect_tables", "log_summary", "run_bench"]
 
 TABLES = ("results", "br_returns", "features", "human_proxy", "unhelpful", "stages")
 """The result tables a bench folder holds (``<name>.parquet``)."""
@@ -53,8 +54,14 @@ def run_bench(
     progress: bool = True,
     log=print,
     force: bool = False,
+    loggers: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Run (or resume) a suite; returns a summary with the result table paths.
+
+    ``loggers``: metric loggers (:mod:`zsceval.rl.loggers`) every training job of the bench also
+    logs to, besides its ``run.loggers`` (through ``ZSCEVAL_LOGGERS``: a logger changes no result,
+    so it is no job input and finished jobs stay finished); :func:`log_summary` sends the bench's
+    summary to them.
 
     ``retries``: attempts after a job's first failure (default: 1 for the process and Ray
     executors, 0 in-process; :func:`zsceval.execution.run_jobs`). The folder's ``suite.yaml``
@@ -79,10 +86,10 @@ def run_bench(
     diffs = check_suite_record(suite, root, force=force)
     root.mkdir(parents=True, exist_ok=True)
     with FolderLock(root, "bench", info={"executor": executor, "workers": workers}):
-        return _run_locked(suite, root, diffs, executor, workers, retries, progress, log)
+        return _run_locked(suite, root, diffs, executor, workers, retries, progress, log, loggers)
 
 
-def _run_locked(suite, root, diffs, executor, workers, retries, progress, log) -> dict[str, Any]:
+def _run_locked(suite, root, diffs, executor, workers, retries, progress, log, loggers=()) -> dict[str, Any]:
     """:func:`run_bench` once the bench folder is locked."""
     if diffs:
         log("--force: replacing a run of another suite setting (" + "; ".join(diffs) + ")")
@@ -104,7 +111,7 @@ def _run_locked(suite, root, diffs, executor, workers, retries, progress, log) -
         all_jobs.extend(jobs)  # earlier phases' jobs are done: they are skipped, not rerun
         # progress inside a job (env steps of training) where one job runs at a time in this process
         inner = progress and executor == "local"
-        env = {pipeline.JOB_PROGRESS_ENV: "1" if inner else "0"}
+        env = {pipeline.JOB_PROGRESS_ENV: "1" if inner else "0", LOGGERS_ENV: ",".join(loggers)}
         if executor != "local":  # concurrent jobs share the cores: no oversubscription
             env.update(worker_thread_env(workers))
         with scoped_environ(env):
@@ -191,3 +198,27 @@ def collect_tables(
             out[name] = str(path)
     out["skipped_algorithms"] = skipped
     return out
+
+
+def log_summary(root: str | Path, loggers: tuple[str, ...], *, name: str, levels: str = "checkpoint") -> None:
+    """Send a finished bench's BR-Prox summary (:func:`zsceval.bench.report.summarize`, the table
+    ``zsceval bench`` prints) to each of ``loggers`` as a new run named ``bench <name>``: the table
+    ``br_prox_summary`` (``<root>/br_prox_summary.csv`` for ``csv``) and one row of scalars,
+    ``<layout>/<algorithm>/<partner level>/<column>`` for ``iqm``, ``ci_low`` and ``ci_high``, at
+    step 0 (``<root>/summary_metrics.csv``).
+
+    Raises:
+        FileNotFoundError: the bench has no ``results.parquet`` yet.
+        zsceval.rl.loggers.LoggerError: an unknown or uninstalled logger.
+    """
+    from zsceval.bench import report as rep
+
+    results, br, _ = rep.read_tables(root)
+    summary = rep.summarize(results, br, levels=levels)
+    row: dict[str, Any] = {"env_steps": 0}
+    for rec in summary.to_dict("records"):
+        key = f"{rec['layout']}/{rec['algorithm']}/{rec['partner_level']}"
+        row.update({f"{key}/{col}": float(rec[col]) for col in ("iqm", "ci_low", "ci_high")})
+    with open_loggers(loggers, root, run_name=f"bench {name}", metrics_file="summary_metrics.csv") as group:
+        group.log_table("br_prox_summary", summary)
+        group.log_row(row, 0)

@@ -47,6 +47,12 @@ import click
     help="Print the env steps of every stage, what the folder already holds and the hours left; run nothing. "
     "Hours are for --executor/--workers, or for those of a bench running in --out when they are not given.",
 )
+@click.option(
+    "--loggers",
+    default=None,
+    help="Comma-separated metric loggers (csv, tensorboard, wandb, mlflow) that every training job also "
+    "logs to and that get the bench's BR-Prox summary at the end; e.g. --loggers wandb. [default: csv]",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.option(
     "--report/--no-report", default=True, show_default=True, help="Print the BR-Prox table at the end."
@@ -59,7 +65,20 @@ import click
     help="Moderate/expert split of the printed table: mid/final checkpoints, or BR return <= median.",
 )
 def bench(
-    suite_name, algos, layouts, out, executor, workers, force, retries, device, plan, progress, report, levels
+    suite_name,
+    algos,
+    layouts,
+    out,
+    executor,
+    workers,
+    force,
+    retries,
+    device,
+    plan,
+    loggers,
+    progress,
+    report,
+    levels,
 ) -> None:
     """Run whatever is missing of a suite: partner generation and selection, ego training, evaluation.
 
@@ -74,11 +93,12 @@ def bench(
     """
     import dataclasses
 
-    from zsceval.bench.run import run_bench
+    from zsceval.bench.run import log_summary, run_bench
     from zsceval.bench.suite import SuiteError, check_device, check_suite_record, load_suite
     from zsceval.commands._common import check_writable, job_failure, write_error
     from zsceval.execution import JobError
     from zsceval.plugins import PluginLoadError
+    from zsceval.rl.loggers import LoggerError, check_loggers
 
     try:
         suite = load_suite(
@@ -91,11 +111,13 @@ def bench(
     except (SuiteError, PluginLoadError) as exc:
         raise click.ClickException(str(exc)) from None
     out = out or f"bench/{suite.name}"
+    loggers = tuple(n.strip() for n in (loggers or "").split(",") if n.strip())
     try:
+        check_loggers(loggers)  # an unknown or uninstalled logger fails before any job runs
         if not plan:  # a plan for a GPU suite can be printed anywhere
             check_device(suite)
         check_suite_record(suite, out, force=force)  # before any output is written
-    except SuiteError as exc:
+    except (SuiteError, LoggerError) as exc:
         raise click.ClickException(str(exc)) from None
     if not plan:
         check_writable(out)
@@ -107,8 +129,10 @@ def bench(
     try:
         tables = run_bench(
             suite, out, executor=executor, workers=workers, retries=retries, progress=progress,
-            log=click.echo, force=force,
+            log=click.echo, force=force, loggers=loggers,
         )  # fmt: skip
+        if loggers and "results" in tables:
+            log_summary(out, loggers, name=suite.name, levels=levels)
     except (SuiteError, PluginLoadError) as exc:
         raise click.ClickException(str(exc)) from None
     except (JobError, ValueError) as exc:
