@@ -29,8 +29,9 @@ from zsceval.evaluation.strata import UNHELPFUL_TABLE
 from zsceval.execution import Job, run_jobs
 from zsceval.execution import job_ids as ids
 from zsceval.execution.locks import FolderLock
+from zsceval.execution.slurm import SlurmOptions, slurm_options
 from zsceval.io import atomic_path, atomic_write_text
-from zsceval.rl.hardware import scoped_environ, worker_thread_env
+from zsceval.rl.hardware import MAX_THREADS_ENV, scoped_environ, worker_thread_env
 from zsceval.rl.loggers import LOGGERS_ENV, open_loggers
 
 __all__ = ["TABLES", "collect_tables", "log_summary", "run_bench"]
@@ -55,13 +56,15 @@ def run_bench(
     log=print,
     force: bool = False,
     loggers: tuple[str, ...] = (),
+    slurm: SlurmOptions | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) a suite; returns a summary with the result table paths.
 
     ``loggers``: metric loggers (:mod:`zsceval.rl.loggers`) every training job of the bench also
     logs to, besides its ``run.loggers`` (through ``ZSCEVAL_LOGGERS``: a logger changes no result,
     so it is no job input and finished jobs stay finished); :func:`log_summary` sends the bench's
-    summary to them.
+    summary to them. ``slurm``: the resources of ``executor="slurm"``'s jobs (default: the suite's
+    ``slurm`` block); each job's torch threads are capped at its ``cpus``.
 
     ``retries``: attempts after a job's first failure (default: 1 for the process and Ray
     executors, 0 in-process; :func:`zsceval.execution.run_jobs`). The folder's ``suite.yaml``
@@ -86,11 +89,15 @@ def run_bench(
     diffs = check_suite_record(suite, root, force=force)
     root.mkdir(parents=True, exist_ok=True)
     with FolderLock(root, "bench", info={"executor": executor, "workers": workers}):
-        return _run_locked(suite, root, diffs, executor, workers, retries, progress, log, loggers)
+        return _run_locked(suite, root, diffs, executor, workers, retries, progress, log, loggers, slurm)
 
 
-def _run_locked(suite, root, diffs, executor, workers, retries, progress, log, loggers=()) -> dict[str, Any]:
+def _run_locked(
+    suite, root, diffs, executor, workers, retries, progress, log, loggers=(), slurm=None
+) -> dict[str, Any]:
     """:func:`run_bench` once the bench folder is locked."""
+    if executor == "slurm" and slurm is None:
+        slurm = slurm_options(dict(suite.slurm))
     if diffs:
         log("--force: replacing a run of another suite setting (" + "; ".join(diffs) + ")")
         for name in TABLES:
@@ -112,11 +119,13 @@ def _run_locked(suite, root, diffs, executor, workers, retries, progress, log, l
         # progress inside a job (env steps of training) where one job runs at a time in this process
         inner = progress and executor == "local"
         env = {pipeline.JOB_PROGRESS_ENV: "1" if inner else "0", LOGGERS_ENV: ",".join(loggers)}
-        if executor != "local":  # concurrent jobs share the cores: no oversubscription
+        if executor == "slurm":  # a job's threads: the cores SLURM gives it
+            env[MAX_THREADS_ENV] = str(slurm.cpus)
+        elif executor != "local":  # concurrent jobs share the cores: no oversubscription
             env.update(worker_thread_env(workers))
         with scoped_environ(env):
             run_jobs(all_jobs, root, executor=executor, workers=workers, retries=retries, progress=progress,
-                     modules=_JOB_MODULES)  # fmt: skip
+                     modules=_JOB_MODULES, slurm=slurm)  # fmt: skip
 
     for name, jobs in zip(["candidates and ego training", "candidate features", "partner selection"], static):
         run_phase(name, jobs)

@@ -31,6 +31,11 @@ algorithms, seeds and budgets::
       counter_circuit_mr: {k: 15, candidates: 72}
     layout_partner_sets:          # evaluate a layout's egos on a shipped partner set instead of
       counter_circuit: zsceval:counter_circuit   # generating and selecting its partners
+    slurm:                        # resources of each job under `zsceval bench --executor slurm`
+      partition: gpu              # (zsceval.execution.slurm.SlurmOptions; --slurm-* override them)
+      time: "12:00:00"
+      gpus: 1
+      cpus: 8
     evaluation:
       episodes: 10                # per (ego, partner, seat)
       human_proxy: false          # also score every ego with a BC human model (2019 layouts)
@@ -67,6 +72,7 @@ import yaml
 from zsceval import registry
 from zsceval.envs.scenarios import env_flags, resolve_scenario
 from zsceval.evaluation.candidates import PartnerBudget, validate_budget
+from zsceval.execution.slurm import slurm_options
 from zsceval.plugins import PluginGroup
 from zsceval.rl.config import ConfigError, check_episode_budget, coerce_value, resolve_config
 
@@ -143,6 +149,11 @@ class Suite:
     ``zsceval:counter_circuit``; :mod:`zsceval.evaluation.shipped_sets`): no candidates, selection or
     mid BRs for them; the set, verified, is the layout's ``partners/set``. From the suite's
     ``layout_partner_sets`` mapping."""
+    slurm: tuple[tuple[str, Any], ...] = ()
+    """Resources of every job under ``zsceval bench --executor slurm`` (keys of
+    :class:`~zsceval.execution.slurm.SlurmOptions`: partition, time, gpus, cpus, ...), from the
+    suite's ``slurm`` mapping. Where the jobs run changes no result: a bench folder's suite record
+    is compared without it."""
 
     @property
     def unhelpful_episodes(self) -> int:
@@ -175,6 +186,7 @@ class Suite:
         d["layout_partner_sets"] = dict(self.layout_partner_sets)
         d["algo_ego_steps"] = dict(self.algo_ego_steps)
         d["algo_overrides"] = {a: list(o) for a, o in self.algo_overrides}
+        d["slurm"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.slurm}
         return d
 
     def algo_common(self, algo: str, common: dict) -> dict:
@@ -272,7 +284,7 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
     algo_steps = _algo_ego_steps(data.get("algo_ego_steps") or {}, path)
     algo_over = _algo_overrides(data.get("algo_overrides") or {}, path)
     sections = ("partners", "evaluation", "layout_partners", "layout_partner_sets", "algo_ego_steps",
-                "algo_overrides")  # fmt: skip
+                "algo_overrides", "slurm")  # fmt: skip
     values.update({k: v for k, v in data.items() if k not in sections})
     for name, key in _EVALUATION_KEYS.items():
         short = key.split(".", 1)[1]
@@ -285,6 +297,7 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
         layout_partner_sets=_layout_partner_sets(data.get("layout_partner_sets") or {}, path),
         algo_ego_steps=algo_steps,
         algo_overrides=algo_over,
+        slurm=_slurm(data.get("slurm") or {}, path),
     )
     if layouts:
         suite = _restrict(suite, "layouts", layouts)
@@ -406,6 +419,21 @@ def _algo_overrides(data: dict, path: Path) -> tuple[tuple[str, tuple[str, ...]]
             raise SuiteError(f"{path}: algo_overrides.{name} must be a list of key=value strings")
         out[str(name)] = tuple(items)
     return tuple(sorted(out.items()))
+
+
+def _slurm(data: dict, path: Path) -> tuple[tuple[str, Any], ...]:
+    """The suite's ``slurm`` mapping, checked (:func:`zsceval.execution.slurm.slurm_options`).
+
+    Raises:
+        SuiteError: not a mapping, an unknown key or a bad value (the file named).
+    """
+    if not isinstance(data, dict):
+        raise SuiteError(f"{path}: slurm must be a mapping of options (partition, time, gpus, cpus, ...)")
+    try:
+        opts = slurm_options(data)
+    except (TypeError, ValueError) as exc:
+        raise SuiteError(f"{path}: slurm: {exc}") from None
+    return tuple((k, getattr(opts, k)) for k in data)
 
 
 def _check_keys(data: dict, known: set[str], path: Path, prefix: str) -> None:
@@ -618,9 +646,10 @@ def check_suite_record(suite: Suite, out: str | Path, *, force: bool = False) ->
     old = {**{k: v for k, v in defaults.items() if k not in old}, **old}
     if isinstance(old.get("evaluation"), dict):
         old["evaluation"] = {**defaults["evaluation"], **old["evaluation"]}
+    skip = ("algo_ego_steps", "slurm")  # budgets compared below; where jobs run changes no result
     diffs = differences(
-        {k: v for k, v in old.items() if k != "algo_ego_steps"},
-        {k: v for k, v in new.items() if k != "algo_ego_steps"},
+        {k: v for k, v in old.items() if k not in skip},
+        {k: v for k, v in new.items() if k not in skip},
         ignore=_SUBSET_KEYS,
     )
     diffs += _ego_budget_differences(old, new)

@@ -13,14 +13,49 @@ import click
     "--out", type=click.Path(file_okay=False), default=None, help="Output directory. [default: bench/SUITE]"
 )
 @click.option(
-    "--executor", type=click.Choice(["local", "process", "ray"]), default="local", show_default=True
+    "--executor",
+    type=click.Choice(["local", "process", "ray", "slurm"]),
+    default="local",
+    show_default=True,
+    help="Where jobs run: this process, a local process pool, Ray, or one SLURM job each (submitit; "
+    'pip install "zsceval[slurm]"; docs/cluster.md).',
 )
 @click.option(
     "--workers",
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Parallel jobs (process / ray).",
+    help="Parallel jobs (process / ray), or SLURM jobs queued or running at once (slurm).",
+)
+@click.option(
+    "--slurm-partition", default=None, help="SLURM partition of every job. [default: the suite's slurm block]"
+)
+@click.option(
+    "--slurm-time",
+    default=None,
+    help="Time limit of one SLURM job: minutes, HH:MM:SS or D-HH:MM:SS. [default: 24:00:00]",
+)
+@click.option(
+    "--slurm-gpus", type=click.IntRange(min=0), default=None, help="GPUs per SLURM job. [default: 0]"
+)
+@click.option(
+    "--slurm-cpus", type=click.IntRange(min=1), default=None, help="CPU cores per SLURM job. [default: 4]"
+)
+@click.option(
+    "--slurm-mem-gb",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Memory per SLURM job, GB.",
+)
+@click.option("--slurm-account", default=None, help="SLURM account.")
+@click.option("--slurm-qos", default=None, help="SLURM quality of service.")
+@click.option("--slurm-constraint", default=None, help="SLURM node features, e.g. a100.")
+@click.option(
+    "--slurm-cluster",
+    type=click.Choice(["slurm", "local", "debug"]),
+    default=None,
+    help="submitit back-end: slurm (sbatch), local (local processes: tests, one machine), debug "
+    "(in-process). [default: slurm]",
 )
 @click.option(
     "--force",
@@ -79,6 +114,7 @@ def bench(
     progress,
     report,
     levels,
+    **slurm_flags,
 ) -> None:
     """Run whatever is missing of a suite: partner generation and selection, ego training, evaluation.
 
@@ -90,6 +126,7 @@ def bench(
     Examples:
       zsceval bench --suite overcooked-quick
       zsceval bench --suite overcooked --layouts counter_circuit --algos sp --executor process --workers 2
+      zsceval bench --suite overcooked --executor slurm --workers 64 --slurm-partition gpu --slurm-gpus 1
     """
     import dataclasses
 
@@ -97,6 +134,7 @@ def bench(
     from zsceval.bench.suite import SuiteError, check_device, check_suite_record, load_suite
     from zsceval.commands._common import check_writable, job_failure, write_error
     from zsceval.execution import JobError
+    from zsceval.execution.slurm import require_submitit, slurm_options
     from zsceval.plugins import PluginLoadError
     from zsceval.rl.loggers import LoggerError, check_loggers
 
@@ -112,12 +150,18 @@ def bench(
         raise click.ClickException(str(exc)) from None
     out = out or f"bench/{suite.name}"
     loggers = tuple(n.strip() for n in (loggers or "").split(",") if n.strip())
+    slurm = None
     try:
         check_loggers(loggers)  # an unknown or uninstalled logger fails before any job runs
+        if executor == "slurm":
+            given = {k.removeprefix("slurm_"): v for k, v in slurm_flags.items()}
+            slurm = slurm_options(dict(suite.slurm), **given)
+            if not plan:
+                require_submitit()
         if not plan:  # a plan for a GPU suite can be printed anywhere
             check_device(suite)
         check_suite_record(suite, out, force=force)  # before any output is written
-    except (SuiteError, LoggerError) as exc:
+    except (SuiteError, LoggerError, JobError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     if not plan:
         check_writable(out)
@@ -129,7 +173,7 @@ def bench(
     try:
         tables = run_bench(
             suite, out, executor=executor, workers=workers, retries=retries, progress=progress,
-            log=click.echo, force=force, loggers=loggers,
+            log=click.echo, force=force, loggers=loggers, slurm=slurm,
         )  # fmt: skip
         if loggers and "results" in tables:
             log_summary(out, loggers, name=suite.name, levels=levels)
