@@ -5,7 +5,6 @@ and a rerun resumes without redoing finished ones.
 Skipped when submitit is not installed (``pip install "zsceval[slurm]"``; the test extra has it).
 """
 
-import json
 import os
 import signal
 import subprocess
