@@ -182,7 +182,7 @@ def test_every_builtin_entry_point_loads_and_registers_its_name():
     from zsceval.bench import suite as bench_suite
     from zsceval.envs import registry as envs
     from zsceval.execution import jobs
-    from zsceval.rl import agent, cores
+    from zsceval.rl import agent, cores, loggers
 
     dist = importlib.metadata.distribution("zsceval")
     declared = {}
@@ -194,6 +194,7 @@ def test_every_builtin_entry_point_loads_and_registers_its_name():
         "zsceval.cores": cores.get_core,
         "zsceval.envs": envs.env_options,
         "zsceval.jobs": jobs.job_function,
+        "zsceval.loggers": loggers.logger_class,
     }
     for group, lookup in lookups.items():
         assert declared.get(group), f"setup.py declares no {group} entry point"

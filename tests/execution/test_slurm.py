@@ -144,3 +144,67 @@ def test_interrupted_driver_cancels_its_jobs_and_a_rerun_resumes(tmp_path, submi
     results = run_jobs(jobs, tmp_path, executor="slurm", modules=KINDS, progress=False, slurm=LOCAL)
     assert results["w"] == {"runs": 2} and len(runs(tmp_path, "a")) == 1  # a was not run again
     assert (tmp_path / "a" / "DONE.json").stat().st_mtime_ns == done_a
+
+
+TINY_SUITE = """
+name: tiny
+seed: 0
+layouts: [cramped_room]
+algorithms: [sp]
+ego_seeds: 1
+ego_steps: 3200
+preset: quick
+overrides: [env.num_envs=8, run.eval_episodes=2, ppo.epochs=1]
+partners: {candidates: 2, candidate_steps: 3200, checkpoints: 2, feature_episodes: 2, k: 1,
+           mid_br_steps: 1600, dpp_samples: 20, min_return: -1}
+evaluation: {episodes: 2, strata: false}
+slurm: {cluster: local, cpus: 1, time: "30"}
+"""
+
+
+@pytest.mark.slow
+def test_tiny_bench_on_slurm_is_stopped_resumes_and_matches_the_local_executor(tmp_path, submitit):
+    """`zsceval bench --executor slurm` (submitit's local back-end, from the suite's slurm block):
+    stopped after its first jobs finished, then run again to the end; its tables equal those of the
+    same suite run in-process, and no job that had finished ran again."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from zsceval.cli import main
+
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text(TINY_SUITE)
+    ref, out = tmp_path / "ref", tmp_path / "slurm"
+    args = ["bench", "--suite", str(suite), "--no-progress", "--no-report"]
+    res = CliRunner().invoke(main, [*args, "--out", str(ref)])
+    assert res.exit_code == 0, res.output
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    cmd = [
+        sys.executable,
+        "-m",
+        "zsceval.cli",
+        *args,
+        "--out",
+        str(out),
+        "--executor",
+        "slurm",
+        "--workers",
+        "2",
+    ]
+    driver = subprocess.Popen(cmd, env=env, cwd=REPO)
+    try:
+        _wait_for(lambda: len(list(out.rglob("DONE.json"))) >= 1, "the first finished job", timeout=600)
+        driver.send_signal(signal.SIGTERM)
+        assert driver.wait(timeout=120) != 0
+    finally:
+        driver.kill()
+    done = {p: p.stat().st_mtime_ns for p in out.rglob("DONE.json")}
+    assert not (out / "results.parquet").exists()
+    res = CliRunner().invoke(main, [*args, "--out", str(out), "--executor", "slurm", "--workers", "2"])
+    assert res.exit_code == 0, res.output
+    assert all(p.stat().st_mtime_ns == t for p, t in done.items())  # finished jobs were not redone
+    assert len(list(out.rglob("DONE.json"))) == len(list(ref.rglob("DONE.json")))
+    for name in ("results", "br_returns", "features"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(ref / f"{name}.parquet"), pd.read_parquet(out / f"{name}.parquet")
+        )

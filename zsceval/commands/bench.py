@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from zsceval.commands._common import slurm_flags
+
 
 @click.command(name="bench")
 @click.option("--suite", "suite_name", required=True, help="Suite name (benchmarks/suites) or a YAML path.")
@@ -27,36 +29,7 @@ import click
     show_default=True,
     help="Parallel jobs (process / ray), or SLURM jobs queued or running at once (slurm).",
 )
-@click.option(
-    "--slurm-partition", default=None, help="SLURM partition of every job. [default: the suite's slurm block]"
-)
-@click.option(
-    "--slurm-time",
-    default=None,
-    help="Time limit of one SLURM job: minutes, HH:MM:SS or D-HH:MM:SS. [default: 24:00:00]",
-)
-@click.option(
-    "--slurm-gpus", type=click.IntRange(min=0), default=None, help="GPUs per SLURM job. [default: 0]"
-)
-@click.option(
-    "--slurm-cpus", type=click.IntRange(min=1), default=None, help="CPU cores per SLURM job. [default: 4]"
-)
-@click.option(
-    "--slurm-mem-gb",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="Memory per SLURM job, GB.",
-)
-@click.option("--slurm-account", default=None, help="SLURM account.")
-@click.option("--slurm-qos", default=None, help="SLURM quality of service.")
-@click.option("--slurm-constraint", default=None, help="SLURM node features, e.g. a100.")
-@click.option(
-    "--slurm-cluster",
-    type=click.Choice(["slurm", "local", "debug"]),
-    default=None,
-    help="submitit back-end: slurm (sbatch), local (local processes: tests, one machine), debug "
-    "(in-process). [default: slurm]",
-)
+@slurm_flags
 @click.option(
     "--force",
     is_flag=True,
@@ -114,7 +87,7 @@ def bench(
     progress,
     report,
     levels,
-    **slurm_flags,
+    **slurm_args,
 ) -> None:
     """Run whatever is missing of a suite: partner generation and selection, ego training, evaluation.
 
@@ -132,9 +105,8 @@ def bench(
 
     from zsceval.bench.run import log_summary, run_bench
     from zsceval.bench.suite import SuiteError, check_device, check_suite_record, load_suite
-    from zsceval.commands._common import check_writable, job_failure, write_error
+    from zsceval.commands._common import check_writable, job_failure, slurm_from_flags, write_error
     from zsceval.execution import JobError
-    from zsceval.execution.slurm import require_submitit, slurm_options
     from zsceval.plugins import PluginLoadError
     from zsceval.rl.loggers import LoggerError, check_loggers
 
@@ -151,17 +123,14 @@ def bench(
     out = out or f"bench/{suite.name}"
     loggers = tuple(n.strip() for n in (loggers or "").split(",") if n.strip())
     slurm = None
+    if executor == "slurm":
+        slurm = slurm_from_flags(suite.slurm, slurm_args, check_installed=not plan)
     try:
         check_loggers(loggers)  # an unknown or uninstalled logger fails before any job runs
-        if executor == "slurm":
-            given = {k.removeprefix("slurm_"): v for k, v in slurm_flags.items()}
-            slurm = slurm_options(dict(suite.slurm), **given)
-            if not plan:
-                require_submitit()
         if not plan:  # a plan for a GPU suite can be printed anywhere
             check_device(suite)
         check_suite_record(suite, out, force=force)  # before any output is written
-    except (SuiteError, LoggerError, JobError, ValueError) as exc:
+    except (SuiteError, LoggerError) as exc:
         raise click.ClickException(str(exc)) from None
     if not plan:
         check_writable(out)
