@@ -168,3 +168,25 @@ def test_mlflow_file_store_run_resumes_without_duplicated_steps(tmp_path, toy_co
     text = mlflow.artifacts.load_text(f"{client.get_run(bench_run).info.artifact_uri}/br_prox.csv")
     assert text.splitlines() == ["algo,br_prox", "sp,0.5"]
     assert (tmp_path / "bench" / "br_prox.csv").read_text().splitlines() == ["algo,br_prox", "sp,0.5"]
+
+
+def test_bench_summary_goes_to_every_logger(tmp_path, recorder):
+    from zsceval.bench.run import log_summary
+
+    rows = [{"layout": "cramped_room", "algorithm": "sp", "ego_seed": s, "partner": p, "partner_level": lvl,
+             "seat": seat, "episode": 0, "sparse_return": 100.0 + 10 * s}
+            for s in range(2) for p, lvl in (("c001", "expert"), ("c001_mid", "moderate"))
+            for seat in (0, 1)]  # fmt: skip
+    pd.DataFrame(rows).to_parquet(tmp_path / "results.parquet")
+    br = [{"layout": "cramped_room", "partner": p, "seat": seat, "br_return": 200.0}
+          for p in ("c001", "c001_mid") for seat in (0, 1)]  # fmt: skip
+    pd.DataFrame(br).to_parquet(tmp_path / "br_returns.parquet")
+    log_summary(tmp_path, ("csv", "recorder"), name="tiny")
+    table = pd.read_csv(tmp_path / "br_prox_summary.csv")
+    assert set(table["partner_level"]) == {"all", "expert", "moderate"} and (table["algorithm"] == "sp").all()
+    pd.testing.assert_frame_equal(recorder.tables["br_prox_summary"].reset_index(drop=True), table,
+                                  check_dtype=False)  # fmt: skip
+    scalars = _rows(tmp_path / "summary_metrics.csv")
+    expert = table.set_index("partner_level").loc["expert", "iqm"]
+    assert float(scalars[0]["cramped_room/sp/expert/iqm"]) == pytest.approx(expert)
+    assert recorder.steps == [0]
