@@ -197,6 +197,7 @@ class SlurmPool:
         self.threads = cf.ThreadPoolExecutor(max_workers=max(workers, 1))
         self.jobs: dict[str, Any] = {}  # job id -> submitit job in flight
         self.lock = threading.Lock()
+        self.cancelled = threading.Event()
         self._old_term = None
 
     def submit(self, job: Job, fn: Callable, *args: Any) -> cf.Future:
@@ -207,11 +208,18 @@ class SlurmPool:
 
     def _run(self, job: Job, fn: Callable, args: tuple, env: dict[str, str]) -> Any:
         with self.lock:
+            if self.cancelled.is_set():
+                raise JobError(f"job {job.id!r} was not submitted: the bench is stopping", job=job.id)
             self.executor.update_parameters(name=f"zsceval:{job.id}")
             sjob = self.executor.submit(_in_job, env, fn, args)
             self.jobs[job.id] = sjob
         try:
+            while not sjob.done():  # submitit's own wait checks SLURM's state about once a minute
+                if self.cancelled.wait(1.0):
+                    raise JobError(f"job {job.id!r}: SLURM job {sjob.job_id} was cancelled", job=job.id)
             outcome, value = sjob.result()
+        except JobError:
+            raise
         except Exception as exc:  # FailedJobError, UncompletedJobError (timeout, preemption, scancel)
             raise JobError(
                 f"job {job.id!r} ({job.kind}) failed as SLURM job {sjob.job_id} (log: {sjob.paths.stderr}): "
@@ -228,8 +236,10 @@ class SlurmPool:
         return value
 
     def cancel(self) -> None:
-        """Cancel every SLURM job in flight (``scancel``; local processes are killed)."""
+        """Cancel every SLURM job in flight (``scancel``; local processes are interrupted); their
+        futures fail at once, without waiting for SLURM to report the jobs' end."""
         with self.lock:
+            self.cancelled.set()
             jobs = list(self.jobs.values())
         for sjob in jobs:
             try:
