@@ -92,6 +92,8 @@ setup(
             *DOCS,
             "nbclient>=0.10",
             "ipykernel>=6.29",
+            # submitit: the SLURM executor's tests run its local executor (tests/execution).
+            "submitit>=1.5",
         ],
         # The documentation site (mkdocs.yml): `mkdocs serve` / `mkdocs build --strict`.
         "docs": DOCS,
@@ -100,7 +102,13 @@ setup(
         "ray": ["ray>=2.9"],
         # The PettingZoo ParallelEnv adapter (zsceval.interop.parallel).
         "interop": ["pettingzoo>=1.24"],
+        # Metric loggers of run.loggers (zsceval/rl/loggers.py), imported only when a run names them.
         "tensorboard": ["tensorboard>=2.12"],
+        "wandb": ["wandb>=0.19.10"],
+        # The MLflow tracking client (mlflow-skinny: no server or UI); `pip install mlflow` for those.
+        "mlflow": ["mlflow-skinny>=2.9"],
+        # `zsceval bench --executor slurm` (zsceval/execution/slurm.py).
+        "slurm": ["submitit>=1.5"],
         # `zsceval play`: playing an agent in the browser.
         "play": ["flask>=3.0"],
         # Google Research Football (zsceval.envs.football). gfootball builds its C++ engine from
@@ -174,6 +182,12 @@ setup(
             "tbs.ego = zsceval.algorithms.tbs.jobs:ego_job",
             "tbs.evaluate = zsceval.algorithms.tbs.jobs:evaluate_job",
             "train = zsceval.training.jobs:train_job",
+        ],
+        "zsceval.loggers": [
+            "csv = zsceval.rl.loggers:CSVLogger",
+            "mlflow = zsceval.rl.loggers:MLflowLogger",
+            "tensorboard = zsceval.rl.loggers:TensorBoardLogger",
+            "wandb = zsceval.rl.loggers:WandbLogger",
         ],
         "zsceval.suites": ["zsceval = zsceval.suites"],
         # Evaluation-partner sets: name = the label of `label:set@version/split`, value = a package

@@ -222,7 +222,7 @@ def test_every_builtin_entry_point_loads_and_registers_its_name():
     from zsceval.bench import suite as bench_suite
     from zsceval.envs import registry as envs
     from zsceval.execution import jobs
-    from zsceval.rl import agent, cores, networks
+    from zsceval.rl import agent, cores, loggers, networks
 
     dist = importlib.metadata.distribution("zsceval")
     declared = {}
@@ -235,6 +235,7 @@ def test_every_builtin_entry_point_loads_and_registers_its_name():
         "zsceval.envs": envs.env_options,
         "zsceval.jobs": jobs.job_function,
         "zsceval.models": networks.model_class,
+        "zsceval.loggers": loggers.logger_class,
     }
     for group, lookup in lookups.items():
         assert declared.get(group), f"setup.py declares no {group} entry point"

@@ -17,6 +17,8 @@ no core module names a plug-in module:
   :mod:`zsceval.envs.registry`, ``make``.
 * ``zsceval.jobs``: name = job kind (``Job.kind``), value = the job function;
   :mod:`zsceval.execution.jobs`, ``run_job``.
+* ``zsceval.loggers``: name = metric logger (``run.loggers``), value = a ``MetricLogger``
+  subclass; :mod:`zsceval.rl.loggers`, ``logger_class``.
 * ``zsceval.suites``: name = a label of the collection, value = a package whose folder holds
   ``*.yaml`` suites; :mod:`zsceval.bench.suite`, ``load_suite``.
 * ``zsceval.partner_sets``: name = a label of the collection, value = a package whose folder holds

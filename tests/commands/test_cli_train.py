@@ -95,6 +95,10 @@ def test_algos_lists_sp():
         (["--preset", "quik"], "unknown preset 'quik'. Valid presets: paper, quick"),
         (["--workers", "2"], "--workers applies to a multi-stage run (a job chain); 'sp' trains in one run"),
         (["--workers", "0"], "Invalid value for '--workers': 0 is not in the range x>=1"),
+        (
+            ["--executor", "slurm"],
+            "--executor runs the jobs of a multi-stage algorithm; sp trains in one run",
+        ),
     ],
 )
 def test_train_bad_inputs_give_clear_errors(tmp_path, args, message):

@@ -47,3 +47,15 @@ def crash(params, out, needs):
     if run <= params["crash_times"]:
         os._exit(3)
     return {"runs": run}
+
+
+@job_kind("raytest.wait")
+def wait(params, out, needs):
+    """Waits until the file ``release`` exists in its output directory (a job that runs until the
+    test lets it end; its params do not change, so a rerun is the same job)."""
+    import time
+
+    run = _count_run(out)
+    while not (out / "release").exists():
+        time.sleep(0.1)
+    return {"runs": run}

@@ -63,3 +63,22 @@ def test_run_chain_with_workers_runs_jobs_in_processes_with_a_thread_cap(monkeyp
     with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
         chain.run_chain(params(), tmp_path / "other", workers=0)
     assert not (tmp_path / "other").exists()
+
+
+def test_run_chain_on_slurm_gives_the_jobs_their_cpus_as_threads(monkeypatch, tmp_path):
+    from zsceval.execution.slurm import SlurmOptions
+
+    monkeypatch.delenv(MAX_THREADS_ENV, raising=False)
+    seen = []
+
+    def fake_run_jobs(jobs, out, **kwargs):
+        seen.append((kwargs["executor"], kwargs["workers"], kwargs["slurm"], os.environ.get(MAX_THREADS_ENV)))
+        (out / chain.EGO / "run").mkdir(parents=True, exist_ok=True)
+        (out / chain.EGO / "run" / "eval.json").write_text("{}")
+
+    monkeypatch.setattr("zsceval.execution.executors.run_jobs", fake_run_jobs)
+    opts = SlurmOptions(partition="gpu", cpus=6)
+    run = tmp_path / "run"
+    chain.run_chain(params("run.num_threads=1"), run, progress=False, workers=4, executor="slurm", slurm=opts)
+    assert seen == [("slurm", 4, opts, "6")]
+    assert MAX_THREADS_ENV not in os.environ  # restored

@@ -94,8 +94,8 @@ def test_bad_job_graphs_are_refused(tmp_path):
         order_jobs([Job("x", "test.square", out="x"), Job("x", "test.square", out="y")])
     with pytest.raises(JobError, match="Did you mean 'test.square'"):
         run_jobs([Job("x", "test.sqare", {"x": 1}, out="x")], tmp_path, progress=False)
-    with pytest.raises(ValueError, match="valid: local, process, ray"):
-        run_jobs([], tmp_path, executor="slurm")
+    with pytest.raises(ValueError, match="valid: local, process, ray, slurm"):
+        run_jobs([], tmp_path, executor="pbs")
 
 
 def test_process_pool_executor(tmp_path):

@@ -224,7 +224,7 @@ def redo_jobs(jobs: list, out: Path, patterns: list[str]) -> list[str]:
 
 def run_chain(
     params: dict[str, Any], out: str | Path, progress: bool = True, redo: list[str] | None = None,
-    log: Any = None, workers: int = 1,
+    log: Any = None, workers: int = 1, executor: str | None = None, slurm: Any = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Run (or resume) the plug-in's job chain into ``out``.
 
@@ -242,6 +242,10 @@ def run_chain(
             another value. With a fixed ``run.num_threads`` (at most the cap) the jobs' outputs do
             not depend on it; with ``auto`` the cap may change a job's thread count, hence its float
             rounding.
+        executor: ``local``, ``process`` or ``slurm`` (one SLURM job per job, ``workers`` at once,
+            resources ``slurm``: :class:`~zsceval.execution.slurm.SlurmOptions`; each job's threads
+            capped at its ``cpus``); default ``process`` with ``workers`` above 1, else ``local``.
+        slurm: the SLURM jobs' resources (default :class:`~zsceval.execution.slurm.SlurmOptions`).
 
     Returns:
         the ego run's ``eval.json`` content.
@@ -254,7 +258,8 @@ def run_chain(
     import torch
 
     from zsceval.execution.executors import run_jobs
-    from zsceval.rl.hardware import scoped_environ, worker_thread_env
+    from zsceval.execution.slurm import SlurmOptions
+    from zsceval.rl.hardware import MAX_THREADS_ENV, scoped_environ, worker_thread_env
     from zsceval.training.jobs import JOB_PROGRESS_ENV
 
     if workers < 1:
@@ -274,7 +279,12 @@ def run_chain(
             if log is not None:
                 log(f"redo: {job_id} (its folder moved to {out / REDONE})")
     atomic_write_text(out / CHAIN, json.dumps(params, indent=2))
-    env = {JOB_PROGRESS_ENV: "1" if progress and workers == 1 else "0", **worker_thread_env(workers)}
+    executor = executor or ("process" if workers > 1 else "local")
+    if executor == "slurm":  # a job's threads: the cores SLURM gives it
+        slurm = slurm or SlurmOptions()
+        env = {JOB_PROGRESS_ENV: "0", MAX_THREADS_ENV: str(slurm.cpus)}
+    else:
+        env = {JOB_PROGRESS_ENV: "1" if progress and workers == 1 else "0", **worker_thread_env(workers)}
     threads_before = torch.get_num_threads()
     try:
         with scoped_environ(env):  # no bars from parallel jobs; their threads capped at cores / workers
@@ -285,8 +295,7 @@ def run_chain(
             threads = chain_threads(params)
             if threads > 0:
                 torch.set_num_threads(threads)
-            executor = "process" if workers > 1 else "local"
-            run_jobs(jobs, out, executor=executor, workers=workers, progress=progress)
+            run_jobs(jobs, out, executor=executor, workers=workers, progress=progress, slurm=slurm)
     finally:
         torch.set_num_threads(threads_before)
     return json.loads((out / EGO / "run" / "eval.json").read_text())

@@ -29,11 +29,13 @@ from zsceval.evaluation.strata import UNHELPFUL_TABLE
 from zsceval.execution import Job, run_jobs
 from zsceval.execution import job_ids as ids
 from zsceval.execution.locks import FolderLock
+from zsceval.execution.slurm import SlurmOptions, slurm_options
 from zsceval.io import atomic_path, atomic_write_text
-from zsceval.rl.hardware import scoped_environ, worker_thread_env
+from zsceval.rl.hardware import MAX_THREADS_ENV, scoped_environ, worker_thread_env
+from zsceval.rl.loggers import LOGGERS_ENV, open_loggers
 from zsceval.training.jobs import JOB_PROGRESS_ENV
 
-__all__ = ["TABLES", "collect_tables", "run_bench"]
+__all__ = ["TABLES", "collect_tables", "log_summary", "run_bench"]
 
 TABLES = ("results", "br_returns", "features", "human_proxy", "unhelpful", "stages")
 """The result tables a bench folder holds (``<name>.parquet``)."""
@@ -55,11 +57,18 @@ def run_bench(
     log=print,
     force: bool = False,
     stack: bool | None = None,
+    loggers: tuple[str, ...] = (),
+    slurm: SlurmOptions | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) a suite; returns a summary with the result table paths.
 
     ``stack``: train each phase's stackable jobs as stacked phases first (:mod:`zsceval.bench.stacking`;
     None: :func:`~zsceval.bench.stacking.stack_default` of the suite's device).
+    ``loggers``: metric loggers (:mod:`zsceval.rl.loggers`) every training job of the bench also
+    logs to, besides its ``run.loggers`` (through ``ZSCEVAL_LOGGERS``: a logger changes no result,
+    so it is no job input and finished jobs stay finished); :func:`log_summary` sends the bench's
+    summary to them. ``slurm``: the resources of ``executor="slurm"``'s jobs (default: the suite's
+    ``slurm`` block); each job's torch threads are capped at its ``cpus``.
 
     ``retries``: attempts after a job's first failure (default: 1 for the process and Ray
     executors, 0 in-process; :func:`zsceval.execution.run_jobs`). The folder's ``suite.yaml``
@@ -86,11 +95,17 @@ def run_bench(
     if stack is None:
         stack = stack_default(str(suite.device))
     with FolderLock(root, "bench", info={"executor": executor, "workers": workers}):
-        return _run_locked(suite, root, diffs, executor, workers, retries, progress, log, stack)
+        return _run_locked(
+            suite, root, diffs, executor, workers, retries, progress, log, stack, loggers, slurm
+        )
 
 
-def _run_locked(suite, root, diffs, executor, workers, retries, progress, log, stack=False) -> dict[str, Any]:
+def _run_locked(
+    suite, root, diffs, executor, workers, retries, progress, log, stack=False, loggers=(), slurm=None
+) -> dict[str, Any]:
     """:func:`run_bench` once the bench folder is locked."""
+    if executor == "slurm" and slurm is None:
+        slurm = slurm_options(dict(suite.slurm))
     if diffs:
         log("--force: replacing a run of another suite setting (" + "; ".join(diffs) + ")")
         for name in TABLES:
@@ -111,14 +126,16 @@ def _run_locked(suite, root, diffs, executor, workers, retries, progress, log, s
         all_jobs.extend(jobs)  # earlier phases' jobs are done: they are skipped, not rerun
         # progress inside a job (env steps of training) where one job runs at a time in this process
         inner = progress and executor == "local"
-        env = {JOB_PROGRESS_ENV: "1" if inner else "0"}
-        if executor != "local":  # concurrent jobs share the cores: no oversubscription
+        env = {JOB_PROGRESS_ENV: "1" if inner else "0", LOGGERS_ENV: ",".join(loggers)}
+        if executor == "slurm":  # a job's threads: the cores SLURM gives it
+            env[MAX_THREADS_ENV] = str(slurm.cpus)
+        elif executor != "local":  # concurrent jobs share the cores: no oversubscription
             env.update(worker_thread_env(workers))
         with scoped_environ(env):
             if stack:
                 run_stacked(jobs, root, log, known=all_jobs)
             run_jobs(all_jobs, root, executor=executor, workers=workers, retries=retries, progress=progress,
-                     modules=_JOB_MODULES)  # fmt: skip
+                     modules=_JOB_MODULES, slurm=slurm)  # fmt: skip
 
     for name, jobs in zip(["candidates and ego training", "candidate features", "partner selection"], static):
         run_phase(name, jobs)
@@ -205,3 +222,27 @@ def collect_tables(
             out[name] = str(path)
     out["skipped_algorithms"] = skipped
     return out
+
+
+def log_summary(root: str | Path, loggers: tuple[str, ...], *, name: str, levels: str = "checkpoint") -> None:
+    """Send a finished bench's BR-Prox summary (:func:`zsceval.bench.report.summarize`, the table
+    ``zsceval bench`` prints) to each of ``loggers`` as a new run named ``bench <name>``: the table
+    ``br_prox_summary`` (``<root>/br_prox_summary.csv`` for ``csv``) and one row of scalars,
+    ``<layout>/<algorithm>/<partner level>/<column>`` for ``iqm``, ``ci_low`` and ``ci_high``, at
+    step 0 (``<root>/summary_metrics.csv``).
+
+    Raises:
+        FileNotFoundError: the bench has no ``results.parquet`` yet.
+        zsceval.rl.loggers.LoggerError: an unknown or uninstalled logger.
+    """
+    from zsceval.bench import report as rep
+
+    results, br, _ = rep.read_tables(root)
+    summary = rep.summarize(results, br, levels=levels)
+    row: dict[str, Any] = {"env_steps": 0}
+    for rec in summary.to_dict("records"):
+        key = f"{rec['layout']}/{rec['algorithm']}/{rec['partner_level']}"
+        row.update({f"{key}/{col}": float(rec[col]) for col in ("iqm", "ci_low", "ci_high")})
+    with open_loggers(loggers, root, run_name=f"bench {name}", metrics_file="summary_metrics.csv") as group:
+        group.log_table("br_prox_summary", summary)
+        group.log_row(row, 0)

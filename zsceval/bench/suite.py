@@ -33,6 +33,11 @@ algorithms, seeds and budgets::
       counter_circuit: zsceval:counter_circuit   # generating and selecting its partners
     agents:                       # external agents (docs/external-agents.md), scored like one ego
       scripted: my_agents:make_agent   # of an algorithm against each layout's partner set, untrained
+    slurm:                        # resources of each job under `zsceval bench --executor slurm`
+      partition: gpu              # (zsceval.execution.slurm.SlurmOptions; --slurm-* override them)
+      time: "12:00:00"
+      gpus: 1
+      cpus: 8
     evaluation:
       episodes: 10                # per (ego, partner, seat)
       human_proxy: false          # also score every ego with a BC human model (2019 layouts)
@@ -63,11 +68,13 @@ import typing
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from zsceval import registry
 from zsceval.envs.scenarios import env_flags, resolve_scenario
+from zsceval.execution.slurm import slurm_options
 from zsceval.generation.candidates import PartnerBudget, validate_budget
 from zsceval.plugins import Registry, UnknownPluginError, unknown_name
 from zsceval.rl.config import ConfigError, check_episode_budget, coerce_value, resolve_config
@@ -147,6 +154,11 @@ class Suite:
     ``zsceval:counter_circuit``; :mod:`zsceval.evaluation.shipped_sets`): no candidates, selection or
     mid BRs for them; the set, verified, is the layout's ``partners/set``. From the suite's
     ``layout_partner_sets`` mapping."""
+    slurm: tuple[tuple[str, Any], ...] = ()
+    """Resources of every job under ``zsceval bench --executor slurm`` (keys of
+    :class:`~zsceval.execution.slurm.SlurmOptions`: partition, time, gpus, cpus, ...), from the
+    suite's ``slurm`` mapping. Where the jobs run changes no result: a bench folder's suite record
+    is compared without it."""
 
     agents: tuple[tuple[str, str], ...] = ()
     """External agents (name, ``module:attr``; :mod:`zsceval.rl.external`) scored without training
@@ -186,6 +198,7 @@ class Suite:
         d["algo_ego_steps"] = dict(self.algo_ego_steps)
         d["algo_overrides"] = {a: list(o) for a, o in self.algo_overrides}
         d["agents"] = dict(self.agents)
+        d["slurm"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.slurm}
         return d
 
     def algo_common(self, algo: str, common: dict) -> dict:
@@ -283,7 +296,7 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
     algo_steps = _algo_ego_steps(data.get("algo_ego_steps") or {}, path)
     algo_over = _algo_overrides(data.get("algo_overrides") or {}, path)
     sections = ("partners", "evaluation", "layout_partners", "layout_partner_sets", "algo_ego_steps",
-                "algo_overrides", "agents")  # fmt: skip
+                "algo_overrides", "agents", "slurm")  # fmt: skip
     values.update({k: v for k, v in data.items() if k not in sections})
     for name, key in _EVALUATION_KEYS.items():
         short = key.split(".", 1)[1]
@@ -297,6 +310,7 @@ def load_suite(name_or_path: str | Path, *, algorithms=None, layouts=None) -> Su
         algo_ego_steps=algo_steps,
         algo_overrides=algo_over,
         agents=_agents(data.get("agents") or {}, path),
+        slurm=_slurm(data.get("slurm") or {}, path),
     )
     if layouts:
         suite = _restrict(suite, "layouts", layouts)
@@ -444,6 +458,21 @@ def _agents(data: dict, path: Path) -> tuple[tuple[str, str], ...]:
             raise SuiteError(f"{path}: agents.{name}: {spec!r} is not MODULE:ATTR (docs/external-agents.md)")
         out[str(name)] = spec
     return tuple(sorted(out.items()))
+
+
+def _slurm(data: dict, path: Path) -> tuple[tuple[str, Any], ...]:
+    """The suite's ``slurm`` mapping, checked (:func:`zsceval.execution.slurm.slurm_options`).
+
+    Raises:
+        SuiteError: not a mapping, an unknown key or a bad value (the file named).
+    """
+    if not isinstance(data, dict):
+        raise SuiteError(f"{path}: slurm must be a mapping of options (partition, time, gpus, cpus, ...)")
+    try:
+        opts = slurm_options(data)
+    except (TypeError, ValueError) as exc:
+        raise SuiteError(f"{path}: slurm: {exc}") from None
+    return tuple((k, getattr(opts, k)) for k in data)
 
 
 def _check_keys(data: dict, known: set[str], path: Path, prefix: str) -> None:
@@ -659,7 +688,7 @@ def check_suite_record(suite: Suite, out: str | Path, *, force: bool = False) ->
     old = {**{k: v for k, v in defaults.items() if k not in old}, **old}
     if isinstance(old.get("evaluation"), dict):
         old["evaluation"] = {**defaults["evaluation"], **old["evaluation"]}
-    own = ("algo_ego_steps", "agents")  # compared per entry below
+    own = ("algo_ego_steps", "agents", "slurm")  # compared per entry below; where jobs run changes no result
     diffs = differences(
         {k: v for k, v in old.items() if k not in own},
         {k: v for k, v in new.items() if k not in own},

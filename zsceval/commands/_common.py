@@ -100,3 +100,49 @@ def job_failure(exc: Exception) -> click.ClickException:
     else:
         advice = "(a rerun would fail the same way: change the setting named above first)"
     return click.ClickException(f"{exc}\n{advice}")
+
+
+def slurm_flags(command):
+    """Decorator adding the ``--slurm-*`` options (the resources of ``--executor slurm``'s jobs,
+    :class:`zsceval.execution.slurm.SlurmOptions`) to a command; they reach it as ``slurm_*``
+    keyword arguments, read with :func:`slurm_from_flags`."""
+    int_option = {"type": click.IntRange(min=0), "default": None}
+    options = [
+        click.option("--slurm-partition", default=None, help="SLURM partition. [default: the cluster's]"),
+        click.option("--slurm-time", default=None,
+                     help="Time limit of one SLURM job: minutes, HH:MM:SS, D-HH:MM:SS. [default: 24:00:00]"),
+        click.option("--slurm-gpus", **int_option, help="GPUs per SLURM job. [default: 0]"),
+        click.option("--slurm-cpus", type=click.IntRange(min=1), default=None,
+                     help="CPU cores per SLURM job. [default: 4]"),
+        click.option("--slurm-mem-gb", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="Memory per SLURM job, GB."),
+        click.option("--slurm-account", default=None, help="SLURM account."),
+        click.option("--slurm-qos", default=None, help="SLURM quality of service."),
+        click.option("--slurm-constraint", default=None, help="SLURM node features, e.g. a100."),
+        click.option("--slurm-cluster", type=click.Choice(["slurm", "local", "debug"]), default=None,
+                     help="submitit back-end: slurm (sbatch), local (local processes: tests, one machine), "
+                     "debug (in-process). [default: slurm]"),
+    ]  # fmt: skip
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def slurm_from_flags(block: dict | None, flags: dict, *, check_installed: bool = True):
+    """The :class:`~zsceval.execution.slurm.SlurmOptions` of a suite's ``slurm`` block (or None)
+    overridden by the ``slurm_*`` flags given.
+
+    Raises:
+        click.ClickException: a bad option, or submitit missing (its install command named).
+    """
+    from zsceval.execution.jobs import JobError
+    from zsceval.execution.slurm import require_submitit, slurm_options
+
+    given = {k.removeprefix("slurm_"): v for k, v in flags.items() if k.startswith("slurm_")}
+    try:
+        opts = slurm_options(dict(block or {}), **given)
+        if check_installed:
+            require_submitit()
+    except (ValueError, JobError) as exc:
+        raise click.ClickException(str(exc)) from None
+    return opts

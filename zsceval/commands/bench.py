@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from zsceval.commands._common import slurm_flags
+
 
 @click.command(name="bench")
 @click.option("--suite", "suite_name", required=True, help="Suite name (benchmarks/suites) or a YAML path.")
@@ -13,15 +15,21 @@ import click
     "--out", type=click.Path(file_okay=False), default=None, help="Output directory. [default: bench/SUITE]"
 )
 @click.option(
-    "--executor", type=click.Choice(["local", "process", "ray"]), default="local", show_default=True
+    "--executor",
+    type=click.Choice(["local", "process", "ray", "slurm"]),
+    default="local",
+    show_default=True,
+    help="Where jobs run: this process, a local process pool, Ray, or one SLURM job each (submitit; "
+    'pip install "zsceval[slurm]"; docs/cluster.md).',
 )
 @click.option(
     "--workers",
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Parallel jobs (process / ray).",
+    help="Parallel jobs (process / ray), or SLURM jobs queued or running at once (slurm).",
 )
+@slurm_flags
 @click.option(
     "--force",
     is_flag=True,
@@ -54,6 +62,12 @@ import click
     "egos of several seeds) as one stacked process with one env batch; each keeps its own folder. "
     "[default: on for a CUDA suite, off on CPU]",
 )
+@click.option(
+    "--loggers",
+    default=None,
+    help="Comma-separated metric loggers (csv, tensorboard, wandb, mlflow) that every training job also "
+    "logs to and that get the bench's BR-Prox summary at the end; e.g. --loggers wandb. [default: csv]",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.option(
     "--report/--no-report", default=True, show_default=True, help="Print the BR-Prox table at the end."
@@ -66,9 +80,23 @@ import click
     help="Moderate/expert split of the printed table: mid/final checkpoints, or BR return <= median.",
 )
 def bench(
-    suite_name, algos, layouts, out, executor, workers, force, retries, device, plan, stack, progress, report,
+    suite_name,
+    algos,
+    layouts,
+    out,
+    executor,
+    workers,
+    force,
+    retries,
+    device,
+    plan,
+    stack,
+    loggers,
+    progress,
+    report,
     levels,
-) -> None:  # fmt: skip
+    **slurm_args,
+) -> None:
     """Run whatever is missing of a suite: partner generation and selection, ego training, evaluation.
 
     Every expensive step is a job with its inputs and outputs on disk, so a killed bench resumes
@@ -79,14 +107,16 @@ def bench(
     Examples:
       zsceval bench --suite overcooked-quick
       zsceval bench --suite overcooked --layouts counter_circuit --algos sp --executor process --workers 2
+      zsceval bench --suite overcooked --executor slurm --workers 64 --slurm-partition gpu --slurm-gpus 1
     """
     import dataclasses
 
-    from zsceval.bench.run import run_bench
+    from zsceval.bench.run import log_summary, run_bench
     from zsceval.bench.suite import SuiteError, check_device, check_suite_record, load_suite
-    from zsceval.commands._common import check_writable, job_failure, write_error
+    from zsceval.commands._common import check_writable, job_failure, slurm_from_flags, write_error
     from zsceval.execution import JobError
     from zsceval.plugins import PluginLoadError
+    from zsceval.rl.loggers import LoggerError, check_loggers
 
     try:
         suite = load_suite(
@@ -99,11 +129,16 @@ def bench(
     except (SuiteError, PluginLoadError) as exc:
         raise click.ClickException(str(exc)) from None
     out = out or f"bench/{suite.name}"
+    loggers = tuple(n.strip() for n in (loggers or "").split(",") if n.strip())
+    slurm = None
+    if executor == "slurm":
+        slurm = slurm_from_flags(suite.slurm, slurm_args, check_installed=not plan)
     try:
+        check_loggers(loggers)  # an unknown or uninstalled logger fails before any job runs
         if not plan:  # a plan for a GPU suite can be printed anywhere
             check_device(suite)
         check_suite_record(suite, out, force=force)  # before any output is written
-    except SuiteError as exc:
+    except (SuiteError, LoggerError) as exc:
         raise click.ClickException(str(exc)) from None
     if not plan:
         check_writable(out)
@@ -115,8 +150,10 @@ def bench(
     try:
         tables = run_bench(
             suite, out, executor=executor, workers=workers, retries=retries, progress=progress,
-            log=click.echo, force=force, stack=stack,
+            log=click.echo, force=force, stack=stack, loggers=loggers, slurm=slurm,
         )  # fmt: skip
+        if loggers and "results" in tables:
+            log_summary(out, loggers, name=suite.name, levels=levels)
     except (SuiteError, PluginLoadError) as exc:
         raise click.ClickException(str(exc)) from None
     except (JobError, ValueError) as exc:

@@ -9,6 +9,7 @@ import yaml
 
 from zsceval import registry
 from zsceval.bench.chain import run_chain
+from zsceval.commands._common import slurm_flags
 from zsceval.rl.config import ConfigError, config_to_dict
 
 
@@ -16,7 +17,9 @@ def _fail(exc: Exception) -> click.ClickException:
     return click.ClickException(str(exc))
 
 
-def _finish_chain(params: dict, out, progress: bool, redo: tuple[str, ...] = (), workers: int = 1) -> None:
+def _finish_chain(
+    params: dict, out, progress: bool, redo: tuple[str, ...] = (), workers: int = 1, executor=None, slurm=None
+) -> None:
     """Run or resume a multi-stage algorithm's job chain (:mod:`zsceval.bench.chain`) and report."""
     from zsceval.execution.jobs import JobError
 
@@ -25,7 +28,8 @@ def _finish_chain(params: dict, out, progress: bool, redo: tuple[str, ...] = (),
     )
     try:
         summary = run_chain(params, out, progress=progress, redo=list(redo), workers=workers,
-                            log=lambda line: click.echo(line, err=True))  # fmt: skip
+                            log=lambda line: click.echo(line, err=True), executor=executor,
+                            slurm=slurm)  # fmt: skip
     except JobError as exc:
         raise click.ClickException(f"{exc}; rerun `zsceval train --resume --out {out}` to resume") from None
     _report(summary, Path(out) / "ego" / "run")
@@ -123,6 +127,14 @@ def _report(summary: dict, out) -> None:
     "inputs are ready (e.g. TBS's training and held-out pools); each job's torch threads are capped "
     "at cores / N. A resume may change it; with a fixed run.num_threads the results do not depend on it.",
 )
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "process", "slurm"]),
+    default=None,
+    help="Multi-stage runs: where the chain's jobs run: this process, a process pool, or one SLURM job "
+    "each (--workers at once; docs/cluster.md). [default: process with --workers > 1, else local]",
+)
+@slurm_flags
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
 @click.option(
     "--plan/--no-plan",
@@ -152,9 +164,11 @@ def train(
     resume,
     redo,
     workers,
+    executor,
     progress,
     print_config,
     show_plan=False,
+    **slurm_args,
 ) -> None:
     """Train an algorithm on a layout; writes config, metrics, checkpoints and eval.json to --out.
 
@@ -183,7 +197,7 @@ def train(
         plan_training,
         train_run,
     )
-    from zsceval.commands._common import check_writable, parse_steps, write_error
+    from zsceval.commands._common import check_writable, parse_steps, slurm_from_flags, write_error
     from zsceval.rl.checkpoint import CheckpointError
     from zsceval.rl.trainer import NonFiniteError, RunExistsError
 
@@ -205,8 +219,14 @@ def train(
         if plan.action == "chain":
             if not resume:
                 check_writable(plan.out)
-            _finish_chain(plan.chain, plan.out, progress, redo, workers)
+            slurm = slurm_from_flags(None, slurm_args) if executor == "slurm" else None
+            _finish_chain(plan.chain, plan.out, progress, redo, workers, executor, slurm)
             return
+        if executor is not None:
+            raise TrainRequestError(
+                f"--executor runs the jobs of a multi-stage algorithm; {plan.cfg.run.algo} trains in one "
+                "run (on a SLURM cluster, submit `zsceval train` itself with sbatch)"
+            )
         summary = train_run(
             plan.cfg, plan.out, resume=resume, progress=progress, ready=check_writable,
             log=lambda line: click.echo(line, err=True),

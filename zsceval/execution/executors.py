@@ -1,4 +1,5 @@
-"""Executors: run a list of :class:`~zsceval.execution.jobs.Job` locally, in processes, or on Ray.
+"""Executors: run a list of :class:`~zsceval.execution.jobs.Job` locally, in processes, on Ray, or
+as SLURM jobs (:mod:`zsceval.execution.slurm`).
 
 All executors skip finished jobs, respect ``needs`` (a job starts only after its inputs are done),
 retry a job whose function raised (or whose worker died) up to ``retries`` times, and raise
@@ -22,13 +23,15 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from .jobs import Job, JobError, chain_fingerprints, is_done, order_jobs, run_job
+from .slurm import SlurmOptions, SlurmPool
 
 __all__ = ["run_jobs", "ensure_ray", "EXECUTORS", "DEFAULT_RETRIES"]
 
-EXECUTORS = ("local", "process", "ray")
+EXECUTORS = ("local", "process", "ray", "slurm")
 # Failed attempts retried by default: in a worker pool or on a cluster, failures are often
-# transient (a worker killed for memory, a lost node); in-process, a failure is usually a bug.
-DEFAULT_RETRIES = {"local": 0, "process": 1, "ray": 1}
+# transient (a worker killed for memory, a lost node, a job past its time limit); in-process, a
+# failure is usually a bug.
+DEFAULT_RETRIES = {"local": 0, "process": 1, "ray": 1, "slurm": 1}
 
 
 def _import_roots(modules: tuple[str, ...]) -> list[str]:
@@ -126,6 +129,7 @@ def run_jobs(
     retries: int | None = None,
     progress: bool = True,
     on_done: Callable[[Job, object], None] | None = None,
+    slurm: SlurmOptions | None = None,
 ) -> dict[str, object]:
     """Run every unfinished job in dependency order; returns ``{job id: result}`` of all jobs.
 
@@ -138,19 +142,23 @@ def run_jobs(
         executor: ``local`` (in this process, one at a time), ``process`` (a local process pool
             of ``workers``) or ``ray`` (Ray tasks, ``workers`` at a time, on the cluster that
             ``ray.init`` was called with, else the one ``RAY_ADDRESS`` names, else a local Ray
-            instance started with ``workers`` CPUs; see :func:`ensure_ray`).
-        workers: parallel jobs for ``process`` and ``ray``.
+            instance started with ``workers`` CPUs; see :func:`ensure_ray`) or ``slurm`` (one
+            SLURM job per job, ``workers`` queued or running at once, submitted with submitit;
+            logs in ``root/slurm/``; :mod:`zsceval.execution.slurm`).
+        workers: parallel jobs for ``process``, ``ray`` and ``slurm``.
         modules: modules to import in worker processes so their job kinds are registered.
         retries: further attempts for a job whose function raised or whose worker died
-            (default: ``DEFAULT_RETRIES[executor]``, 1 for ``process`` and ``ray``, 0 for ``local``).
+            (default: ``DEFAULT_RETRIES[executor]``, 1 for ``process``, ``ray`` and ``slurm``, 0 for
+            ``local``).
             Errors no retry can fix (unknown kind, unfinished input) are not retried.
         progress: show a progress bar over jobs.
         on_done: called with each job and its result as it finishes.
+        slurm: resources of the ``slurm`` executor's jobs (default :class:`SlurmOptions`).
 
     Raises:
         ValueError: unknown executor (valid ones listed) or negative ``retries``.
         JobError: a job still failed after its retries, naming the job and the number of
-            attempts (finished jobs stay finished); or Ray is missing / unreachable.
+            attempts (finished jobs stay finished); or Ray / submitit is missing, or Ray unreachable.
     """
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
@@ -180,7 +188,7 @@ def run_jobs(
             on_done(job, result)
 
     try:
-        if executor == "local" or workers <= 1 and executor != "ray":
+        if executor == "local" or workers <= 1 and executor == "process":
             for job in pending:
                 bar.set_postfix_str(job.id)
                 for attempt in range(1, retries + 2):
@@ -195,6 +203,11 @@ def run_jobs(
         if executor == "process":
             pool = _ProcessPool(workers)
             submit = lambda j: pool.submit(_run_imported, j, str(root), out_dirs, modules, prints[j.id])  # noqa: E731
+        elif executor == "slurm":
+            pool = SlurmPool(slurm or SlurmOptions(), root / "slurm", workers)
+            paths = tuple(_import_roots(modules))
+            where = str(root.resolve())  # the jobs' working directory may be another
+            submit = lambda j: pool.submit(j, _run_imported, j, where, out_dirs, modules, prints[j.id], paths)  # noqa: E731
         else:
             paths = tuple(_import_roots(modules))
             ray = ensure_ray(num_cpus=workers, paths=paths)

@@ -263,8 +263,13 @@ class RunConfig:
     checkpoint: ZSC-Eval's first save comes after one update, docs/reference-protocol.md "FCP")."""
     eval_episodes: int = 20
     """Episodes of the final self-play evaluation written to ``eval.json`` (0 to skip)."""
+    loggers: tuple[str, ...] = ("csv",)
+    """Where the metric rows go (:mod:`zsceval.rl.loggers`): ``csv`` (``metrics.csv``, always
+    written), ``tensorboard``, ``wandb``, ``mlflow`` (each needs its extra, e.g.
+    ``pip install "zsceval[wandb]"``) or a plug-in's; ``--set run.loggers=[csv,wandb]``."""
     tensorboard: bool = False
-    """Also write TensorBoard logs (needs the ``tensorboard`` package)."""
+    """Also write TensorBoard logs; the same as adding ``tensorboard`` to ``run.loggers`` (kept
+    for the configs of older runs)."""
     compile: str = "auto"
     """``torch.compile`` of the hot paths, one of ``off``, ``step``, ``full``,
     ``rollout``, ``auto``: ``off``, all eager; ``step``, the env step as one graph (envs with

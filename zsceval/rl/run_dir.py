@@ -4,7 +4,8 @@ Layout (every file written to a temp file, then renamed): ``config.yaml`` (the r
 what ``--resume`` reads), ``metrics.csv`` (a row per iteration), ``checkpoints/step_<env steps>/``
 (:mod:`zsceval.rl.checkpoint`), ``eval.json`` (the final evaluation), ``pools/<sha256>/`` (policy-pool
 partners), ``corrupt_checkpoints/`` (checkpoints that failed to verify, set aside, never deleted),
-``tensorboard/`` (optional).
+``loggers.json`` and the folders of the other loggers of ``run.loggers`` (``tensorboard/``,
+``wandb/``; :mod:`zsceval.rl.loggers`).
 """
 
 from __future__ import annotations
@@ -137,8 +138,8 @@ class RunDirectory:
     def resume_checkpoint(self, notes: list[str]) -> Path | None:
         """The newest resumable checkpoint that verifies; None when the run has no checkpoint at all
         (stopped before its first one: nothing was saved, so resuming is starting over, and the
-        metrics rows of its unsaved iterations are dropped). Checkpoints that fail to verify are
-        moved to ``corrupt_checkpoints/`` with a note appended to ``notes``.
+        trainer's CSV logger drops the metrics rows of its unsaved iterations). Checkpoints that fail
+        to verify are moved to ``corrupt_checkpoints/`` with a note appended to ``notes``.
 
         Raises:
             CheckpointError: no run here, no resumable checkpoint yet, or none that verifies.
@@ -147,7 +148,6 @@ class RunDirectory:
             raise CheckpointError(f"cannot resume: {self.path} holds no run (no {CONFIG})")
         ckpts = list_checkpoints(self.path)
         if not ckpts:
-            self.metrics.unlink(missing_ok=True)  # rows of iterations whose state was never saved
             return None
         broken: list[tuple[Path, str]] = []
         for ckpt in reversed(ckpts):

@@ -178,10 +178,12 @@ class StackedPhase:
 
         from zsceval.io import atomic_write_text
 
+        loggers = {}
         try:
             for tr in self.members:
                 tr.run_dir.mkdir(parents=True, exist_ok=True)
                 atomic_write_text(tr.run.config, yaml.safe_dump(config_to_dict(tr.cfg), sort_keys=False))
+                loggers[id(tr)] = tr._open_loggers()
             while True:
                 todo = [tr for tr in self.members if tr.env_steps < tr.cfg.run.total_steps]
                 if not todo:
@@ -194,13 +196,18 @@ class StackedPhase:
                 for tr, table in zip(group, tables):
                     with self._own(tr):
                         row = tr._iteration(collected=(table, share))
-                        tr.record_iteration(row)
+                        tr.record_iteration(row, loggers[id(tr)])
+            for group in loggers.values():
+                group.close()
+            loggers = {}
             results = []
             for tr in self.members:
                 with self._own(tr):
                     results.append(tr.finish())
             return results
         finally:
+            for group in loggers.values():
+                group.close()
             for tr in self.members:
                 tr.lock.release()
 

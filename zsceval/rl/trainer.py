@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import io
 import json
 import os
 import shutil
@@ -58,6 +57,7 @@ from zsceval.rl.config import ConfigError, TrainConfig, compile_mode, config_to_
 from zsceval.rl.cores import get_core
 from zsceval.rl.envs import make_env
 from zsceval.rl.hardware import MAX_THREADS_ENV, resolve_bf16, resolve_threads  # noqa: F401 (re-exported)
+from zsceval.rl.loggers import LoggerGroup, check_loggers, open_loggers, resolve_logger_names
 from zsceval.rl.play import play, summarize
 from zsceval.rl.policy import Policy, network_spec
 from zsceval.rl.rollout import check_rollout_fields
@@ -157,8 +157,7 @@ class Trainer:
         self, cfg: TrainConfig, run_dir: str | Path, *, resume: bool = False, progress: bool = True
     ) -> None:
         validate(cfg)
-        if cfg.run.tensorboard:
-            self._tensorboard_writer_class()  # fail before anything is written
+        check_loggers(self.logger_names(cfg))  # fail before anything is written
         self.lock = FolderLock(run_dir, "run").acquire()
         """One writer per run folder (:mod:`zsceval.execution.locks`), released by :meth:`train`
         and :meth:`close`."""
@@ -181,8 +180,7 @@ class Trainer:
             self.resumed_from = None
         """The checkpoint this trainer continues from; None for a fresh start (also a ``resume``
         of a run stopped before its first checkpoint, which starts over from scratch)."""
-        if cfg.run.tensorboard:
-            self._tensorboard_writer_class()  # fail before anything is written
+        check_loggers(self.logger_names(cfg))  # a resume reads the run's saved config
         algo_cls = registry.get(cfg.run.algo)
         self.device = resolve_device(cfg.run.device)
         self._seed(cfg)
@@ -211,6 +209,7 @@ class Trainer:
             self._restore(self.resumed_from)
         else:
             self.runner.reset()
+        self.resume = resume
 
     def _resolve_config(self, cfg: TrainConfig, resume: bool) -> TrainConfig:
         """``cfg`` with what is still ``auto`` made concrete for this machine (:func:`resolve_hardware`);
@@ -341,24 +340,34 @@ class Trainer:
             "config": config_to_dict(self.cfg),
         }
 
-    def _write_metrics(self) -> None:
-        if not self.metrics:
-            return
-        columns: list[str] = []
-        for row in self.metrics:
-            columns += [c for c in row if c not in columns]
-        out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(self.metrics)
-        atomic_write_text(self.run.metrics, out.getvalue())
+    @staticmethod
+    def logger_names(cfg: TrainConfig) -> list[str]:
+        """The run's loggers (:func:`zsceval.rl.loggers.resolve_logger_names`): ``csv``, then
+        ``run.loggers``, ``tensorboard`` with ``run.tensorboard``, and those of ``ZSCEVAL_LOGGERS``."""
+        return resolve_logger_names(cfg.run.loggers, cfg.run.tensorboard)
+
+    def _open_loggers(self) -> LoggerGroup:
+        """Open the run's loggers; a resumed run's CSV keeps its rows up to the checkpoint (all are
+        dropped when the run had none: it starts over)."""
+        cfg = self.cfg
+        name = f"{cfg.run.algo} {self.env.layout.name} seed {cfg.run.seed}"
+        return open_loggers(
+            self.logger_names(cfg), self.run_dir, run_name=name, config=config_to_dict(cfg),
+            resume_step=self.env_steps if self.resume else None,
+        )  # fmt: skip
 
     def _read_metrics(self, upto_steps: int) -> list[dict[str, Any]]:
         path = self.run.metrics
         if not path.is_file():
             return []
-        rows = list(csv.DictReader(path.open()))
-        return [r for r in rows if int(float(r["env_steps"])) <= upto_steps]
+        rows = []
+        for r in csv.DictReader(path.open()):
+            try:
+                if int(float(r["env_steps"])) <= upto_steps:
+                    rows.append(r)
+            except (KeyError, TypeError, ValueError):  # a line cut by a kill mid-write
+                continue
+        return rows
 
     # -- resumable state ------------------------------------------------------------------------------
     def _train_state(self) -> dict[str, Any]:
@@ -435,7 +444,6 @@ class Trainer:
         path = save_checkpoint(
             self.run_dir / "checkpoints", self.env_steps, self.learners, self._meta(), self._train_state()
         )
-        self._write_metrics()
         keep = max(self.cfg.run.keep_checkpoints, 1)
         for old in list_checkpoints(self.run_dir)[:-keep]:
             for f in old.iterdir():
@@ -496,7 +504,7 @@ class Trainer:
 
         Raises:
             NonFiniteError: names the iteration, the quantity, the last checkpoint and a hint; the
-                row is written to ``metrics.csv`` first, no checkpoint is saved.
+                row is logged (``metrics.csv``) by the loop, no checkpoint is saved.
         """
         bad = [f"{k} = {v}" for k, v in row.items() if isinstance(v, float) and not np.isfinite(v)]
         if not bad:
@@ -507,7 +515,6 @@ class Trainer:
                 bad = [f"weight {n}" for (n, _), ok in zip(params, finite.tolist(), strict=True) if not ok]
         if not bad:
             return
-        self._write_metrics()
         saved = list_checkpoints(self.run_dir)
         last = (
             f"the last checkpoint, {saved[-1]}, holds finite weights" if saved else "no checkpoint was saved"
@@ -543,7 +550,7 @@ class Trainer:
         cfg = self.cfg
         self.run_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.run.config, yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
-        writer = self._tensorboard()
+        loggers = self._open_loggers()
         bar = tqdm(
             total=cfg.run.total_steps,
             initial=min(self.env_steps, cfg.run.total_steps),
@@ -557,7 +564,7 @@ class Trainer:
         try:
             while self.env_steps < cfg.run.total_steps:
                 row = self._iteration()
-                self.record_iteration(row, writer)
+                self.record_iteration(row, loggers)
                 session_steps += self.steps_per_iteration
                 bar.update(min(self.steps_per_iteration, cfg.run.total_steps - bar.n))
                 recent = (
@@ -572,28 +579,27 @@ class Trainer:
                     on_iteration(self, row)
         finally:
             bar.close()
-            if writer is not None:
-                writer.close()
+            loggers.close()
         return self.finish()
 
-    def record_iteration(self, row: dict[str, Any], writer=None) -> None:
-        """After an iteration: log ``row`` (``metrics.csv``, TensorBoard ``writer`` if any), stop a
-        diverged run, run the plug-in's ``after_iteration`` and save a checkpoint when one is due
-        (also :class:`~zsceval.rl.stacked_phase.StackedPhase`'s members)."""
+    def record_iteration(self, row: dict[str, Any], loggers: LoggerGroup) -> None:
+        """After an iteration: stop a diverged run (its row logged first), run the plug-in's
+        ``after_iteration``, log ``row`` with its entries to ``loggers`` and save a checkpoint when
+        one is due (also :class:`~zsceval.rl.stacked_phase.StackedPhase`'s members)."""
         cfg = self.cfg
         self.metrics.append(row)
-        self._check_finite(row)
-        if writer is not None:
-            for key, value in row.items():
-                writer.add_scalar(key, value, self.env_steps)
+        try:
+            self._check_finite(row)
+        except NonFiniteError:
+            loggers.log_row(row, self.env_steps)  # the diverged row is logged too
+            raise
         self.algorithm.after_iteration(self.iteration, self.env_steps, row, self.last_episodes)
+        loggers.log_row(row, self.env_steps)  # with the plug-in's entries, before a checkpoint
         self._refresh_arms()
         if self.env_steps >= self.next_checkpoint:
             every = max(cfg.run.checkpoint_every, 1)
             self.next_checkpoint = (self.env_steps // every + 1) * every
             self.save_checkpoint()
-        else:
-            self._write_metrics()
 
     def finish(self) -> dict[str, Any]:
         """After the last iteration: the final checkpoint (unless the last one is it) and the final
@@ -697,22 +703,6 @@ class Trainer:
         folder's lock; idempotent."""
         _close(self.env)
         self.lock.release()
-
-    def _tensorboard(self):
-        if not self.cfg.run.tensorboard:
-            return None
-        return self._tensorboard_writer_class()(str(self.run_dir / "tensorboard"))
-
-    @staticmethod
-    def _tensorboard_writer_class():
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            raise ConfigError(
-                "run.tensorboard needs the 'tensorboard' package: pip install tensorboard "
-                "(or pip install zsceval[tensorboard]), or pass --no-tensorboard"
-            ) from None
-        return SummaryWriter
 
 
 def _close(env) -> None:
