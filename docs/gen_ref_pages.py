@@ -19,6 +19,9 @@ import zsceval
 
 # Packages installed from data folders (setup.py package_dir): no Python API to document.
 DATA_PACKAGES = ("zsceval.layouts", "zsceval.suites", "zsceval.partner_sets")
+# Code packages that setup.py maps from a top-level folder: an editable install does not put them
+# under `zsceval.__path__`, so they are walked through their own path too.
+MAPPED_PACKAGES = ("zsceval.algorithms",)
 
 
 def documented_modules() -> list[tuple[str, bool]]:
@@ -32,7 +35,14 @@ def documented_modules() -> list[tuple[str, bool]]:
         ImportError: a package cannot be imported, so its modules cannot be listed.
     """
     names, failed = [("zsceval", True)], []
-    for info in pkgutil.walk_packages(zsceval.__path__, "zsceval.", onerror=failed.append):
+    walks = [(zsceval.__path__, "zsceval.")]
+    for pkg in MAPPED_PACKAGES:
+        spec = importlib.util.find_spec(pkg)
+        if spec is not None and spec.submodule_search_locations:
+            names.append((pkg, True))
+            walks.append((spec.submodule_search_locations, pkg + "."))
+    infos = [i for path, prefix in walks for i in pkgutil.walk_packages(path, prefix, onerror=failed.append)]
+    for info in infos:
         if any(part.startswith("_") for part in info.name.split(".")):
             continue
         if info.name.startswith(DATA_PACKAGES):
@@ -44,7 +54,7 @@ def documented_modules() -> list[tuple[str, bool]]:
     if failed:  # walk_packages imports each package to list its modules
         names = ", ".join(failed)
         raise ImportError(f"cannot import {names}: their modules would be missing from the reference")
-    return sorted(names)
+    return sorted(set(names))
 
 
 def main() -> None:

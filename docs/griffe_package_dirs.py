@@ -17,10 +17,23 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
+import sys
 from pathlib import Path
 from typing import Any
 
 import griffe
+
+
+def _editable_mapped(prefix: str) -> list[str]:
+    """Sub-packages of `prefix` that setuptools' editable finder maps from other folders (the
+    `MAPPING` of its `__editable___*_finder` module): `pkgutil.walk_packages` over the package's
+    own folder does not list them."""
+    names = set()
+    for modname, module in list(sys.modules.items()):
+        mapping = getattr(module, "MAPPING", None)
+        if modname.startswith("__editable__") and isinstance(mapping, dict):
+            names |= {n for n in mapping if n.startswith(prefix + ".")}
+    return sorted(names)
 
 
 def _missing_packages(pkg: griffe.Module) -> list[tuple[str, Path]]:
@@ -29,14 +42,23 @@ def _missing_packages(pkg: griffe.Module) -> list[tuple[str, Path]]:
         package = importlib.import_module(pkg.path)
     except ImportError:
         return []
+    infos = list(pkgutil.walk_packages(package.__path__, f"{pkg.path}.", onerror=lambda name: None))
+    for name in _editable_mapped(pkg.path):
+        try:
+            sub = importlib.import_module(name)
+        except ImportError:
+            continue
+        infos.append(pkgutil.ModuleInfo(None, name, True))
+        infos += pkgutil.walk_packages(sub.__path__, f"{name}.", onerror=lambda n: None)
     missing = []
-    for info in pkgutil.walk_packages(package.__path__, f"{pkg.path}.", onerror=lambda name: None):
+    for info in infos:
         if not info.ispkg or info.name[len(pkg.path) + 1 :] in _tree_names(pkg):
             continue
         spec = importlib.util.find_spec(info.name)
         if spec is not None and spec.origin is not None and spec.origin.endswith("__init__.py"):
-            missing.append((info.name, Path(spec.origin)))
-    return missing
+            if (info.name, Path(spec.origin)) not in missing:
+                missing.append((info.name, Path(spec.origin)))
+    return sorted(missing, key=lambda m: m[0].count("."))
 
 
 def _tree_names(module: griffe.Module, prefix: str = "") -> set[str]:

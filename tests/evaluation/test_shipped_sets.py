@@ -296,7 +296,7 @@ def test_egos_of_a_bench_folder_are_scored_on_a_set_into_report_tables(collectio
     from zsceval.bench.report import summarize
     from zsceval.evaluation.ego_checkpoint import scored_ego_checkpoint
 
-    from ..tbs.scripts import load_script
+    from ..algorithms.tbs.scripts import load_script
 
     coll, _ = collection
     script = load_script("egos_on_set.py")

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from zsceval.io import atomic_write_text
-from zsceval.plugins import PluginGroup
+from zsceval.plugins import Registry, UnknownPluginError
 from zsceval.rl.config import ConfigError
 
 __all__ = [
@@ -67,13 +67,31 @@ for the bench's training jobs; a logger changes no result, so it is not a job in
 STATE = "loggers.json"
 """File in the run (or bench) folder with the ids that a resume continues (wandb run, MLflow run)."""
 
-_LOGGERS: dict[str, type[MetricLogger]] = {}
-_plugins = PluginGroup(LOGGER_GROUP, "logger")
-
 
 class LoggerError(ConfigError):
     """An unknown logger name (the valid ones listed) or a logger whose package is missing (its
     install command named)."""
+
+
+class UnknownLoggerError(UnknownPluginError, LoggerError):
+    """``run.loggers`` names no registered logger (the message lists the valid ones)."""
+
+
+def _check_logger(name: str, cls: type, description: str) -> None:
+    if not issubclass(cls, MetricLogger):
+        raise TypeError(f"logger {name!r}: {cls!r} is not a MetricLogger subclass")
+
+
+LOGGERS = Registry(
+    LOGGER_GROUP,
+    "logger",
+    kind="class",
+    on_register=_check_logger,
+    unknown_error=UnknownLoggerError,
+    advice="Set run.loggers to some of them.",
+)
+"""The metric loggers, name -> :class:`MetricLogger` subclass (entry-point group ``zsceval.loggers``)."""
+_LOGGERS = LOGGERS.objects  # the live table (tests patch it)
 
 
 class MetricLogger:
@@ -125,42 +143,26 @@ def register_logger(cls: type[MetricLogger]) -> type[MetricLogger]:
     """Class decorator registering a :class:`MetricLogger` under its ``name``.
 
     Raises:
-        ValueError: the name is empty or taken by another class.
+        ValueError: the name is empty or taken by another class (``DuplicatePluginError``).
     """
     if not cls.name:
         raise ValueError(f"{cls.__qualname__} has no `name`")
-    old = _LOGGERS.get(cls.name)
-    if old is not None and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
-        raise ValueError(f"logger {cls.name!r} is already registered by {old.__module__}.{old.__qualname__}")
-    _LOGGERS[cls.name] = cls
-    return cls
-
-
-def _adopt(name: str, obj: Any) -> None:
-    if name not in _LOGGERS:
-        if not (isinstance(obj, type) and issubclass(obj, MetricLogger)):
-            raise TypeError(f"{obj!r} is not a MetricLogger subclass")
-        register_logger(obj)
+    return LOGGERS.register(cls.name, cls)
 
 
 def logger_names() -> list[str]:
     """Names ``run.loggers`` accepts: registered loggers and declared entry points."""
-    return sorted(set(_LOGGERS) | set(_plugins.names()))
+    return LOGGERS.names()
 
 
 def logger_class(name: str) -> type[MetricLogger]:
     """The logger class of ``name`` (its entry point loaded if needed).
 
     Raises:
-        LoggerError: unknown name (the valid ones listed).
+        UnknownLoggerError: unknown name (the valid ones listed; a :class:`LoggerError`).
         zsceval.plugins.PluginLoadError: its entry point failed to load.
     """
-    valid = logger_names()
-    cls, close = _plugins.lookup(name, _LOGGERS, _adopt, valid)
-    if cls is None:
-        hint = f" (did you mean {close!r}?)" if close else ""
-        raise LoggerError(f"run.loggers: unknown logger {name!r}{hint}; valid: {', '.join(valid)}")
-    return cls
+    return LOGGERS.get(name)
 
 
 def resolve_logger_names(names: Iterable[str], tensorboard: bool = False) -> list[str]:
