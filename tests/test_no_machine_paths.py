@@ -31,8 +31,15 @@ def _text(path: Path) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
+# Folders every machine has: a checkout cloned straight into one of them (``/tmp/<clone>``) must
+# not turn every scratch path of the docs (``/tmp/sets``) into a hit.
+SYSTEM_FOLDERS = {"/", "/tmp", "/var/tmp", "/root", "/home"}
+
+
 def _needles() -> set[str]:
-    needles = {*FIXED, str(REPO.parent) + "/", str(Path.home()) + "/"}
+    needles = {*FIXED, str(Path.home()) + "/"}
+    if str(REPO.parent) not in SYSTEM_FOLDERS:
+        needles.add(str(REPO.parent) + "/")
     needles.discard("//")
     return needles
 
