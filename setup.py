@@ -29,7 +29,11 @@ setup(
     license_files=["LICENSE"],
     # The core is zsceval/; its built-in algorithm plug-ins (algorithms/) and its data (layouts/,
     # benchmarks/suites/, eval_partners/) are top-level folders installed inside the package.
-    packages=find_packages(include=["zsceval", "zsceval.*"])
+    # zsceval/algorithms is a link to algorithms/ (so tools that read the package from its folder,
+    # import-linter and griffe, see the plug-ins); the build takes them from algorithms/ instead.
+    packages=find_packages(
+        include=["zsceval", "zsceval.*"], exclude=["zsceval.algorithms", "zsceval.algorithms.*"]
+    )
     + ["zsceval." + p for p in find_packages(include=["algorithms", "algorithms.*"])]
     + ["zsceval.layouts", "zsceval.suites", "zsceval.partner_sets"],
     package_dir={

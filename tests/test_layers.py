@@ -1,9 +1,10 @@
 """The package's layers (``.importlinter``): each layer imports only downward, counting
 imports written inside functions, and a reversed import is caught.
 
-import-linter reads one folder per package, and the built-in plug-ins live in the top-level
-``algorithms/`` that setup.py installs as ``zsceval.algorithms``; so the contracts run on the
-package as installed, assembled in a temporary folder. By hand: ``python tests/test_layers.py``.
+The built-in plug-ins live in the top-level ``algorithms/``, which setup.py installs as
+``zsceval.algorithms``; ``zsceval/algorithms`` is a link to it, so import-linter (which reads the
+package from its folder and follows links) checks them as part of the package: ``lint-imports``
+from the repository root. The planted-import tests lint a copy.
 """
 
 import shutil
@@ -24,23 +25,19 @@ def lint(cwd: Path, pythonpath: Path) -> subprocess.CompletedProcess:
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
 
 
-# Folders setup.py's package_dir installs inside zsceval that hold modules: {source: installed path}.
-INSTALLED_AS = {"algorithms": "zsceval/algorithms"}
-
-
 def assemble(dest: Path) -> Path:
-    """The package as setup.py installs it (zsceval/ with algorithms/ inside) and .importlinter,
-    copied under ``dest``; returns ``dest``."""
-    ignore = shutil.ignore_patterns("__pycache__")
-    shutil.copytree(ROOT / "zsceval", dest / "zsceval", ignore=ignore)
-    for folder, target in INSTALLED_AS.items():
-        shutil.copytree(ROOT / folder, dest / target, ignore=ignore)
+    """A copy of the package (the algorithms link followed: the plug-ins copied inside) and
+    .importlinter under ``dest``; returns ``dest``."""
+    shutil.copytree(ROOT / "zsceval", dest / "zsceval", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / ".importlinter", dest / ".importlinter")
     return dest
 
 
-def test_the_import_contracts_hold(tmp_path):
-    res = lint(assemble(tmp_path), tmp_path)
+def test_the_import_contracts_hold_in_the_checkout():
+    """``lint-imports`` as a developer runs it, from the repository root (the plug-ins through the
+    ``zsceval/algorithms`` link)."""
+    assert (ROOT / "zsceval" / "algorithms").resolve() == (ROOT / "algorithms").resolve()
+    res = lint(ROOT, ROOT)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     assert "Contracts: " in res.stdout and " broken" in res.stdout
 
@@ -77,10 +74,7 @@ def test_a_cycle_between_sibling_packages_breaks_the_acyclic_contract(tmp_path):
     assert ".evaluation" in res.stdout and ".interop" in res.stdout
 
 
-if __name__ == "__main__":
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        res = lint(assemble(Path(tmp)), Path(tmp))
+if __name__ == "__main__":  # the same as `lint-imports` from the repository root
+    res = lint(ROOT, ROOT)
     print(res.stdout + res.stderr)
     sys.exit(res.returncode)
