@@ -85,6 +85,20 @@ def test_the_acting_only_copy_scores_every_unit_as_the_full_set():
     assert from_copy["summary"] == from_full["summary"]
 
 
+def test_an_acting_only_copy_of_an_acting_only_set_is_the_same_set(tmp_path):
+    """A set exported acting-only is released as it is: its stripped partners are copied, not
+    stripped again, and the copy's manifest lists the same files."""
+    entry = shipped_sets.resolve_set("zsceval:cramped_room@1/test")
+    again = set_archives.acting_only_copy(entry.folder, tmp_path / "again")
+    assert again.read_bytes() == entry.manifest.read_bytes()
+    kept = set_archives.acting_only_copy(FULL / "cramped_room/v1/validation", tmp_path / "val", keep_brs=True)
+    manifest = load_manifest(kept, verify=True)
+    assert all(p.br.checkpoint is not None for p in manifest.partners)
+    assert set_archives.folder_bytes(tmp_path / "val") < set_archives.folder_bytes(
+        FULL / "cramped_room/v1/validation"
+    )
+
+
 def test_release_writes_reproducible_archives_and_the_acting_only_copy(tmp_path):
     root = tmp_path / "collection"
     shutil.copytree(FULL / "cramped_room", root / "sets/cramped_room")

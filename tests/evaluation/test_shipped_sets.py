@@ -143,6 +143,26 @@ def test_list_shows_the_sets_with_their_provenance(collection):
     assert not candidates["test"] & candidates["validation"]  # disjoint splits
 
 
+def test_an_exported_set_keeps_what_playing_and_tuning_need(collection):
+    """Exported acting-only: both splits' partners lack critics; the test split has no BR checkpoints
+    (scores read its stored BR returns), the validation split keeps its BRs; the index and `partners
+    list` state each set's size."""
+    coll, _ = collection
+    index = yaml.safe_load((coll / "index.yaml").read_text())
+    for split, has_brs in (("test", False), ("validation", True)):
+        folder = coll / "sets/cramped_room/v1" / split
+        manifest = json.loads((folder / "manifest.json").read_text())
+        for p in manifest["partners"]:
+            meta = json.loads((folder / p["checkpoint"]["path"]).read_text())
+            assert all(e["stripped"] == ["critic", "value_norm"] for e in meta["agents"].values())
+            assert (p["br"]["checkpoint"] is not None) is has_brs and p["br"]["return"] is not None
+        assert (folder / "brs").is_dir() is has_brs
+        entry = next(e for e in index["sets"] if e["split"] == split)
+        assert entry["bytes"] == sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) > 0
+    listing = CliRunner().invoke(main, ["partners", "list"]).output
+    assert f"2 partners (1 moderate, 1 expert), {index['sets'][0]['bytes'] / 1e6:.1f} MB" in listing
+
+
 def test_eval_by_name_scores_br_prox_against_the_stored_br_returns(collection):
     coll, agent = collection
     args = ["eval", "--agent", agent, "--partner-set", "zsceval:cramped_room", "--episodes", "2", "--json"]
@@ -198,12 +218,14 @@ def copy(collection, tmp_path, monkeypatch):
 
 def test_a_corrupted_file_is_refused_with_its_name(collection, copy):
     _, agent = collection
-    victim = next((copy / "sets/cramped_room/v1/test/brs").rglob("policies.safetensors"))
-    victim.write_bytes(victim.read_bytes()[:-1] + b"\0")
-    entry = shipped_sets.resolve_set("zsceval:cramped_room")
+    victim = next((copy / "sets/cramped_room/v1/validation/brs").rglob("policies.safetensors"))
+    intact = victim.read_bytes()
+    victim.write_bytes(intact[:-1] + b"\0")
     with pytest.raises(ChecksumMismatchError, match="was altered") as err:
-        shipped_sets.verify_set(entry)
+        shipped_sets.verify_set(shipped_sets.resolve_set("zsceval:cramped_room@1/validation"))
     assert str(victim) in str(err.value)
+    victim.write_bytes(intact)
+    entry = shipped_sets.resolve_set("zsceval:cramped_room")
     meta = next((copy / "sets/cramped_room/v1/test/policies").rglob("meta.json"))
     meta.write_text(meta.read_text() + " ")
     with pytest.raises(ChecksumMismatchError, match="files changed") as err:

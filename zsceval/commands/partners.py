@@ -383,8 +383,10 @@ def list_sets(as_json) -> None:
         p = s.provenance
         where = "" if s.installed else f"; not downloaded: zsceval partners fetch {s.full_name}"
         where = " (acting-only copy)" if s.acting_only else where
+        size = "" if s.bytes is None else f", {s.bytes / 1e6:.1f} MB"
         click.echo(
             f"{s.full_name}: layout {s.layout}, {s.split} split, {_n(s.partners, 'partner')} ({levels})"
+            + size
             + where
         )
         click.echo(
@@ -419,7 +421,14 @@ def list_sets(as_json) -> None:
 @click.option("--suite", default=None, help="Provenance: the suite name. [default: the folder's record]")
 @click.option("--commit", default=None, help="Provenance: git commit. [default: the checkpoints' record]")
 @click.option("--device", default="cpu", show_default=True, help="Torch device.")
-def export(source, layout, root, name, version, episodes, validation, suite, commit, device) -> None:
+@click.option(
+    "--acting-only/--full", default=True, show_default=True,
+    help="Keep what playing and tuning need (partner actors and BR returns; BR checkpoints in the "
+    "validation split only), or everything (critics, the test split's BRs).",
+)  # fmt: skip
+def export(
+    source, layout, root, name, version, episodes, validation, suite, commit, device, acting_only
+) -> None:
     """Add a finished pipeline folder's partner set (test split) and the held-out candidates
     (validation split) to a collection, with its index entries and provenance.
 
@@ -434,13 +443,15 @@ def export(source, layout, root, name, version, episodes, validation, suite, com
     check_writable(root)
     try:
         added = export_sets(source, layout, root, name=name, version=version, episodes=episodes,
-                            device=device, validation=validation, suite=suite, commit=commit)  # fmt: skip
+                            device=device, validation=validation, suite=suite, commit=commit,
+                            acting_only=acting_only)  # fmt: skip
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise write_error(exc) from None
     for s in added:
-        click.echo(f"added {s.name}@{s.version}/{s.split}: {_n(s.partners, 'partner')} -> {s.folder}")
+        size = "" if s.bytes is None else f", {s.bytes / 1e6:.1f} MB"
+        click.echo(f"added {s.name}@{s.version}/{s.split}: {_n(s.partners, 'partner')}{size} -> {s.folder}")
 
 
 @partners.command(name="fetch")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import json
 import os
 import shutil
 import tarfile
@@ -49,6 +50,7 @@ __all__ = [
     "MIRROR_ENV",
     "acting_only_copy",
     "archive_name",
+    "folder_bytes",
     "fetch_set",
     "release_sets",
     "write_archive",
@@ -97,14 +99,21 @@ def write_archive(folder: str | Path, dst: str | Path) -> str:
     return sha256_file(dst)
 
 
-def acting_only_copy(src: str | Path, dst: str | Path) -> Path:
+def _is_stripped(meta_file: Path) -> bool:
+    meta = json.loads(meta_file.read_text())
+    return any(e.get("stripped") for e in (meta.get("agents") or {}).values())
+
+
+def acting_only_copy(src: str | Path, dst: str | Path, *, keep_brs: bool = False) -> Path:
     """An acting-only copy of a set folder: each partner's checkpoint without its critic and value
-    normalizer (:func:`~zsceval.rl.checkpoint.strip_checkpoint`), no BR checkpoints (the manifest's
-    ``br.checkpoint`` is null and ``br.return`` kept), the same tables (``br_returns.parquet``).
+    normalizer (:func:`~zsceval.rl.checkpoint.strip_checkpoint`; a partner already stripped is copied
+    as it is), the BR checkpoints only with ``keep_brs`` (otherwise the manifest's ``br.checkpoint``
+    is null and ``br.return`` kept), the same tables (``br_returns.parquet``).
 
     Args:
-        src: the full set folder.
+        src: the set folder.
         dst: the copy's folder (written atomically; replaced if present).
+        keep_brs: keep each partner's BR checkpoint, whole (a validation split, which tuning reads).
 
     Returns:
         ``dst/manifest.json``.
@@ -120,9 +129,18 @@ def acting_only_copy(src: str | Path, dst: str | Path) -> Path:
     with atomic_directory(dst) as tmp:
         partners = []
         for p in manifest.partners:
-            meta = strip_checkpoint(manifest.resolve(p.checkpoint), tmp / Path(p.checkpoint.path).parent)
-            partners.append(dataclasses.replace(p, checkpoint=make_file_ref(meta, tmp),
-                                                br=dataclasses.replace(p.br, checkpoint=None)))  # fmt: skip
+            source, folder = manifest.resolve(p.checkpoint), tmp / Path(p.checkpoint.path).parent
+            if _is_stripped(source):
+                shutil.copytree(source.parent, folder, dirs_exist_ok=True)
+                meta = folder / source.name
+            else:
+                meta = strip_checkpoint(source, folder)
+            br = dataclasses.replace(p.br, checkpoint=None)
+            if keep_brs and p.br.checkpoint is not None:
+                br_meta = manifest.resolve(p.br.checkpoint)
+                shutil.copytree(br_meta.parent, tmp / Path(p.br.checkpoint.path).parent, dirs_exist_ok=True)
+                br = dataclasses.replace(p.br, checkpoint=make_file_ref(tmp / p.br.checkpoint.path, tmp))
+            partners.append(dataclasses.replace(p, checkpoint=make_file_ref(meta, tmp), br=br))
         for t in manifest.tables:
             (tmp / t.path).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(manifest.resolve(t), tmp / t.path)
@@ -130,6 +148,11 @@ def acting_only_copy(src: str | Path, dst: str | Path) -> Path:
         copy = dataclasses.replace(manifest, partners=tuple(partners), tables=tables, root=None)
         write_manifest(copy, tmp / "manifest.json")
     return dst / "manifest.json"
+
+
+def folder_bytes(folder: str | Path) -> int:
+    """Bytes of every file under ``folder`` (a set's size on disk, as ``index.yaml`` records it)."""
+    return sum(f.stat().st_size for f in Path(folder).rglob("*") if f.is_file())
 
 
 def release_sets(root: str | Path, out: str | Path, *, mirror: str | None = None) -> list[dict]:
@@ -175,6 +198,7 @@ def release_sets(root: str | Path, out: str | Path, *, mirror: str | None = None
         digest = write_archive(src, out / file)
         before = (e.get("archive") or {}).get("sha256")
         e["archive"] = {"file": file, "sha256": digest, "size": (out / file).stat().st_size}
+        e["bytes"] = folder_bytes(src)
         if before not in (None, digest):  # another zlib compresses the same files to other bytes
             e["archive"]["replaces"] = before
         e.pop("shipped", None)

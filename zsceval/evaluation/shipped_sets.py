@@ -185,6 +185,8 @@ class ShippedSet:
         acting_only: ``folder`` is the installed acting-only copy (partner actors and the stored
             BR returns; no critics, no BR checkpoints).
         manifest_copy: the installed copy of the full set's manifest (test splits), or None.
+        bytes: the set's size on disk as published (its ``index.yaml`` entry's ``bytes``), or None
+            where the index does not record it.
     """
 
     label: str
@@ -204,6 +206,7 @@ class ShippedSet:
     mirror: dict = field(default_factory=dict)
     acting_only: bool = False
     manifest_copy: Path | None = None
+    bytes: int | None = None
 
     @property
     def installed(self) -> bool:
@@ -236,6 +239,7 @@ class ShippedSet:
             "installed": self.installed,
             "acting_only": self.acting_only,
             "archive": dict(self.archive),
+            "bytes": self.bytes,
         }
 
 
@@ -320,6 +324,7 @@ def read_index(root: str | Path, label: str, *, full: bool = False) -> list[Ship
                     mirror=mirror,
                     acting_only=acting_only,
                     manifest_copy=None if copy is None else (path.parent / str(copy)).resolve(),
+                    bytes=None if e.get("bytes") is None else int(e["bytes"]),
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

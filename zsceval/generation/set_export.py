@@ -32,6 +32,7 @@ from zsceval.evaluation.manifest import (
     write_manifest,
 )
 from zsceval.evaluation.matches import PartnerSpec, evaluate_br_references
+from zsceval.evaluation.set_archives import acting_only_copy, folder_bytes
 from zsceval.evaluation.shipped_sets import (
     _NAME,
     INDEX,
@@ -187,6 +188,7 @@ def _index_entry(name: str, version: int, split: str, folder: Path, root: Path, 
         "path": folder.relative_to(root).as_posix(),
         "files": {f: sha256_file(folder / f) for f in SET_FILES},
         "partners": len(manifest.partners),
+        "bytes": folder_bytes(folder),
         "levels": _levels(manifest),
         "engine": {"zsceval": __version__, "env_spec": meta.get("env_spec")},
         "provenance": dataclasses.asdict(prov),
@@ -206,6 +208,7 @@ def export_sets(
     suite: str | None = None,
     commit: str | None = None,
     label: str = "local",
+    acting_only: bool = True,
 ) -> list[ShippedSet]:
     """Add a finished pipeline folder's partner sets to the collection in ``root``.
 
@@ -225,6 +228,10 @@ def export_sets(
         validation: also build the validation split.
         suite, commit: provenance values that replace what the folder records.
         label: the label the returned entries carry (the collection's entry-point name).
+        acting_only: keep only what playing and tuning need
+            (:func:`~zsceval.evaluation.set_archives.acting_only_copy`): the partners' actors and the
+            BR returns in both splits, and the validation split's BR checkpoints; without it, the
+            partners' critics and the test split's BR checkpoints are kept too.
 
     Returns:
         The added entries.
@@ -257,6 +264,8 @@ def export_sets(
             if (src / d).is_dir():
                 shutil.copytree(src / d, tmp / d)
         _stamp_suite(tmp / "manifest.json", prov.suite)
+    if acting_only:
+        acting_only_copy(test_dir, test_dir)
     added.append(_index_entry(name, version, "test", test_dir, root, prov))
     if validation:
         val_dir = root / "sets" / name / f"v{version}" / "validation"
@@ -267,6 +276,8 @@ def export_sets(
         if made is None:
             shutil.rmtree(val_dir, ignore_errors=True)
         else:
+            if acting_only:
+                acting_only_copy(val_dir, val_dir, keep_brs=True)
             added.append(_index_entry(name, version, "validation", val_dir, root, prov))
     _write_index(root, entries + added, (index or {}).get("mirror"))
     return [s for s in read_index(root, label) if (s.name, s.version) == (name, version)]
