@@ -60,6 +60,12 @@ def test_tiny_bench_produces_tables_manifest_and_br_prox(tiny_bench):
     pd.testing.assert_frame_equal(stages, expected)
     assert (stages["done_steps"] == stages["env_steps"]).all() and (stages["busy_s"] > 0).all()
     assert {"candidates (biased agent + its BR)", "ego: sp", "mid-checkpoint BRs"} <= set(stages.index)
+    # the checkpoint each ego's evaluation scored, one row per ego, as its evaluation job recorded it
+    scored = pd.read_parquet(tables["scored_checkpoints"])
+    assert sorted(zip(scored["algorithm"], scored["ego_seed"])) == [("sp", 0), ("sp", 1)]
+    for row in scored.itertuples():
+        done = json.loads((out / f"cramped_room/evaluation/sp/s{row.ego_seed}/DONE.json").read_text())
+        assert done["result"]["scored_checkpoint"]["step"] == row.step and row.rule
 
 
 def test_rerun_redoes_nothing_and_a_killed_bench_resumes(tiny_bench, tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ yet are reported as skipped. Outputs under ``--out``: ``<layout>/...`` job folde
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ from zsceval.training.jobs import JOB_PROGRESS_ENV
 
 __all__ = ["TABLES", "collect_tables", "log_summary", "run_bench"]
 
-TABLES = ("results", "br_returns", "features", "human_proxy", "unhelpful", "stages")
+TABLES = ("results", "br_returns", "features", "human_proxy", "unhelpful", "scored_checkpoints", "stages")
 """The result tables a bench folder holds (``<name>.parquet``)."""
 
 
@@ -161,13 +162,19 @@ def collect_tables(
     root: Path, evaluations: list[Job], infos: dict[str, LayoutPlan], skipped: list[str]
 ) -> dict[str, Any]:
     """Concatenate this suite's per-job tables into ``results.parquet``, ``br_returns.parquet``,
-    ``features.parquet``, ``human_proxy.parquet`` and ``unhelpful.parquet`` under ``root`` (outputs
+    ``features.parquet``, ``human_proxy.parquet``, ``unhelpful.parquet`` and
+    ``scored_checkpoints.parquet`` under ``root`` (outputs
     of other suites or earlier settings that share the folder are not read). A suite without
     ``ego.unhelpful`` jobs (``evaluation.strata: false``) removes an ``unhelpful.parquet`` an
     earlier setting left, so the folder's tables are this suite's.
 
     ``unhelpful.parquet``: one row per (layout, algorithm, ego seed, unhelpful partner, seating,
     episode), the columns of :func:`zsceval.evaluation.strata.unhelpful_results`.
+
+    ``scored_checkpoints.parquet``: one row per trained ego (layout, algorithm, ego seed) with the
+    checkpoint its evaluation scored and why (the record of
+    :func:`zsceval.evaluation.ego_checkpoint.scored_ego_checkpoint`: step, training return, rule,
+    percentile, fallback); external agents have none.
 
     Args:
         root: the bench folder.
@@ -177,7 +184,8 @@ def collect_tables(
         skipped: algorithms the suite names that are not implemented yet.
 
     Returns:
-        ``{"results" | "br_returns" | "features" | "human_proxy" | "unhelpful": path of the table,
+        ``{"results" | "br_returns" | "features" | "human_proxy" | "unhelpful" | "scored_checkpoints":
+        path of the table,
         "skipped_algorithms": [...]}`` (tables the suite has no rows for are left out).
 
     Raises:
@@ -200,6 +208,8 @@ def collect_tables(
     ]
     if not unhelpful:
         (root / UNHELPFUL_TABLE).unlink(missing_ok=True)
+    scored = [_scored_checkpoint_row(root, job) for job in evaluations if job.kind == "ego.evaluate"]
+    scored = [pd.DataFrame([r]) for r in scored if r is not None]
     brs, feats = [], []
     for lay, info in infos.items():
         brs.append(pd.read_parquet(root / ids.partner_set(lay) / "br_returns.parquet"))
@@ -215,6 +225,7 @@ def collect_tables(
         ("features", feats),
         ("human_proxy", human),
         ("unhelpful", unhelpful),
+        ("scored_checkpoints", scored),
     ):
         if frames:
             path = root / f"{name}.parquet"
@@ -222,6 +233,18 @@ def collect_tables(
             out[name] = str(path)
     out["skipped_algorithms"] = skipped
     return out
+
+
+def _scored_checkpoint_row(root: Path, job: Job) -> dict | None:
+    """The scored-checkpoint record of a finished ``ego.evaluate`` job, labelled; None for an
+    external agent."""
+    done = json.loads((root / job.out / "DONE.json").read_text())
+    scored = (done.get("result") or {}).get("scored_checkpoint")
+    if scored is None:
+        return None
+    labels = {"layout": job.params["layout"], "algorithm": job.params["algorithm"],
+              "ego_seed": int(job.params["ego_seed"])}  # fmt: skip
+    return {**labels, **scored}
 
 
 def log_summary(root: str | Path, loggers: tuple[str, ...], *, name: str, levels: str = "checkpoint") -> None:
