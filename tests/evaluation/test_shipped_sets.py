@@ -256,6 +256,25 @@ def test_a_published_version_is_never_overwritten(collection, copy):
         set_export.export_sets(source, "cramped_room", copy, version=1, validation=False)
 
 
+def test_a_bare_name_names_the_newest_reference_protocol_version(copy):
+    """``zsceval:NAME`` skips a newer quick-budget version for the newest ``protocol: reference``
+    one; with no reference version it names the newest; ``@VERSION`` names any."""
+    index = yaml.safe_load((copy / "index.yaml").read_text())
+    shutil.copytree(copy / "sets/cramped_room/v1", copy / "sets/cramped_room/v2")
+    newer = [{**e, "version": 2, "path": e["path"].replace("/v1/", "/v2/"), "protocol": "quick"}
+             for e in index["sets"]]  # fmt: skip
+    for e in index["sets"]:
+        e["protocol"] = "reference"
+    shipped_sets._write_index(copy, index["sets"] + newer, index.get("mirror"))
+    assert shipped_sets.resolve_set("zsceval:cramped_room").version == 1
+    assert shipped_sets.resolve_set("zsceval:cramped_room@2").protocol == "quick"
+    assert "reference protocol" in CliRunner().invoke(main, ["partners", "list"]).output
+    for e in index["sets"]:
+        e["protocol"] = "quick"
+    shipped_sets._write_index(copy, index["sets"] + newer, index.get("mirror"))
+    assert shipped_sets.resolve_set("zsceval:cramped_room/validation").version == 2
+
+
 def test_caret_compatibility():
     ok = shipped_sets._caret_compatible
     assert ok("0.1.0", "0.1.7") and ok("1.2.0", "1.9.1") and ok("0.0.3", "0.0.3")

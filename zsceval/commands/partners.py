@@ -384,9 +384,11 @@ def list_sets(as_json) -> None:
         where = "" if s.installed else f"; not downloaded: zsceval partners fetch {s.full_name}"
         where = " (acting-only copy)" if s.acting_only else where
         size = "" if s.bytes is None else f", {s.bytes / 1e6:.1f} MB"
+        protocol = "" if s.protocol is None else f", {s.protocol} protocol"
         click.echo(
             f"{s.full_name}: layout {s.layout}, {s.split} split, {_n(s.partners, 'partner')} ({levels})"
             + size
+            + protocol
             + where
         )
         click.echo(
@@ -426,8 +428,13 @@ def list_sets(as_json) -> None:
     help="Keep what playing and tuning need (partner actors and BR returns; BR checkpoints in the "
     "validation split only), or everything (critics, the test split's BRs).",
 )  # fmt: skip
+@click.option(
+    "--protocol", type=click.Choice(["reference", "quick"]), default=None,
+    help="How the set was made: ZSC-Eval's protocol at the reference's budgets, or reduced budgets. "
+    "NAME without @VERSION names the newest reference version. [default: unstated]",
+)  # fmt: skip
 def export(
-    source, layout, root, name, version, episodes, validation, suite, commit, device, acting_only
+    source, layout, root, name, version, episodes, validation, suite, commit, device, acting_only, protocol
 ) -> None:
     """Add a finished pipeline folder's partner set (test split) and the held-out candidates
     (validation split) to a collection, with its index entries and provenance.
@@ -444,7 +451,7 @@ def export(
     try:
         added = export_sets(source, layout, root, name=name, version=version, episodes=episodes,
                             device=device, validation=validation, suite=suite, commit=commit,
-                            acting_only=acting_only)  # fmt: skip
+                            acting_only=acting_only, protocol=protocol)  # fmt: skip
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:

@@ -136,6 +136,12 @@ class NotDownloadedError(PartnerSetError, MissingFilesError):
     message gives the ``zsceval partners fetch`` command)."""
 
 
+PROTOCOL_REFERENCE = "reference"
+"""An index entry's ``protocol`` for a set made by ZSC-Eval's protocol at the reference's budgets
+(docs/reference-protocol.md); ``quick`` marks reduced budgets."""
+PROTOCOLS = (PROTOCOL_REFERENCE, "quick")
+
+
 @dataclass(frozen=True)
 class Provenance:
     """Where a shipped set comes from.
@@ -187,6 +193,9 @@ class ShippedSet:
         manifest_copy: the installed copy of the full set's manifest (test splits), or None.
         bytes: the set's size on disk as published (its ``index.yaml`` entry's ``bytes``), or None
             where the index does not record it.
+        protocol: how it was made, as the index states it: ``reference`` (ZSC-Eval's protocol at
+            the reference's env-step budgets), ``quick`` (reduced budgets), or None (unstated).
+            ``NAME`` without ``@VERSION`` names the newest ``reference`` version where there is one.
     """
 
     label: str
@@ -207,6 +216,7 @@ class ShippedSet:
     acting_only: bool = False
     manifest_copy: Path | None = None
     bytes: int | None = None
+    protocol: str | None = None
 
     @property
     def installed(self) -> bool:
@@ -240,6 +250,7 @@ class ShippedSet:
             "acting_only": self.acting_only,
             "archive": dict(self.archive),
             "bytes": self.bytes,
+            "protocol": self.protocol,
         }
 
 
@@ -325,6 +336,7 @@ def read_index(root: str | Path, label: str, *, full: bool = False) -> list[Ship
                     acting_only=acting_only,
                     manifest_copy=None if copy is None else (path.parent / str(copy)).resolve(),
                     bytes=None if e.get("bytes") is None else int(e["bytes"]),
+                    protocol=None if e.get("protocol") is None else str(e["protocol"]),
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -369,8 +381,8 @@ def list_sets() -> list[ShippedSet]:
 
 
 def resolve_set(value: str) -> ShippedSet:
-    """The installed set a name designates (newest version without ``@VERSION``; ``test`` split
-    without ``/SPLIT``).
+    """The installed set a name designates (without ``@VERSION``: the newest version made by the
+    reference protocol, else the newest version; ``test`` split without ``/SPLIT``).
 
     Raises:
         UnknownPartnerSetError: no such set; the message lists the valid names and the closest one.
@@ -381,7 +393,8 @@ def resolve_set(value: str) -> ShippedSet:
     if version is not None:
         same = [s for s in same if s.version == version]
     if same:
-        return max(same, key=lambda s: s.version)
+        reference = [s for s in same if s.protocol == PROTOCOL_REFERENCE]
+        return max(reference or same, key=lambda s: s.version)
     valid = sorted({n for s in sets for n in (s.full_name, f"{s.label}:{s.name}")})
     advice = "" if valid else "No partner set is installed yet; see docs/partner-sets.md."
     raise unknown_name(

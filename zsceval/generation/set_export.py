@@ -36,6 +36,7 @@ from zsceval.evaluation.set_archives import acting_only_copy, folder_bytes
 from zsceval.evaluation.shipped_sets import (
     _NAME,
     INDEX,
+    PROTOCOLS,
     SET_DIRS,
     SET_FILES,
     PartnerSetError,
@@ -209,6 +210,7 @@ def export_sets(
     commit: str | None = None,
     label: str = "local",
     acting_only: bool = True,
+    protocol: str | None = None,
 ) -> list[ShippedSet]:
     """Add a finished pipeline folder's partner sets to the collection in ``root``.
 
@@ -232,6 +234,8 @@ def export_sets(
             (:func:`~zsceval.evaluation.set_archives.acting_only_copy`): the partners' actors and the
             BR returns in both splits, and the validation split's BR checkpoints; without it, the
             partners' critics and the test split's BR checkpoints are kept too.
+        protocol: the index entries' ``protocol`` (``reference`` or ``quick``; None: unstated).
+            ``NAME`` without ``@VERSION`` names the newest ``reference`` version.
 
     Returns:
         The added entries.
@@ -240,6 +244,8 @@ def export_sets(
         PartnerSetError: no finished partner set in ``source``, a bad name, or the version exists.
         ManifestError: the source set fails verification.
     """
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise PartnerSetError(f"unknown protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
     source, root, lay = Path(source), Path(root), resolve_scenario(layout)
     name = name or lay
     if not re.fullmatch(_NAME, name):
@@ -279,5 +285,7 @@ def export_sets(
             if acting_only:
                 acting_only_copy(val_dir, val_dir, keep_brs=True)
             added.append(_index_entry(name, version, "validation", val_dir, root, prov))
+    if protocol is not None:
+        added = [{**e, "protocol": protocol} for e in added]
     _write_index(root, entries + added, (index or {}).get("mirror"))
     return [s for s in read_index(root, label) if (s.name, s.version) == (name, version)]
