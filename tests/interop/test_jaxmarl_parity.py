@@ -66,3 +66,51 @@ def test_our_observation_equals_jaxmarl_get_obs_through_a_scripted_game():
         delivered += float(step.reward[0])
     assert delivered == 20.0  # the soup was served in both engines
     assert ours[..., 25].all() and not jaxmarl_obs(env.export_state(0), lay, 0, 400)[..., 25].any()
+
+
+def test_a_flax_network_acts_in_our_engine_as_it_would_in_jaxmarl():
+    """A flax MLP on flattened observations (JaxMARL IPPO's ``batchify`` input): through
+    ``JaxMARLPolicy`` it computes, for each seat, the logits it computes on jaxmarl's own observation
+    of the same state, and plays their arg-max mapped to our action index."""
+    import flax.linen as nn
+    import jax.numpy as jnp
+    from flax.core.frozen_dict import FrozenDict
+    from jaxmarl.environments.overcooked import Overcooked
+
+    from zsceval.envs.overcooked import OvercookedEnv, load_layout
+    from zsceval.interop.jaxmarl import JAXMARL_TO_OVERCOOKED_AI, JaxMARLPolicy, jaxmarl_layout
+
+    class Actor(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(6)(nn.relu(nn.Dense(32)(x.astype(jnp.float32)))), jnp.zeros(x.shape[0])
+
+    lay = load_layout("cramped_room")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        jenv = Overcooked(FrozenDict(jaxmarl_layout(lay)))
+    jobs, jst = jenv.reset(jax.random.PRNGKey(3))
+    net = Actor()
+    params = net.init(jax.random.PRNGKey(0), jnp.zeros((1, 4 * 5 * 26)))
+    env = OvercookedEnv(lay, num_envs=1)
+    env.reset()
+    state = env.export_state(0)
+    directions = ((0, -1), (0, 1), (1, 0), (-1, 0))
+    for p, d in zip(state["players"], np.asarray(jst.agent_dir_idx), strict=True):
+        p["orientation"] = directions[int(d)]
+    env.import_state(0, state)
+    state = env.export_state(0)
+    theirs = jnp.stack([jobs["agent_0"], jobs["agent_1"]]).reshape(2, -1)
+    their_logits = np.asarray(net.apply(params, theirs)[0])
+    seen = []
+
+    def apply(p, x):
+        out = net.apply(p, x)
+        seen.append(np.asarray(out[0]))
+        return out
+
+    got = JaxMARLPolicy(apply, params=params, flatten=True).act(
+        None, None, [state, state], np.array([0, 1]), lay
+    )
+    np.testing.assert_allclose(seen[0], their_logits, rtol=1e-6)  # the same input, so the same logits
+    assert got.dtype == np.int64 and got.tolist() == JAXMARL_TO_OVERCOOKED_AI[their_logits.argmax(1)].tolist()
