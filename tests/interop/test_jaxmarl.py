@@ -145,3 +145,11 @@ def test_a_policy_returning_other_than_actions_or_logits_is_one_error():
         lambda obs: np.full(len(obs), 3) if obs.shape == (1, 4 * 5 * 26) else None, flatten=True
     )
     assert flat.act(None, None, [env.export_state(0)], [1], env.layout).tolist() == [3]
+
+
+def test_the_adapter_needs_no_jax():
+    import subprocess
+    import sys
+
+    code = "import sys, zsceval.interop as I; I.JaxMARLPolicy; I.jaxmarl_obs; assert 'jax' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
