@@ -103,6 +103,10 @@ setup(
         "docs": DOCS,
         # The reference simulator used by the parity tests (PyPI `overcooked`, old_dynamics flag).
         "reference": ["overcooked==0.2.1"],
+        # JaxMARL's Overcooked, for the observation parity test of zsceval.interop.jaxmarl
+        # (tests/interop/test_jaxmarl_parity.py); the adapter itself needs NumPy only. Not in `test`:
+        # it pulls jax and pins gymnasium below the release the rest of the suite uses.
+        "jaxmarl": ["jaxmarl>=0.2"],
         "ray": ["ray>=2.9"],
         # The PettingZoo ParallelEnv adapter (zsceval.interop.parallel).
         "interop": ["pettingzoo>=1.24"],

@@ -94,3 +94,37 @@ def test_changing_an_agent_is_a_changed_setting_adding_one_is_not(module, tmp_pa
     changed = dataclasses.replace(suite, agents=(("stay", f"{module}:Other"),))
     with pytest.raises(SuiteConflictError, match="agents.stay"):
         check_suite_record(changed, out)
+
+
+def test_a_suite_scores_its_external_agents_with_the_human_proxy(module, tmp_path, monkeypatch):
+    """With ``evaluation.human_proxy`` the external agent gets an ``ego.human_proxy`` job beside its
+    partner-set job, and rows (both seats) in ``human_proxy.parquet``. The proxy job is replaced by
+    a copy of the shipped cramped_room H_proxy (training one takes minutes), and the 2019 data is
+    declared installed, so the test runs without it."""
+    import shutil
+
+    from zsceval.bench import plan as bench_plan
+    from zsceval.bench import run as bench_run
+    from zsceval.bench.run import run_bench
+    from zsceval.bench.suite import load_suite
+    from zsceval.execution.jobs import JOB_KINDS
+    from zsceval.human.partners import shipped_model_dir
+
+    def shipped_proxy(params, out, needs):
+        shutil.copytree(shipped_model_dir(params["layout"], "human-proxy"), out, dirs_exist_ok=True)
+        return {"metrics": {}}
+
+    monkeypatch.setitem(JOB_KINDS, "partners.human_proxy", shipped_proxy)
+    for mod in (bench_plan, bench_run):
+        monkeypatch.setattr(mod, "human_data_installed", lambda: True)
+    path = tmp_path / "agents.yaml"
+    text = SUITE.format(module=module).replace("  episodes: 1\n", "  episodes: 1\n  human_proxy: true\n")
+    path.write_text(text)
+    suite = load_suite(path)
+    assert suite.human_proxy
+    tables = run_bench(suite, tmp_path / "out", progress=False, log=lambda *_: None)
+    assert (tmp_path / "out/cramped_room/human-proxy/stay/s0").is_dir()
+    human = pd.read_parquet(tables["human_proxy"])
+    assert set(human["algorithm"]) == {"stay"} and set(human["ego_seed"]) == {0}
+    assert sorted(human["seat"]) == [0, 1] and set(human["partner"]) == {"human_proxy"}
+    assert (human["layout"] == "cramped_room").all()

@@ -103,6 +103,21 @@ def test_an_external_partner_plays_a_saved_agent_in_cross_play(agents):
     assert "pooled: sparse return" in res.output
 
 
+def test_an_external_agent_is_scored_with_the_shipped_human_proxy(agents):
+    """``--partner-set human-proxy``: the layout's shipped H_proxy in the other seat, both seatings,
+    with the agent's own resets called."""
+    import json
+
+    res = invoke("eval", "--agent", f"{agents}:Random", "--partner-set", "human-proxy", "--layout",
+                 "cramped_room", "--episodes", "2", "--json")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["partner"].endswith("#human_proxy") and out["human_proxy"]["layout"] == "cramped_room"
+    assert out["human_proxy"]["trained_on"] == "test"
+    assert [s["agent_seat"] for s in out["seatings"]] == [0, 1]
+    assert out["agent"] == f"{agents}:Random"
+
+
 def test_gifs_and_trajectories_are_written_for_an_external_agent(agents, tmp_path):
     import json
 

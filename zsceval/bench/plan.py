@@ -301,8 +301,9 @@ def _shipped_set_job(lay: str, name: str) -> Job:
 def _evaluation_jobs(suite: Suite, lay: str, info: LayoutPlan, man_id: str) -> list[Job]:
     """Every ego of ``lay`` against the partner set of job ``man_id`` (and the human proxy, and the
     unhelpful partners with ``suite.strata``: ``ego.unhelpful`` jobs ``<lay>/unhelpful/<algo>/s<i>``),
-    and every external agent of ``suite.agents`` against the set (``<lay>/evaluation/<name>/s0``) and
-    with ``suite.strata`` the unhelpful partners."""
+    and every external agent of ``suite.agents`` against the set (``<lay>/evaluation/<name>/s0``),
+    the human proxy (``<lay>/human-proxy/<name>/s0``) and with ``suite.strata`` the unhelpful
+    partners."""
     evaluations = []
     for ego in info.egos:
         parsed = ids.parse(ego.id)
@@ -334,6 +335,10 @@ def _evaluation_jobs(suite: Suite, lay: str, info: LayoutPlan, man_id: str) -> l
         params = {"layout": lay, "algorithm": name, "ego_seed": 0, "episodes": suite.evaluation_episodes,
                   "seed": suite.seed, "device": suite.device, "agent": spec}  # fmt: skip
         evaluations.append(Job(jid, "ego.evaluate", {**params, "partners": man_id}, needs=(man_id,), out=jid))
+        if info.human_proxy is not None:
+            proxy, hid = info.human_proxy.id, ids.ego_human_proxy(lay, name, 0)
+            human = {**params, "proxy": proxy}
+            evaluations.append(Job(hid, "ego.human_proxy", human, needs=(proxy,), out=hid))
         if suite.strata:
             uid = ids.ego_unhelpful(lay, name, 0)
             evaluations.append(

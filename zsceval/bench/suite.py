@@ -138,8 +138,9 @@ class Suite:
     evaluation_episodes: int = 10
     """Episodes per (ego seed, partner, seat), and per (partner, seat) for BR returns."""
     human_proxy: bool = False
-    """Also score every ego against a behavior-cloned human model of its layout (layouts with 2019
-    human data only; :mod:`zsceval.evaluation.human_proxy`), from the suite's ``evaluation.human_proxy``."""
+    """Also score every ego, and every external agent of ``agents``, against a behavior-cloned human
+    model of its layout (layouts with 2019 human data only; :mod:`zsceval.evaluation.human_proxy`),
+    from the suite's ``evaluation.human_proxy``."""
     strata: bool = True
     """Also play every ego with the unhelpful partners of :mod:`zsceval.evaluation.strata` (the
     unhelpful stratum; ``unhelpful.parquet``), from the suite's ``evaluation.strata``."""
@@ -162,7 +163,8 @@ class Suite:
 
     agents: tuple[tuple[str, str], ...] = ()
     """External agents (name, ``module:attr``; :mod:`zsceval.rl.external`) scored without training
-    against each layout's partner set, one ``ego.evaluate`` job per layout under the name, which
+    against each layout's partner set, one ``ego.evaluate`` job per layout under the name (and an
+    ``ego.human_proxy`` job with ``human_proxy``, an ``ego.unhelpful`` one with ``strata``), which
     the tables and the report list as an algorithm (ego seed 0); from the suite's ``agents``
     mapping."""
 

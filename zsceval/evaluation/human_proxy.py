@@ -152,14 +152,20 @@ def partners_human_proxy(params: dict, out: Path, needs: dict) -> dict:
 @job_kind("ego.human_proxy")
 def ego_human_proxy(params: dict, out: Path, needs: dict) -> dict:
     """An ego vs its layout's human proxy (params: ``layout, algorithm, ego_seed, episodes, seed,
-    device, ego`` (train-job id), ``proxy`` (proxy-job id)); writes ``human_proxy.parquet``."""
+    device, ego`` (train-job id) or ``agent`` (an external ``module:attr``,
+    :mod:`zsceval.rl.external`), ``proxy`` (proxy-job id)); writes ``human_proxy.parquet``.
+
+    ``scored_checkpoint`` in the result is None for an external agent, as in ``ego.evaluate``."""
+    from zsceval.evaluation.ego_checkpoint import scored_ego_checkpoint
     from zsceval.human.partners import load_human_proxy
+    from zsceval.rl.external import load_external
 
     device = params.get("device", "cpu")
-    from zsceval.evaluation.ego_checkpoint import scored_ego_checkpoint
-
-    ckpt, scored = scored_ego_checkpoint(Path(needs[params["ego"]]), params.get("algorithm"))
-    ego, _ = load_policy(ckpt, None, device)
+    if params.get("agent"):
+        ego, scored = load_external(params["agent"]), None
+    else:
+        ckpt, scored = scored_ego_checkpoint(Path(needs[params["ego"]]), params.get("algorithm"))
+        ego, _ = load_policy(ckpt, None, device)
     proxy, _ = load_human_proxy(Path(needs[params["proxy"]]), params["layout"], device)
     gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)) + 17)
     labels = {"algorithm": params["algorithm"], "ego_seed": int(params["ego_seed"])}

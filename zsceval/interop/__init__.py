@@ -5,6 +5,8 @@
 * :class:`~zsceval.interop.vector.BatchedVectorEnv`: a Gymnasium ``VectorEnv`` over B games.
 * :mod:`zsceval.interop.trajectory`: the ``zsceval-trajectory`` JSON format (record, save, load,
   replay in our engine, convert to overcooked-ai objects).
+* :class:`~zsceval.interop.jaxmarl.JaxMARLPolicy`: a JaxMARL Overcooked policy as an external agent
+  (:func:`~zsceval.interop.jaxmarl.jaxmarl_obs` builds JaxMARL's observation with NumPy).
 
 Attributes are imported lazily, so ``import zsceval.interop`` does not need PettingZoo.
 """
@@ -25,6 +27,9 @@ _EXPORTS = {
     "to_overcooked_ai": "trajectory",
     "action_to_overcooked_ai": "trajectory",
     "action_from_overcooked_ai": "trajectory",
+    "JaxMARLPolicy": "jaxmarl",
+    "jaxmarl_obs": "jaxmarl",
+    "jaxmarl_layout": "jaxmarl",
 }
 
 __all__ = sorted(_EXPORTS)
