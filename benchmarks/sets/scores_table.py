@@ -129,9 +129,15 @@ def protocol(entry: ShippedSet) -> str:
         else "quick"
     )
     return (
-        f"{kind}: `{entry.provenance.suite}`, {b['candidates']} candidates x {b['candidate_steps']:.0e} env "
-        f"steps, K = {b['k']}"
-    ).replace("e+0", "e")
+        f"{kind}: `{entry.provenance.suite}`, {b['candidates']} candidates x {steps(b['candidate_steps'])} "
+        f"env steps, K = {b['k']}"
+    )
+
+
+def steps(value: float) -> str:
+    """Env steps as the docs write them: ``1500000 -> "1.5e6"``, ``5000000 -> "5e6"``."""
+    mantissa, exponent = f"{float(value):.2e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
 
 
 def size(entry: ShippedSet) -> str:

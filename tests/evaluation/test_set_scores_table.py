@@ -48,6 +48,9 @@ def test_the_table_gives_what_zsceval_report_json_gives(tmp_path):
     assert records[0]["size"].startswith("6 partners (3 candidates)")
     assert records[0]["protocol"].startswith("quick: `overcooked-quick-sets`, 8 candidates x 5e6")
     # forced_coordination@1: the BR never scores with c003 and c007 when the ego is in seat 0
+    assert [script.steps(v) for v in (1_500_000, 5_000_000, 10_000_000, 12_345_678)] == [
+        "1.5e6", "5e6", "1e7", "1.23e7",
+    ]  # fmt: skip
     fixed = "4 of 12 units score 1 for every ego: c003_final/0, c003_mid/0, c007_final/0, c007_mid/0"
     assert fixed in records[0]["verdict"]
     assert "not informative" in records[0]["verdict"]
