@@ -120,14 +120,10 @@ def find_set(name: str) -> ShippedSet:
 
 
 def protocol(entry: ShippedSet) -> str:
-    """``quick`` or ``reference`` (the budget's ``weight_sampling: reference``: ZSC-Eval's grid
-    indexing, as ``overcooked-s12``) and the set's budget, from its index provenance."""
+    """The set's ``protocol`` as its index entry states it (``reference``: ZSC-Eval's protocol at
+    the reference's budgets; ``quick``), and its budget, from its index provenance."""
     b = entry.provenance.budgets
-    kind = (
-        "reference (population 12, the reference's budgets)"
-        if b.get("weight_sampling") == "reference"
-        else "quick"
-    )
+    kind = "reference (population 12, the reference's budgets)" if entry.protocol == "reference" else "quick"
     return (
         f"{kind}: `{entry.provenance.suite}`, {b['candidates']} candidates x {steps(b['candidate_steps'])} "
         f"env steps, K = {b['k']}"
