@@ -206,6 +206,25 @@ def test_plan_prints_the_budget_and_runs_nothing(suite_file, tmp_path):
     assert not out.exists()
 
 
+def test_plan_prints_each_layouts_env_steps_and_hours():
+    """A suite of several layouts: one line per layout, whose env steps add up to the total."""
+    res = CliRunner().invoke(main, ["bench", "--suite", "overcooked-s12-grid", "--layouts",
+                                    "coordination_ring,forced_coordination", "--plan"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    total = int(next(x for x in lines if x.startswith("total")).split()[2].replace(",", ""))
+    per = {
+        x.split()[0]: x.split()
+        for x in lines[lines.index(next(x for x in lines if x.startswith("per layout"))) + 1 :][:2]
+    }
+    assert set(per) == {"coordination_ring", "forced_coordination"}
+    steps = {k: int(v[1].replace(",", "")) for k, v in per.items()}
+    assert (
+        sum(steps.values()) == total and steps["coordination_ring"] > steps["forced_coordination"]
+    )  # 52 > 30
+    assert all(float(v[3]) > 0 for v in per.values())
+
+
 def test_hours_are_never_zero_for_work_that_is_left():
     from zsceval.bench.stages import format_left
 

@@ -190,6 +190,8 @@ def _print_plan(suite, out: str, executor: str, workers: int, stack: bool | None
     )
     click.echo(format_budget(budget, per_stage))
     click.echo(format_left(hours, how))
+    if len(suite.layouts) > 1:
+        click.echo(_per_layout(suite, out, workers if executor != "local" else 1))
     from zsceval.bench.stacking import format_stacked, stack_default, stacked_groups
 
     if stack if stack is not None else stack_default(str(suite.device)):
@@ -199,6 +201,24 @@ def _print_plan(suite, out: str, executor: str, workers: int, stack: bool | None
             click.echo(f"stacked phases: not listed ({exc})")
     else:
         click.echo("stacked phases: off (--stack to train a phase's same-shape jobs in one process)")
+
+
+def _per_layout(suite, out: str, workers: int) -> str:
+    """Each layout's env steps (total and left) and training hours left, at the rates of
+    :func:`~zsceval.bench.budget.hours_left` (layouts share the workers one after another)."""
+    import dataclasses
+
+    from zsceval.bench.budget import env_step_budget, format_hours, hours_left
+    from zsceval.bench.plan import build_phases
+
+    lines = [f"{'per layout':<40} {'env steps':>21} {'left':>15} {'left h':>7}"]
+    for lay in suite.layouts:
+        one = dataclasses.replace(suite, layouts=(lay,))
+        budget = env_step_budget(one, build_phases(one)[0], out)
+        hours = hours_left(one.preset, str(one.device), budget, workers)[0]
+        total, done = int(budget["env_steps"].sum()), int(budget["done_steps"].sum())
+        lines.append(f"{lay:<40} {total:>21,} {total - done:>15,} {format_hours(hours):>7}")
+    return "\n".join(lines)
 
 
 def _print_report(out: str, tables: dict, levels) -> None:
