@@ -140,6 +140,16 @@ def test_the_option_is_refused_where_it_cannot_mean_the_scored_set():
     generated = dataclasses.replace(quick, algo_overrides=(("hsp", ("algo.pool=validation",)),))
     with pytest.raises(ConfigError, match="generates its own partners"):
         build_phases(generated)
+    from zsceval.bench.chain import chain_jobs
+
+    params = {"algo": "hsp", "layout": "cramped_room", "seed": 0, "steps": 1000, "preset": "quick",
+              "device": "cpu", "overrides": ["algo.pool=validation"]}  # fmt: skip
+    with pytest.raises(ConfigError, match="needs algo.pool_set=LABEL:NAME@VERSION"):
+        chain_jobs(params)  # trained alone: the set is named
+    params["overrides"].append("algo.pool_set=zsceval:cramped_room@1")
+    jobs = chain_jobs(params)
+    assert [j.params["algo"] for j in jobs] == ["mep-stage1", "hsp"]  # no candidate
+    assert jobs[-1].params["algo_options"]["pool_set"] == "zsceval:cramped_room@1"
 
 
 def test_a_tiny_stage2_run_trains_with_validation_partners(tmp_path):
