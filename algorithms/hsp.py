@@ -404,7 +404,7 @@ class HSP(PopulationEgo):
         ``algo.pool=validation``, which reads the scored set's validation split), and the ego.
 
         Raises:
-            ConfigError: ``algo.pool=validation`` where the bench generates its partners, with a
+            ConfigError: ``algo.pool=validation`` where the bench generates its partners, with an
                 ``algo.pool_set`` other than the set the bench scores on, or without a set
                 (trained alone); a validation split that is missing (:func:`validation_split`).
         """
@@ -482,6 +482,13 @@ class HSP(PopulationEgo):
                 "layout_partner_sets, or use algo.pool=candidates)"
             )
         if ctx.partner_set is not None:
+            if given:
+                mine, scored = (validation_split(n, ctx.layout)[0] for n in (given, ctx.partner_set))
+                if (mine.label, mine.name, mine.version) != (scored.label, scored.name, scored.version):
+                    raise ConfigError(
+                        f"algo.pool_set={given}: HSP's pool is the validation split of the set the layout "
+                        f"is scored on, {scored.full_name}; leave algo.pool_set out in a bench"
+                    )
             return ctx.partner_set
         if not given:
             raise ConfigError(

@@ -140,6 +140,12 @@ def test_the_option_is_refused_where_it_cannot_mean_the_scored_set():
     generated = dataclasses.replace(quick, algo_overrides=(("hsp", ("algo.pool=validation",)),))
     with pytest.raises(ConfigError, match="generates its own partners"):
         build_phases(generated)
+    other = dataclasses.replace(
+        load_suite(SUITE),
+        algo_overrides=(("hsp", ("algo.pool=validation", "algo.pool_set=zsceval:counter_circuit@1")),),
+    )
+    with pytest.raises(ConfigError, match="the validation split of the set the layout is scored on"):
+        build_phases(other)
     from zsceval.bench.chain import chain_jobs
 
     params = {"algo": "hsp", "layout": "cramped_room", "seed": 0, "steps": 1000, "preset": "quick",
