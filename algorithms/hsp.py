@@ -16,7 +16,11 @@ candidates (trained alone, or in a bench that scores on a shipped set) HSP train
 weight vectors avoid every installed evaluation partner's of the layout and their seeds start at
 :data:`~zsceval.evaluation.exclusion.OWN_CANDIDATE_SEED`, a stream no bench uses, so none is a
 re-trained copy of an evaluation partner; every training job also refuses an evaluation partner's
-checkpoint outright (:func:`~zsceval.evaluation.exclusion.training_guard`). Stage 2 trains a
+checkpoint outright (:func:`~zsceval.evaluation.exclusion.training_guard`). Beside a shipped set,
+``algo.pool=validation`` trains no candidate: the biased agents are drawn from the set's
+``validation`` split (:func:`validation_pool`), every candidate of the set's run that its BR-Div
+selection kept but did not select, which is the pool ZSC-Eval's HSP draws from (its trained biased
+agents less the evaluation partners). Stage 2 trains a
 recurrent ego against the K biased agents' final policies together with (S - K) / 3 MEP stage-1
 members at init / mid / final (S = ``population.size``, K = S / 2 by default), uniformly over the
 (partner, seat) arms, like FCP.
@@ -42,7 +46,7 @@ import numpy as np
 
 from zsceval.algorithms.base.stage1 import member_name, stage1_size
 from zsceval.algorithms.base.stage2 import PopulationEgo, PopulationEgoOptions, check_players, sliding_window
-from zsceval.envs.scenarios import env_flags, num_players
+from zsceval.envs.scenarios import env_flags, num_players, resolve_scenario
 from zsceval.registry import register
 from zsceval.rl.algorithm import JobContext
 from zsceval.rl.checkpoint import load_agent
@@ -50,6 +54,9 @@ from zsceval.rl.config import ConfigError, population_size
 from zsceval.rl.policy import Policy
 from zsceval.rl.population.checkpoints import load_population
 from zsceval.rl.population.pool import PolicyPool
+
+POOLS = ("candidates", "validation")
+"""Values of ``algo.pool``: where HSP's biased agents come from (:class:`HSPOptions`)."""
 
 FOOTBALL_FEATURES = ("actual_pass", "shot", "catch", "assist", "possession", "score")
 """The GRF events of HSP's selection (``gen_hsp_S2_ymls.py``); the candidates' features also hold
@@ -100,6 +107,121 @@ def greedy_max_l1(features: np.ndarray, k: int, rng: np.random.Generator) -> lis
     return chosen
 
 
+def validation_split(set_name: str, layout: str) -> tuple[Any, Any]:
+    """The test and validation splits (index entries) of the shipped set ``set_name`` names, the
+    validation split installed on this machine.
+
+    Args:
+        set_name: ``LABEL:NAME[@VERSION][/SPLIT]``; without ``@VERSION`` the version the name
+            designates (:func:`~zsceval.evaluation.shipped_sets.resolve_set`), whatever the split.
+        layout: the layout HSP trains on; it must be the set's.
+
+    Returns:
+        ``(test, validation)``: :class:`~zsceval.evaluation.shipped_sets.ShippedSet` of one name
+        and version.
+
+    Raises:
+        ConfigError: an unknown set (the installed ones listed), one without a validation split, one
+            of another layout, or a validation split that is not downloaded (the ``zsceval partners
+            fetch`` command named).
+    """
+    from zsceval.evaluation.manifest import ManifestError
+    from zsceval.evaluation.shipped_sets import parse_set_name, resolve_set
+
+    try:
+        label, name, version, _ = parse_set_name(set_name)
+        test = resolve_set(f"{label}:{name}" + ("" if version is None else f"@{version}"))
+    except ManifestError as exc:
+        raise ConfigError(f"algo.pool_set={set_name}: {exc}") from None
+    val_name = f"{test.label}:{test.name}@{test.version}/validation"
+    try:
+        val = resolve_set(val_name)
+    except ManifestError:
+        raise ConfigError(
+            f"partner set {test.full_name} has no validation split ({val_name}) for algo.pool=validation "
+            "to draw from; `zsceval partners list` shows the sets, or use algo.pool=candidates"
+        ) from None
+    if test.layout != resolve_scenario(layout):
+        raise ConfigError(f"algo.pool_set={set_name} is a set of {test.layout}, not of {layout}")
+    if not val.installed:
+        raise ConfigError(
+            f"HSP's biased pool {val.full_name} is not on this machine (the package installs only the "
+            f"test splits): `zsceval partners fetch {val.full_name}` downloads it"
+        )
+    return test, val
+
+
+def validation_pool(set_name: str, layout: str, env_name: str, min_return: float) -> list[dict[str, Any]]:
+    """HSP's usable biased agents from a shipped set's ``validation`` split.
+
+    The split (:func:`zsceval.generation.set_export.build_validation_set`) holds every candidate of
+    the set's run that the BR-Div selection kept but did not select, at its ``final`` checkpoint,
+    with the ``candidate.evaluate`` features of its candidate (``PartnerEntry.features``, the same
+    event counts of its co-trained partner that HSP selects on from a bench's candidates). The own
+    return of the ``> min_return`` filter (ZSC-Eval ``gen_hsp_S2_ymls.py``: the candidate's
+    evaluation sparse return) is the ``sparse_reward`` feature where the set has one (classic
+    layouts: ``candidate.evaluate``'s ``final_return`` itself), else the entry's stored BR return
+    (the same pair, the candidate with the partner it was trained with, played again in every seat).
+
+    Args:
+        set_name: the shipped set (:func:`validation_split`).
+        layout: the layout HSP trains on.
+        env_name: ``config.env.name`` (:func:`selection_features`).
+        min_return: candidates whose own return is at most this are dropped.
+
+    Returns:
+        per usable partner, in manifest order, ``{"id", "source", "checkpoint", "features",
+        "final_return"}`` (``source``: the split's full name; ``checkpoint``: its ``meta.json``).
+
+    Raises:
+        ConfigError: as :func:`validation_split`; a split that fails verification (checksums,
+            engine) or shares a candidate with its test split.
+    """
+    from zsceval.evaluation.manifest import ManifestError, load_manifest
+    from zsceval.evaluation.shipped_sets import verify_set
+
+    test, val = validation_split(set_name, layout)
+    test_file = test.manifest if test.installed else test.manifest_copy
+    if test_file is None:
+        raise ConfigError(f"{test.full_name} is not installed; HSP cannot check its pool against it")
+    try:
+        manifest = verify_set(val, layout)
+        test_ids = {p.candidate_id for p in load_manifest(test_file, verify=False).partners}
+    except ManifestError as exc:
+        raise ConfigError(f"algo.pool=validation: {exc}") from None
+    shared = sorted({p.candidate_id for p in manifest.partners} & test_ids)
+    if shared:  # disjoint by construction (build_validation_set): a broken set
+        raise ConfigError(
+            f"{val.full_name} shares candidates {shared} with {test.full_name}; it cannot be HSP's pool"
+        )
+    names = list(manifest.feature_names)
+    usable = []
+    for p in manifest.partners:
+        own = p.features[names.index("sparse_reward")] if "sparse_reward" in names else p.br.br_return
+        if own <= min_return:
+            continue
+        features = selection_features({"features": list(p.features), "feature_names": names}, env_name)
+        usable.append({"id": p.id, "source": val.full_name, "checkpoint": str(manifest.resolve(p.checkpoint)),
+                       "features": features, "final_return": float(own)})  # fmt: skip
+    return usable
+
+
+def at_precision(policy: Any, spec: dict[str, Any]) -> Any:
+    """``policy`` acting at ``spec``'s compute precision (``model.bf16``) when that is all its spec
+    differs in: a pool acts at one precision (:class:`~zsceval.rl.population.PolicyPool`), and a
+    shipped set's partners may have been trained where ``model.bf16: auto`` chose otherwise than for
+    this run's MEP members. The float32 weights are kept as they are; other agents and other
+    differences are returned unchanged (the pool then names the difference)."""
+    if not isinstance(policy, Policy) or policy.spec == spec:
+        return policy
+    same = {**policy.spec, "model": {**policy.spec["model"], "bf16": spec["model"].get("bf16", False)}}
+    if same != spec:
+        return policy
+    out = Policy.from_spec(same).to(next(policy.parameters()).device)
+    out.load_state_dict(policy.state_dict())
+    return out.eval()
+
+
 STANDALONE_WEIGHT_SAMPLING = "random"
 """Weight sampling of the biased candidates HSP's chain trains when no bench gives them: the
 ``overcooked-quick`` suite's partner budget (its other keys are :class:`PartnerBudget`'s defaults),
@@ -139,6 +261,19 @@ class HSPOptions(PopulationEgoOptions):
     feature_episodes: int = 0
     """Trained alone: episodes per seating of each candidate's features; 0: the quick suite's
     (10 / 4)."""
+    pool: str = "candidates"
+    """Where the biased agents come from: ``candidates`` (the bench's candidates less its
+    evaluation partners, or, beside a shipped set or trained alone, candidates this chain trains)
+    or ``validation`` (the ``validation`` split of the shipped set the layout is scored on,
+    :func:`validation_pool`: no candidate is trained)."""
+    pool_set: str = ""
+    """With ``pool=validation``: the shipped set (``LABEL:NAME@VERSION``) whose validation split is
+    the pool. ``zsceval bench`` fills in the set it scores the layout on (``layout_partner_sets``);
+    ``zsceval train`` alone needs it given."""
+
+    def __post_init__(self) -> None:
+        if self.pool not in POOLS:
+            raise ConfigError(f"algo.pool={self.pool!r}: valid values are {', '.join(POOLS)}")
 
 
 @register("hsp", "HSP: recurrent ego vs greedily chosen biased agents + MEP members (Yu et al. 2023).")
@@ -179,14 +314,41 @@ class HSP(PopulationEgo):
         return [member_name(i) for i in (self.options.window or range(members))]
 
     def select_biased(self) -> list[dict[str, Any]]:
-        """The K biased candidates HSP trains with: greedy max-L1 over the usable candidates.
+        """The K biased agents HSP trains with: greedy max-L1 over the usable pool
+        (:attr:`HSPOptions.pool`: the candidates, or a shipped set's validation split).
 
         Returns:
-            per selected candidate ``{"id", "run", "final_checkpoint", "features", "final_return"}``.
+            per selected agent ``{"id", "source", "checkpoint", "features", "final_return"}``
+            (``source``: ``candidates`` or the validation split's full name).
 
         Raises:
-            ConfigError: no candidates given, or fewer usable ones than K.
+            ConfigError: no candidates or set given, or fewer usable ones than K.
         """
+        o = self.options
+        if o.pool == "validation":
+            if not o.pool_set:
+                raise ConfigError(
+                    "algo.pool=validation needs algo.pool_set=LABEL:NAME@VERSION (`zsceval partners list`; "
+                    "a bench fills in the set it scores on)"
+                )
+            usable = validation_pool(o.pool_set, self.config.env.layout, self.config.env.name, o.min_return)
+            where = f"in {o.pool_set}'s validation split"
+        else:
+            usable, where = self._candidate_pool(), "(not an evaluation partner)"
+        k = self.biased_count(population_size(self.config), o.k)
+        if len(usable) < k:
+            raise ConfigError(
+                f"HSP needs {k} biased candidates but only {len(usable)} are usable {where}, with return "
+                f"> algo.min_return = {o.min_return}; train more or longer candidates, lower algo.k or "
+                f"lower algo.min_return"
+            )
+        picked = greedy_max_l1(
+            np.array([u["features"] for u in usable]), k, np.random.default_rng(o.selection_seed)
+        )
+        return [usable[i] for i in picked]
+
+    def _candidate_pool(self) -> list[dict[str, Any]]:
+        """The usable candidates: not an evaluation partner, own return > ``algo.min_return``."""
         o = self.options
         if not o.candidate_runs or len(o.candidate_runs) != len(o.candidate_results):
             raise ConfigError("hsp needs algo.candidate_runs and algo.candidate_results (the same number)")
@@ -202,19 +364,10 @@ class HSP(PopulationEgo):
             if cid in excluded or result["final_return"] <= o.min_return:
                 continue
             features = selection_features(result, self.config.env.name)
-            kept = {k: result[k] for k in ("final_checkpoint", "final_return")}
-            usable.append({"id": cid, "run": run, "features": features, **kept})
-        k = self.biased_count(population_size(self.config), o.k)
-        if len(usable) < k:
-            raise ConfigError(
-                f"HSP needs {k} biased candidates but only {len(usable)} are usable (not an evaluation "
-                f"partner, return > algo.min_return = {o.min_return}); train more or longer candidates, "
-                f"lower algo.k or lower algo.min_return"
-            )
-        picked = greedy_max_l1(
-            np.array([u["features"] for u in usable]), k, np.random.default_rng(o.selection_seed)
-        )
-        return [usable[i] for i in picked]
+            usable.append({"id": cid, "source": "candidates", "features": features,
+                           "checkpoint": str(Path(run).parent / result["final_checkpoint"]),
+                           "final_return": result["final_return"]})  # fmt: skip
+        return usable
 
     def build_partners(self, make_policy: Callable[[], Policy]) -> dict[str, Any]:
         """``pool``: the K biased agents' final policies, then the MEP members' checkpoints."""
@@ -225,14 +378,17 @@ class HSP(PopulationEgo):
         policies, names = [], []
         self.biased = self.select_biased()
         for b in self.biased:
-            ckpt = Path(b["run"]).parent / b["final_checkpoint"]
-            agent, _ = load_agent(ckpt, "biased", self.device)
+            agent, _ = load_agent(b["checkpoint"], "biased", self.device)
             policies.append(agent)
-            names.append(f"biased/{b['id']}")
+            names.append(
+                f"biased/{b['id']}" if b["source"] == "candidates" else f"biased/{b['source']}/{b['id']}"
+            )
         for run in self.options.population:
             p, n, _ = load_population(run, self.population_window(), device=self.device)
             policies += p
             names += n
+        k = len(self.biased)
+        policies[:k] = [at_precision(b, policies[-1].spec) for b in policies[:k]]
         ego = make_policy()
         for p, name in zip(policies, names, strict=True):
             if p.spec["obs_shape"] != ego.spec["obs_shape"]:
@@ -244,7 +400,14 @@ class HSP(PopulationEgo):
     @classmethod
     def jobs(cls, ctx: JobContext) -> list:
         """MEP's shared stage-1 population, the biased candidates (the bench's, or this chain's own
-        with the quick suite's partner budget when trained alone), and the ego."""
+        with the quick suite's partner budget when trained alone or beside a shipped set; none with
+        ``algo.pool=validation``, which reads the scored set's validation split), and the ego.
+
+        Raises:
+            ConfigError: ``algo.pool=validation`` where the bench generates its partners, with an
+                ``algo.pool_set`` other than the set the bench scores on, or without a set
+                (trained alone); a validation split that is missing (:func:`validation_split`).
+        """
         from zsceval.evaluation.exclusion import OWN_CANDIDATE_SEED, evaluation_partners, excluded_weights
         from zsceval.execution import job_ids
         from zsceval.generation.candidates import PartnerBudget, candidate_jobs
@@ -271,6 +434,13 @@ class HSP(PopulationEgo):
         s1_id = job_ids.stage1(ctx.layout, cls.stage1_algo)
         stage1 = ctx.train_job(s1_id, algo=cls.stage1_algo, seed=0, steps=s1.run.total_steps)
         jobs = [stage1]
+        if str(ctx.ego_options.get("pool", ego_cfg.algo.get("pool", "candidates"))) == "validation":
+            test, _ = validation_split(cls._pool_set(ctx, ego_cfg), ctx.layout)
+            options = {"window": window}
+            if ctx.partner_set is not None:  # the set the bench scores on, its version pinned
+                options["pool_set"] = f"{test.label}:{test.name}@{test.version}"
+            ego = ctx.train_job(algo_options=options, algo_inputs={"population": [s1_id]})
+            return [*jobs, ego]
         if ctx.partners is not None:
             trains, evaluates, exclude = (
                 ctx.partners["train"],
@@ -299,3 +469,30 @@ class HSP(PopulationEgo):
             algo_job_dirs=job_dirs,
         )
         return [*jobs, ego]
+
+    @classmethod
+    def _pool_set(cls, ctx: JobContext, ego_cfg: Any) -> str:
+        """The set whose validation split is the pool: the one the bench scores the layout on, or
+        ``algo.pool_set`` trained alone."""
+        given = str(ctx.ego_options.get("pool_set", ego_cfg.algo.get("pool_set", "")) or "")
+        if ctx.partners is not None:
+            raise ConfigError(
+                "algo.pool=validation draws HSP's biased agents from the validation split of the shipped "
+                "set the layout is scored on; this bench generates its own partners (set the layout's "
+                "layout_partner_sets, or use algo.pool=candidates)"
+            )
+        if ctx.partner_set is not None:
+            if given:
+                mine, scored = (validation_split(n, ctx.layout)[0] for n in (given, ctx.partner_set))
+                if (mine.label, mine.name, mine.version) != (scored.label, scored.name, scored.version):
+                    raise ConfigError(
+                        f"algo.pool_set={given}: HSP's pool is the validation split of the set the layout "
+                        f"is scored on, {scored.full_name}; leave algo.pool_set out in a bench"
+                    )
+            return ctx.partner_set
+        if not given:
+            raise ConfigError(
+                "algo.pool=validation needs algo.pool_set=LABEL:NAME@VERSION, the shipped set whose "
+                "validation split is the pool (`zsceval partners list`)"
+            )
+        return given

@@ -309,7 +309,9 @@ def test_hsp_chain_trains_on_three_players(gfootball, tmp_path):
                  "--set", "algo.candidate_steps=400", "--set", "algo.feature_episodes=1",
                  "--set", "algo.min_return=-1")  # fmt: skip
     assert res.exit_code == 0, res.output
-    evaluated = [json.loads(p.read_text())["result"] for p in out.glob("**/candidates/*/evaluate/DONE.json")]
+    evaluated = [
+        json.loads(p.read_text())["result"] for p in out.glob("**/hsp_candidates/*/evaluate/DONE.json")
+    ]
     assert len(evaluated) == 1 and len(evaluated[0]["features"]) == 8
     ego = out / "ego" / "run"
     assert (ego / "eval.json").is_file()

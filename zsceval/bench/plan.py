@@ -68,7 +68,7 @@ def _phases_for_layout(suite: Suite, layout: str) -> tuple[list[list[Job]], Layo
     }
     proxy = human_proxy_job(suite, lay)
     if suite.partner_set(lay):  # a shipped set: no candidates; HSP generates its own (partners None)
-        egos, stages = ego_jobs(suite, lay, common, None)
+        egos, stages = ego_jobs(suite, lay, common, None, partner_set=suite.partner_set(lay))
         plan = LayoutPlan(egos, shipped=suite.partner_set(lay), human_proxy=proxy)
         return [stages + egos + ([proxy] if proxy else []), [], []], plan
     trains, evals, select = candidate_jobs(lay, pb, suite.seed, common)
@@ -107,11 +107,12 @@ def human_data_installed() -> bool:
 
 
 def ego_jobs(
-    suite: Suite, layout: str, common: dict, partners: dict | None = None
+    suite: Suite, layout: str, common: dict, partners: dict | None = None, *, partner_set: str | None = None
 ) -> tuple[list[Job], list[Job]]:
     """Each implemented algorithm's jobs for every ego seed (:meth:`Algorithm.jobs`); ``partners``
-    (ids of the candidate ``train`` / ``evaluate`` jobs and of ``select``) is passed on to the
-    plug-ins (:attr:`JobContext.partners`).
+    (ids of the candidate ``train`` / ``evaluate`` jobs and of ``select``) and ``partner_set`` (the
+    shipped set the layout is scored on) are passed on to the plug-ins (:attr:`JobContext.partners`,
+    :attr:`JobContext.partner_set`).
 
     Returns:
         ``(ego jobs, other stage jobs)``; identical stage jobs declared by several algorithms
@@ -130,7 +131,9 @@ def ego_jobs(
         for s in range(suite.ego_seeds):
             seed, steps = suite.seed + 1000 + s, suite.ego_budget(algo)
             common_a = suite.algo_common(algo, common)
-            ctx = JobContext(algo, layout, seed, steps, ids.ego(layout, algo, s), common_a, partners)
+            ctx = JobContext(
+                algo, layout, seed, steps, ids.ego(layout, algo, s), common_a, partners, partner_set
+            )
             extra = dict(suite.algo_overrides).get(algo, ())
             jobs = scope_algo_options(algo, cls.jobs(ctx), list(common.get("overrides", [])), extra)
             ego = [j for j in jobs if j.id == ctx.ego_id]

@@ -79,6 +79,9 @@ class JobContext:
         partners: in ``zsceval bench``, the ids of the evaluation pipeline's jobs:
             ``{"train": [candidate train ids], "evaluate": [candidate.evaluate ids], "select": id}``
             (HSP trains with the candidates that were not selected); None elsewhere.
+        partner_set: in ``zsceval bench``, the shipped partner set the layout is scored on
+            (``layout_partner_sets``, e.g. ``zsceval:counter_circuit@2``; HSP may draw its biased
+            agents from its validation split); None elsewhere.
     """
 
     algo: str
@@ -88,6 +91,7 @@ class JobContext:
     ego_id: str
     common: dict[str, Any]
     partners: dict[str, Any] | None = None
+    partner_set: str | None = None
     ego_options: dict[str, Any] = dataclasses.field(default_factory=dict)
     """``algo.*`` values the user gave (``zsceval train --set algo.x=...`` of a multi-stage
     algorithm): :meth:`train_job` puts them into the ego's job, and the chain then moves each to the
