@@ -99,6 +99,18 @@ def test_an_acting_only_copy_of_an_acting_only_set_is_the_same_set(tmp_path):
     )
 
 
+def test_an_acting_only_copy_keeps_the_br_returns_of_a_manifest_without_tables(tmp_path):
+    """A bench manifest written before manifests recorded their tables: the copy still carries
+    ``br_returns.parquet``, the table every score reads."""
+    src = tmp_path / "old"
+    shutil.copytree(FULL / "cramped_room/v1/test", src)
+    record = json.loads((src / "manifest.json").read_text())
+    record.pop("tables", None)
+    (src / "manifest.json").write_text(json.dumps(record))
+    set_archives.acting_only_copy(src, tmp_path / "copy")
+    assert (tmp_path / "copy/br_returns.parquet").read_bytes() == (src / "br_returns.parquet").read_bytes()
+
+
 def test_release_writes_reproducible_archives_and_the_acting_only_copy(tmp_path):
     root = tmp_path / "collection"
     shutil.copytree(FULL / "cramped_room", root / "sets/cramped_room")

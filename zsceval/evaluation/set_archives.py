@@ -144,6 +144,9 @@ def acting_only_copy(src: str | Path, dst: str | Path, *, keep_brs: bool = False
         for t in manifest.tables:
             (tmp / t.path).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(manifest.resolve(t), tmp / t.path)
+        for f in SET_FILES:  # a manifest written before it recorded its tables still has them beside it
+            if f != "manifest.json" and (Path(src) / f).is_file() and not (tmp / f).exists():
+                shutil.copyfile(Path(src) / f, tmp / f)
         tables = tuple(make_file_ref(tmp / t.path, tmp) for t in manifest.tables)
         copy = dataclasses.replace(manifest, partners=tuple(partners), tables=tables, root=None)
         write_manifest(copy, tmp / "manifest.json")
