@@ -97,8 +97,11 @@ ROWS: tuple[Row, ...] = (
         QUICK_SETS_EGOS, withdrawn=("hsp",)),
     Row("zsceval:forced_coordination@1", "docs/data/quick-sets-sp-2d0d487",
         "`overcooked-quick-sets` at `2d0d487` (the run that made the set): SP 3e6 env steps"),
-    # One line per further (set, egos), e.g. a reference-protocol coordination_ring@2:
-    # Row("zsceval:coordination_ring@2", "docs/data/FOLDER", "`SUITE` at `COMMIT`: BUDGETS"),
+    Row("zsceval:coordination_ring@2", "docs/data/overcooked-s12-grid-6627195-coordination_ring",
+        "`overcooked-s12-grid` at `6627195` (the run that made the set): SP and E3T 1e7, others 5e7 "
+        "env steps, HSP 6 + 6"),
+    # One line per further (set, egos):
+    # Row("zsceval:LAYOUT@VERSION", "docs/data/FOLDER", "`SUITE` at `COMMIT`: BUDGETS"),
 )  # fmt: skip
 """Every (set, egos) the table shows, in its order."""
 
