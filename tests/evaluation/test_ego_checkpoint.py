@@ -25,6 +25,7 @@ from zsceval.evaluation.ego_checkpoint import (
     scored_ego_checkpoint,
 )
 from zsceval.evaluation.matches import PartnerSpec
+from zsceval.rl import checkpoint as rl_checkpoint
 
 STEPS = [100 * (i + 1) for i in range(10)]  # env steps 100 .. 1000, one logged point each
 EVERY_100 = STEPS  # a checkpoint at every logged point
@@ -208,7 +209,7 @@ def test_ego_evaluate_scores_and_records_the_chosen_checkpoint(tmp_path, monkeyp
         return policy, meta
 
     partner = real_load(ego_dir / "run", None)[0]  # the last checkpoint's policy (bias 1000)
-    monkeypatch.setattr(ego_evaluation, "load_policy", spy)
+    monkeypatch.setattr(rl_checkpoint, "load_policy", spy)  # the scored ego is loaded through it
     monkeypatch.setattr(
         ego_evaluation, "load_partner_set", lambda *a, **k: [PartnerSpec("p0", "expert", partner, partner)]
     )

@@ -39,6 +39,7 @@ import yaml
 from zsceval.rl.checkpoint import list_checkpoints
 
 __all__ = [
+    "load_scored_ego",
     "DEFAULT_PERCENTILE",
     "EGO_CHECKPOINTS",
     "REFERENCE_PERCENTILES",
@@ -289,3 +290,20 @@ def scored_ego_checkpoint(ego_job_dir: str | Path, algorithm: str | None) -> tup
     ego_job_dir = Path(ego_job_dir)
     ckpt, record = ego_checkpoint(ego_job_dir / "run", algorithm, last_without_curve=True)
     return ckpt, {"checkpoint": str(ckpt.relative_to(ego_job_dir)), **record}
+
+
+def load_scored_ego(params: dict, needs: dict, device: str = "cpu") -> tuple[Any, dict[str, Any] | None]:
+    """The ego an evaluation job plays: an external agent (``params["agent"]``, ``module:attr``,
+    :mod:`zsceval.rl.external`) or the scored checkpoint of the train job ``params["ego"]``
+    (:func:`scored_ego_checkpoint`, the folder in ``needs``).
+
+    Returns:
+        ``(agent, scored)``: ``scored`` is the checkpoint's record, None for an external agent.
+    """
+    from zsceval.rl.checkpoint import load_policy
+    from zsceval.rl.external import load_external
+
+    if params.get("agent"):
+        return load_external(params["agent"]), None
+    ckpt, scored = scored_ego_checkpoint(Path(needs[params["ego"]]), params.get("algorithm"))
+    return load_policy(ckpt, None, device)[0], scored

@@ -17,7 +17,7 @@ import torch
 from zsceval.execution.jobs import job_kind
 from zsceval.rl.checkpoint import load_policy
 
-from .ego_checkpoint import scored_ego_checkpoint
+from .ego_checkpoint import load_scored_ego
 from .manifest import load_manifest
 from .matches import PartnerSpec, evaluate_agent
 
@@ -51,14 +51,7 @@ def ego_evaluate(params: dict, out: Path, needs: dict) -> dict:
     result's ``scored_checkpoint`` records which (step, training return, rule, fallback); None for an
     external agent."""
     device = params.get("device", "cpu")
-    if params.get("agent"):
-        from zsceval.rl.external import load_external
-
-        ego, scored = load_external(params["agent"]), None
-    else:
-        ego_dir = Path(needs[params["ego"]])
-        ckpt, scored = scored_ego_checkpoint(ego_dir, params.get("algorithm"))
-        ego, _ = load_policy(ckpt, None, device)
+    ego, scored = load_scored_ego(params, needs, device)
     partners = load_partner_set(Path(needs[params["partners"]]) / "manifest.json", params["layout"], device)
     gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)))
     labels = {"algorithm": params["algorithm"], "ego_seed": int(params["ego_seed"])}

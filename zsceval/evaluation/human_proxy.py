@@ -22,7 +22,6 @@ import torch
 
 from zsceval.execution.jobs import job_kind
 from zsceval.human.trials import HUMAN_LAYOUTS as _TRIAL_LAYOUTS
-from zsceval.rl.checkpoint import load_policy
 from zsceval.stats.metrics import bootstrap_ci, spearman
 
 __all__ = [
@@ -156,16 +155,11 @@ def ego_human_proxy(params: dict, out: Path, needs: dict) -> dict:
     :mod:`zsceval.rl.external`), ``proxy`` (proxy-job id)); writes ``human_proxy.parquet``.
 
     ``scored_checkpoint`` in the result is None for an external agent, as in ``ego.evaluate``."""
-    from zsceval.evaluation.ego_checkpoint import scored_ego_checkpoint
+    from zsceval.evaluation.ego_checkpoint import load_scored_ego
     from zsceval.human.partners import load_human_proxy
-    from zsceval.rl.external import load_external
 
     device = params.get("device", "cpu")
-    if params.get("agent"):
-        ego, scored = load_external(params["agent"]), None
-    else:
-        ckpt, scored = scored_ego_checkpoint(Path(needs[params["ego"]]), params.get("algorithm"))
-        ego, _ = load_policy(ckpt, None, device)
+    ego, scored = load_scored_ego(params, needs, device)
     proxy, _ = load_human_proxy(Path(needs[params["proxy"]]), params["layout"], device)
     gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)) + 17)
     labels = {"algorithm": params["algorithm"], "ego_seed": int(params["ego_seed"])}

@@ -265,16 +265,10 @@ def ego_unhelpful(params: dict, out: Path, needs: dict) -> dict:
     The ego's scored checkpoint is the one ``ego.evaluate`` scores
     (:func:`~zsceval.evaluation.ego_checkpoint.scored_ego_checkpoint`), recorded in the result
     (None for an external agent)."""
-    from zsceval.evaluation.ego_checkpoint import scored_ego_checkpoint
-    from zsceval.rl.checkpoint import load_policy
-    from zsceval.rl.external import load_external
+    from zsceval.evaluation.ego_checkpoint import load_scored_ego
 
     device = params.get("device", "cpu")
-    if params.get("agent"):
-        ego, scored = load_external(params["agent"]), None
-    else:
-        ckpt, scored = scored_ego_checkpoint(Path(needs[params["ego"]]), params.get("algorithm"))
-        ego, _ = load_policy(ckpt, None, device)
+    ego, scored = load_scored_ego(params, needs, device)
     labels = {"algorithm": params["algorithm"], "ego_seed": int(params["ego_seed"])}
     frame = unhelpful_results(params["layout"], ego, episodes=int(params["episodes"]),
                               seed=int(params.get("seed", 0)), device=device, labels=labels)  # fmt: skip
