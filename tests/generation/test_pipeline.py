@@ -460,6 +460,24 @@ def test_suite_record_compares_ego_budgets_of_the_algorithms_both_runs_hold(tmp_
     assert bench_mod_suite.check_suite_record(changed, out, force=True) == ["algo_ego_steps.sp: 3200 -> 6400"]
 
 
+def test_suite_record_compares_algo_overrides_of_the_algorithms_both_runs_hold(tmp_path):
+    """A bench run first with ``--algos sp`` resumes with more algorithms and their own overrides
+    (they reach only those algorithms' jobs); changing the overrides of an algorithm it ran is a
+    conflict."""
+    out = tmp_path / "bench"
+    out.mkdir()
+    base = load_suite(write_suite(tmp_path, TINY))
+    record = dataclasses.replace(base, algorithms=("sp",), algo_overrides=()).to_dict()
+    (out / bench_mod_suite.SUITE_RECORD).write_text(yaml.safe_dump(record))
+    more = dataclasses.replace(base, algorithms=("sp", "pecan"), algo_overrides=(("pecan", ("algo.k=6",)),))
+    assert bench_mod_suite.check_suite_record(more, out) == []
+    changed = dataclasses.replace(base, algorithms=("sp",), algo_overrides=(("sp", ("ppo.lr=1e-4",)),))
+    with pytest.raises(
+        bench_mod_suite.SuiteConflictError, match=r"algo_overrides.sp: \[\] -> \['ppo.lr=1e-4'\]"
+    ):
+        bench_mod_suite.check_suite_record(changed, out)
+
+
 # -- partner strata in the bench ------------------------------------------------------
 UNHELPFUL = ["unhelpful-random", "unhelpful-stay"]
 

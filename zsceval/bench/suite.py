@@ -641,6 +641,22 @@ def _ego_budget_differences(old: dict, new: dict) -> list[str]:
     ]
 
 
+def _algo_override_differences(old: dict, new: dict) -> list[str]:
+    """``algo_overrides.A: old -> new`` for the algorithms both records run whose overrides differ;
+    an algorithm's overrides reach only its own jobs, so one that only one record runs (a bench
+    resumed with more ``--algos``) adds or leaves out jobs and changes none."""
+
+    def overrides(record: dict, algo: str) -> list:
+        return list((record.get("algo_overrides") or {}).get(algo) or [])
+
+    common = [a for a in new.get("algorithms", []) if a in (old.get("algorithms") or [])]
+    return [
+        f"algo_overrides.{a}: {overrides(old, a)!r} -> {overrides(new, a)!r}"
+        for a in common
+        if overrides(old, a) != overrides(new, a)
+    ]
+
+
 OTHER_KINDS = {
     "config.yaml": "a training run (`zsceval train`)",
     "chain.json": "a multi-stage training run (`zsceval train`)",
@@ -690,13 +706,14 @@ def check_suite_record(suite: Suite, out: str | Path, *, force: bool = False) ->
     old = {**{k: v for k, v in defaults.items() if k not in old}, **old}
     if isinstance(old.get("evaluation"), dict):
         old["evaluation"] = {**defaults["evaluation"], **old["evaluation"]}
-    own = ("algo_ego_steps", "agents", "slurm")  # compared per entry below; where jobs run changes no result
+    own = ("algo_ego_steps", "algo_overrides", "agents", "slurm")  # per entry below; slurm changes no result
     diffs = differences(
         {k: v for k, v in old.items() if k not in own},
         {k: v for k, v in new.items() if k not in own},
         ignore=_SUBSET_KEYS,
     )
     diffs += _ego_budget_differences(old, new)
+    diffs += _algo_override_differences(old, new)
     old_agents = old.get("agents") or {}  # an agent added or left out adds or leaves out its jobs
     diffs += [f"agents.{a}: {old_agents[a]!r} -> {s!r}" for a, s in suite.agents if old_agents.get(a, s) != s]
     if diffs and not force:
