@@ -26,7 +26,8 @@ from zsceval.rl.config import ConfigError
     default=None,
     help="A shipped set's name (zsceval:counter_circuit, zsceval:counter_circuit@1/validation; "
     "`zsceval partners list`) or a partner-set manifest.json: play every partner, report BR-Prox IQM with "
-    "95% CIs; or 'human-proxy' (the layout's BC human model in eval_partners/<layout>/human-proxy) or a "
+    "95% CIs; or 'human-proxy' (the layout's H_proxy, behavior cloning on the 2019 trials' test split, "
+    "shipped in the package) or a "
     "human-proxy folder: report the human-proxy score (return with the human model in both seats).",
 )
 @click.option(

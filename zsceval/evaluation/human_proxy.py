@@ -105,7 +105,10 @@ def format_human_proxy(
     BR-Prox IQM beside it when ``br_prox`` (rows of
     :func:`~zsceval.stats.metrics.br_prox_summary`) is given, and the Spearman rank correlation
     of the two scores over the algorithms of a layout (3 or more algorithms)."""
-    lines = [f"Human-proxy score: mean sparse return with the BC human model, both seats [{level:.0%} CI]"]
+    lines = [
+        "Human-proxy score: mean sparse return with H_proxy (behavior cloning on the 2019 trials' test "
+        f"split), both seats [{level:.0%} CI]"
+    ]
     brp = {}
     if br_prox is not None and len(br_prox):
         rows = br_prox[br_prox["partner_level"] == "all"]
