@@ -9,7 +9,7 @@ al. 2019, arXiv:1910.05789, and human_aware_rl ``ppo/evaluate.py``, which loads 
 (``BENCH/suite.yaml``: the same egos, their scored checkpoints, episodes and seeds) with the shipped
 H_proxy of each layout (``eval_partners/human/<layout>/human-proxy``, docs/human-data.md) and writes
 the table in ``human_proxy.parquet``'s schema, so that ``zsceval report`` reads it. The egos are
-only read.
+only read; a suite's external agents (``agents:``) are played as well.
 """
 
 from __future__ import annotations
@@ -46,11 +46,9 @@ def main() -> None:
     frames = []
     with tempfile.TemporaryDirectory() as tmp:
         for job in tqdm(jobs, desc="egos vs H_proxy", unit="ego"):
-            ego_id, proxy_id = job.needs
-            needs = {
-                ego_id: args.bench / ego_id,
-                proxy_id: shipped_model_dir(job.params["layout"], "human-proxy"),
-            }
+            needs = {job.params["proxy"]: shipped_model_dir(job.params["layout"], "human-proxy")}
+            if job.params.get("ego"):  # a trained ego (an external agent, ``agent``, needs no folder)
+                needs[job.params["ego"]] = args.bench / job.params["ego"]
             out = Path(tmp) / job.id
             out.mkdir(parents=True)
             ego_human_proxy(job.params, out, needs)

@@ -3,6 +3,7 @@ training, listed beside the algorithms in the tables and the report."""
 
 import sys
 import textwrap
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -128,3 +129,12 @@ def test_a_suite_scores_its_external_agents_with_the_human_proxy(module, tmp_pat
     assert set(human["algorithm"]) == {"stay"} and set(human["ego_seed"]) == {0}
     assert sorted(human["seat"]) == [0, 1] and set(human["partner"]) == {"human_proxy"}
     assert (human["layout"] == "cramped_room").all()
+    # benchmarks/human/rescore_bench.py replays the bench's human-proxy jobs with the shipped H_proxy,
+    # the proxy this bench played: the same games, the same table
+    import runpy
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks/human/rescore_bench.py"
+    replay = tmp_path / "replayed.parquet"
+    monkeypatch.setattr(sys, "argv", ["rescore_bench.py", str(tmp_path / "out"), "--out", str(replay)])
+    runpy.run_path(str(script), run_name="__main__")
+    pd.testing.assert_frame_equal(pd.read_parquet(replay), human)
