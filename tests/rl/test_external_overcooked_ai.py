@@ -15,8 +15,8 @@ from zsceval.rl.external import (
     overcooked_ai_action_index,
 )
 
-oai_actions = pytest.importorskip(
-    "overcooked_ai_py.mdp.actions", reason="pip install --no-deps overcooked-ai==1.1.0"
+oai_actions = pytest.importorskip(  # overcooked_ai_py's __init__ imports the old gym
+    "overcooked_ai_py.mdp.actions", reason='pip install --no-deps overcooked-ai==1.1.0 and "gym<0.26"'
 )
 
 
@@ -82,8 +82,8 @@ def test_each_row_plays_its_own_copy_made_fresh_at_each_episode():
 
 
 def test_an_overcooked_ai_random_agent_plays(monkeypatch):
-    agent_mod = pytest.importorskip(  # overcooked-ai's agents module also imports the old gym
-        "overcooked_ai_py.agents.agent", reason='pip install --no-deps overcooked-ai==1.1.0 "gym<0.26"'
+    agent_mod = pytest.importorskip(
+        "overcooked_ai_py.agents.agent", reason='pip install --no-deps overcooked-ai==1.1.0 and "gym<0.26"'
     )
     Action = oai_actions.Action
     # overcooked-ai 1.1.0's Action.sample draws from a ragged list, which NumPy >= 1.24 refuses;
