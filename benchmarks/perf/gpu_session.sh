@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The checks of a session lent a CUDA machine, in the order they matter, each under its own timeout
-# so that one hang cannot eat the lease; the whole under 10 minutes (the timeouts sum to 540 s).
+# so that one hang cannot eat the lease; the whole under 10 minutes (the timeouts sum to 550 s).
 # Everything is written to ${OUT:-.}/gpu_session.log, and one line per step (its exit status,
 # seconds and last result line) to ${OUT:-.}/summary.txt.
 #
@@ -23,8 +23,9 @@
 # (rollout_graph.py: rates, loss differences, inductor's cudagraph skips); (3) the engine and PPO
 # against JaxMARL in the same call, at 4,096 and 65,536 games (gpu.py: eager, step, rollout);
 # (4) the stacked candidate phase of one layout at full width (forced_coordination: its 30
-# candidates, the paper preset's 100 games each) for one iteration, separate vs stacked, with the
-# hours of the suite's 1e7 env steps per candidate extrapolated (stacked_phase.py); (5) the paper
+# candidates, the paper preset's 100 games each) for one iteration, stacked one by one and stacked with
+# vmapped acting and updates (--vmap: zsceval.rl.stacked_acting, stacked_update), with the hours of
+# the suite's 1e7 env steps per candidate extrapolated (stacked_phase.py); (5) the paper
 # preset's PPO row, eager and rollout (gpu.py).
 set -uo pipefail
 LOG="${OUT:-.}/gpu_session.log"
@@ -58,17 +59,20 @@ step "1. CUDA and equality tests" 75 python3 -m pytest -p no:cacheprovider -o ad
     tests/envs/test_env_api.py tests/envs/test_compile.py tests/rl/test_hardware.py tests/rl/test_compile_full.py \
     tests/rl/test_compiled_rollout.py tests/rl/test_stacked_phase.py
 
-step "2. run.compile=rollout on CUDA" 100 python3 benchmarks/perf/rollout_graph.py --device cuda --games 4096 --graph-steps 4 \
+step "2. run.compile=rollout on CUDA" 85 python3 benchmarks/perf/rollout_graph.py --device cuda --games 4096 --graph-steps 4 \
     --iterations 3
 
-step "3. engine and PPO vs JaxMARL" 150 python3 benchmarks/perf/gpu.py --modes eager step rollout \
+step "3. engine and PPO vs JaxMARL" 130 python3 benchmarks/perf/gpu.py --modes eager step rollout \
     --games 4096 65536 --ppo-games 4096 --no-paper --seconds 2 --iterations 2
 
 # one iteration of every candidate (100 games x 400 steps each); the suite trains 1e7 env steps each
-step "4a. candidate phase, stacked" 110 python3 benchmarks/perf/stacked_phase.py --device cuda --preset paper \
+step "4a. candidate phase, stacked" 85 python3 benchmarks/perf/stacked_phase.py --device cuda --preset paper \
     --layout forced_coordination --members 30 --games 100 --steps 40000 --workers 1 --stack --extrapolate 10000000
+step "4b. candidate phase, vmapped" 85 python3 benchmarks/perf/stacked_phase.py --device cuda --preset paper \
+    --layout forced_coordination --members 30 --games 100 --steps 40000 --workers 1 --stack --vmap \
+    --extrapolate 10000000
 
-step "5. paper preset PPO" 105 python3 benchmarks/perf/gpu.py --modes eager rollout --games 4096 --ppo-games \
+step "5. paper preset PPO" 90 python3 benchmarks/perf/gpu.py --modes eager rollout --games 4096 --ppo-games \
     --seconds 1 --iterations 1
 
 echo "=== summary  $(date +%T)"

@@ -6,6 +6,7 @@ Time it as a whole process, the two alternating (docs/performance.md, "Stacked p
 
     python benchmarks/perf/stacked_phase.py --members 3 --stack
     python benchmarks/perf/stacked_phase.py --members 3 --no-stack
+    python benchmarks/perf/stacked_phase.py --members 3 --stack --vmap
 
 Jobs: ``--algo biased`` trains the candidates of a layout (each a behavior-preferring agent with its
 own reward weights plus its best response, seed ``i``, weights of :func:`reference_weights`);
@@ -56,6 +57,12 @@ def main() -> None:
         help="cores: processes at a time (1 thread each), or the stacked process's threads",
     )
     ap.add_argument("--stack", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument(
+        "--vmap",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="stacked: the members act in one vmapped forward a step (zsceval.rl.stacked_acting)",
+    )
     ap.add_argument("--set", action="append", default=[], help="extra config override for every member")
     ap.add_argument("--extrapolate", type=int, default=0, help="hours of this many env steps a member")
     ap.add_argument("--out", type=Path, default=None)
@@ -70,7 +77,7 @@ def main() -> None:
         threads = f"run.num_threads={args.workers}"
         cfgs = [resolve_config(preset=args.preset, overrides=[*member_overrides(args, i, weights), threads])
                 for i in range(args.members)]  # fmt: skip
-        StackedPhase(cfgs, [out / f"m{i}" for i in range(args.members)]).train()
+        StackedPhase(cfgs, [out / f"m{i}" for i in range(args.members)], vmap=args.vmap).train()
     else:
         procs: list[subprocess.Popen] = []
         pending = list(range(args.members))
@@ -90,7 +97,11 @@ def main() -> None:
             time.sleep(0.05)
     dt = time.perf_counter() - t0
     total = args.members * args.steps
-    how = "stacked" if args.stack else f"{args.members} processes, {args.workers} at a time"
+    how = (
+        ("stacked, vmapped acting and updates" if args.vmap else "stacked")
+        if args.stack
+        else f"{args.members} processes, {args.workers} at a time"
+    )
     print(f"{args.members} x {args.algo} on {args.layout} ({how}): {dt:.1f} s, {total / dt:,.0f} env steps/s")
     if args.extrapolate:
         hours = args.members * args.extrapolate / (total / dt) / 3600

@@ -81,3 +81,29 @@ def test_mid_checkpoint_brs_stack_once_their_inputs_have_finished(tmp_path):
         (tmp_path / job.out / "DONE.json").write_text(json.dumps({"result": result}))
     groups = stacked_groups([*brs, *_trains()], tmp_path, inputs)
     assert [[j.id for j in g] for g in groups] == [["br0", "br1"], [j.id for j in _trains()]]
+
+
+def test_vmapped_candidates_train_into_their_job_folders_close_to_the_exact_phase(tmp_path):
+    """``zsceval bench --stack --stack-vmap``: the same jobs, every member vmapped (acting and
+    update), checkpoints within float tolerance of the exact stacked phase's."""
+    from click.testing import CliRunner
+
+    from zsceval.cli import main
+
+    assert "--stack-vmap" in CliRunner().invoke(main, ["bench", "--help"]).output
+    trains = _trains()
+    logs: list[str] = []
+    assert run_stacked(trains, tmp_path / "exact", log=lambda m: None) == 1
+    assert run_stacked(trains, tmp_path / "vmap", log=logs.append, vmap=True) == 1
+    assert logs == [
+        "stacked phase: 2 x biased on cramped_room in one process, vmapped acting and updates"
+    ]  # none alone
+    for j in trains:
+        a, b = tmp_path / "exact" / j.out / "run", tmp_path / "vmap" / j.out / "run"
+        files = sorted((a / "checkpoints").glob("*/policies.safetensors"))
+        assert len(files) >= 2
+        for path in files:
+            x, y = load_file(str(path)), load_file(str(b / path.relative_to(a)))
+            assert x.keys() == y.keys()
+            for k in x:  # bf16 acting on CPUs that have it: rounding apart, not bit for bit
+                torch.testing.assert_close(y[k].float(), x[k].float(), rtol=2e-2, atol=2e-2)

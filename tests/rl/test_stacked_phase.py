@@ -124,3 +124,109 @@ def test_members_that_differ_in_shape_or_budget_cannot_be_stacked():
         check_stackable([_cfg(1), _cfg(2, "run.total_steps=96")])
     with pytest.raises(ConfigError, match="deterministic resets"):
         check_stackable([_cfg(1, "env.randomize_seats=true")])
+
+
+# -- vmapped acting (zsceval.rl.stacked_acting) ---------------------------------------------------------
+F32 = "model.bf16=false"  # float32: the vmapped and the one-by-one forwards differ by rounding only
+
+
+def _count_vmapped(monkeypatch):
+    """Count the vmapped actor and critic forwards and the stacked updates."""
+    from zsceval.rl.population import StackedPolicies
+    from zsceval.rl.stacked_update import VmappedUpdate
+
+    calls = {"act": 0, "value": 0, "_steps": 0}
+    for name in calls:
+        cls = VmappedUpdate if name == "_steps" else StackedPolicies
+        original = getattr(cls, name)
+
+        def wrapped(self, *a, _original=original, _name=name, **kw):
+            calls[_name] += 1
+            return _original(self, *a, **kw)
+
+        monkeypatch.setattr(cls, name, wrapped)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "model", [[], ["model.kind=cnn", "model.recurrent=true", "model.chunk_length=4"]], ids=["mlp", "cnn-gru"]
+)
+def test_vmapped_members_act_and_update_together_and_train_as_the_exact_phase(tmp_path, monkeypatch, model):
+    cfgs = [_cfg(2, F32, *model), _cfg(3, *CANDIDATE, F32, *model)]
+    StackedPhase(cfgs, [tmp_path / "e2", tmp_path / "e3"]).train()
+    calls = _count_vmapped(monkeypatch)
+    phase = StackedPhase(cfgs, [tmp_path / "v2", tmp_path / "v3"], vmap=True)
+    assert set(phase.vmapped.slots) == {
+        (0, 0),
+        (1, 0),
+        (1, 1),
+    }  # SP: one actor; the candidate: pi_w and its BR
+    assert set(phase.vmapped_update.slots) == {(0, 0), (1, 0), (1, 1)}
+    phase.train()
+    # one actor and one critic forward per step, 3 rollouts of 12 steps; one stacked update per iteration
+    assert calls == {"act": 3 * 12, "value": 3 * 12, "_steps": 3}
+    for e, v in (("e2", "v2"), ("e3", "v3")):
+        me, mv = _metrics(tmp_path / e), _metrics(tmp_path / v)
+        assert len(me) == len(mv) == 3
+        for a, b in zip(me, mv):
+            for k in a:
+                if k in ("episodes", "sparse_return", "shaped_return") or k.startswith("events/"):
+                    assert a[k] == b[k], k  # the same actions, so the same games
+                elif a[k] not in ("", None):
+                    assert float(b[k]) == pytest.approx(float(a[k]), rel=1e-3, abs=1e-6), k
+        we, wv = _weights(tmp_path / e), _weights(tmp_path / v)
+        assert we.keys() == wv.keys() and len(we) > 0
+        for k in we:
+            torch.testing.assert_close(wv[k], we[k], rtol=1e-5, atol=1e-5)
+
+
+def test_a_member_that_cannot_be_vmapped_trains_alone_bit_for_bit_beside_vmapped_ones(
+    tmp_path, alone, monkeypatch
+):
+    from zsceval.rl.stacked_acting import VmappedActing
+    from zsceval.rl.stacked_update import VmappedUpdate
+
+    acting, update = VmappedActing.eligible, VmappedUpdate._key
+    monkeypatch.setattr(
+        VmappedActing,
+        "eligible",
+        staticmethod(lambda tr, spec=None: tr.cfg.run.seed != 2 and acting(tr, spec)),
+    )
+    monkeypatch.setattr(
+        VmappedUpdate, "_key", staticmethod(lambda tr: None if tr.cfg.run.seed == 2 else update(tr))
+    )
+    calls = _count_vmapped(monkeypatch)
+    phase = StackedPhase([_cfg(1), _cfg(3), _cfg(2)], [tmp_path / f"s{i}" for i in (1, 3, 2)], vmap=True)
+    assert set(phase.vmapped.slots) == set(phase.vmapped_update.slots) == {(0, 0), (1, 0)}
+    assert any("members [2] act one by one" in n for n in phase.notes)
+    assert any("members [2] update one by one" in n for n in phase.notes)
+    phase.train()
+    assert calls["_steps"] == 3
+    _same_run(tmp_path / "s2", alone)
+
+
+def test_a_killed_vmapped_phase_resumes_with_each_members_own_optimizer_state(tmp_path, monkeypatch):
+    """The stacked Adam moments are written back into each member's optimizer (checkpoints): a
+    vmapped phase killed after two iterations and resumed ends bit for bit where the same phase
+    run through ends."""
+    cfgs = [_cfg(2, F32), _cfg(3, *CANDIDATE, F32)]
+    StackedPhase(cfgs, [tmp_path / "a2", tmp_path / "a3"], vmap=True).train()
+    dirs = [tmp_path / "b2", tmp_path / "b3"]
+    phase = StackedPhase(cfgs, dirs, vmap=True)
+    first = phase.members[0]
+    original = Trainer.record_iteration
+
+    def record(self, row, writer=None):
+        if self is first and self.iteration == 3:  # both members saved iteration 2
+            raise _Killed
+        original(self, row, writer)
+
+    monkeypatch.setattr(Trainer, "record_iteration", record)
+    with pytest.raises(_Killed):
+        phase.train()
+    monkeypatch.setattr(Trainer, "record_iteration", original)
+    resumed = StackedPhase(cfgs, dirs, resume=True, vmap=True)
+    assert [m.env_steps for m in resumed.members] == [96, 96]
+    resumed.train()
+    _same_run(tmp_path / "b2", tmp_path / "a2")
+    _same_run(tmp_path / "b3", tmp_path / "a3")

@@ -60,11 +60,14 @@ def run_bench(
     stack: bool | None = None,
     loggers: tuple[str, ...] = (),
     slurm: SlurmOptions | None = None,
+    stack_vmap: bool | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) a suite; returns a summary with the result table paths.
 
     ``stack``: train each phase's stackable jobs as stacked phases first (:mod:`zsceval.bench.stacking`;
-    None: :func:`~zsceval.bench.stacking.stack_default` of the suite's device).
+    None: :func:`~zsceval.bench.stacking.stack_default` of the suite's device). ``stack_vmap``: a
+    stacked phase's members act in one vmapped forward a step (:mod:`zsceval.rl.stacked_acting`;
+    None: the same default).
     ``loggers``: metric loggers (:mod:`zsceval.rl.loggers`) every training job of the bench also
     logs to, besides its ``run.loggers`` (through ``ZSCEVAL_LOGGERS``: a logger changes no result,
     so it is no job input and finished jobs stay finished); :func:`log_summary` sends the bench's
@@ -95,14 +98,27 @@ def run_bench(
     root.mkdir(parents=True, exist_ok=True)
     if stack is None:
         stack = stack_default(str(suite.device))
+    if stack_vmap is None:
+        stack_vmap = stack_default(str(suite.device))
     with FolderLock(root, "bench", info={"executor": executor, "workers": workers}):
         return _run_locked(
-            suite, root, diffs, executor, workers, retries, progress, log, stack, loggers, slurm
+            suite, root, diffs, executor, workers, retries, progress, log, stack, loggers, slurm, stack_vmap
         )
 
 
 def _run_locked(
-    suite, root, diffs, executor, workers, retries, progress, log, stack=False, loggers=(), slurm=None
+    suite,
+    root,
+    diffs,
+    executor,
+    workers,
+    retries,
+    progress,
+    log,
+    stack=False,
+    loggers=(),
+    slurm=None,
+    stack_vmap=False,
 ) -> dict[str, Any]:
     """:func:`run_bench` once the bench folder is locked."""
     if executor == "slurm" and slurm is None:
@@ -134,7 +150,7 @@ def _run_locked(
             env.update(worker_thread_env(workers))
         with scoped_environ(env):
             if stack:
-                run_stacked(jobs, root, log, known=all_jobs)
+                run_stacked(jobs, root, log, known=all_jobs, vmap=stack_vmap)
             run_jobs(all_jobs, root, executor=executor, workers=workers, retries=retries, progress=progress,
                      modules=_JOB_MODULES, slurm=slurm)  # fmt: skip
 

@@ -28,9 +28,10 @@ MIN_MEMBERS = 2
 
 
 def stack_default(device: str) -> bool:
-    """``--stack``'s default for a suite's device: on for CUDA (one engine batch over all members'
-    games), off on CPU, where a stacked phase was not faster than the same jobs as processes on
-    the same cores (docs/performance.md, "Stacked phases")."""
+    """``--stack``'s and ``--stack-vmap``'s default for a suite's device: on for CUDA (one engine
+    batch over all members' games, one vmapped forward a step), off on CPU, where a stacked phase
+    was not faster than the same jobs as processes on the same cores and where the exact phase
+    trains each member bit for bit as alone (docs/performance.md, "Stacked phases")."""
     return str(device).startswith("cuda")
 
 
@@ -98,11 +99,12 @@ def format_stacked(groups: list[list[Job]]) -> str:
 
 
 def run_stacked(jobs: list[Job], root: str | Path, log: Callable[[str], None] = print,
-                known: list[Job] = ()) -> int:  # fmt: skip
+                known: list[Job] = (), vmap: bool = False) -> int:  # fmt: skip
     """Train every stacked group of ``jobs`` (:func:`stacked_groups`; ``known``: every job of the
     bench) into its members' run folders, under :func:`~zsceval.evaluation.exclusion.training_guard`
     of its layout unless its members are the partner pipeline's BRs; returns how many groups ran. A
-    member folder left by a killed stacked phase resumes."""
+    member folder left by a killed stacked phase resumes. ``vmap``: members act in one vmapped
+    forward a step (:mod:`zsceval.rl.stacked_acting`)."""
     import contextlib
 
     from zsceval.evaluation.exclusion import training_guard
@@ -114,10 +116,14 @@ def run_stacked(jobs: list[Job], root: str | Path, log: Callable[[str], None] = 
     out_dirs = {j.id: j.out for j in [*known, *jobs]}
     for g in groups:
         layout = g[0].params["layout"]
-        log(f"stacked phase: {len(g)} x {g[0].params['algo']} on {layout} in one process")
+        how = ", vmapped acting and updates" if vmap else ""
+        log(f"stacked phase: {len(g)} x {g[0].params['algo']} on {layout} in one process{how}")
         cfgs = [train_config(dict(j.params), _needs(j, root, out_dirs)) for j in g]
         with contextlib.nullcontext() if _own_br(g[0]) else training_guard(layout):
-            phase = StackedPhase(cfgs, [root / j.out / "run" for j in g], resume=True)
+            phase = StackedPhase(cfgs, [root / j.out / "run" for j in g], resume=True, vmap=vmap)
+            for note in phase.notes:
+                if note.startswith("stacked phase:"):
+                    log(note)
             try:
                 phase.train()
             finally:

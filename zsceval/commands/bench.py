@@ -63,6 +63,13 @@ from zsceval.commands._common import slurm_flags
     "[default: on for a CUDA suite, off on CPU]",
 )
 @click.option(
+    "--stack-vmap/--no-stack-vmap",
+    default=None,
+    help="In a stacked phase, all members' actors act, and their critics give values, in one vmapped "
+    "forward a step (equal to --no-stack-vmap within float tolerance, not bit for bit). "
+    "[default: on for a CUDA suite, off on CPU]",
+)
+@click.option(
     "--loggers",
     default=None,
     help="Comma-separated metric loggers (csv, tensorboard, wandb, mlflow) that every training job also "
@@ -91,6 +98,7 @@ def bench(
     device,
     plan,
     stack,
+    stack_vmap,
     loggers,
     progress,
     report,
@@ -150,7 +158,7 @@ def bench(
     try:
         tables = run_bench(
             suite, out, executor=executor, workers=workers, retries=retries, progress=progress,
-            log=click.echo, force=force, stack=stack, loggers=loggers, slurm=slurm,
+            log=click.echo, force=force, stack=stack, loggers=loggers, slurm=slurm, stack_vmap=stack_vmap,
         )  # fmt: skip
         if loggers and "results" in tables:
             log_summary(out, loggers, name=suite.name, levels=levels)

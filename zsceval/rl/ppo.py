@@ -113,6 +113,7 @@ class PPOCore(LearningCore):
         self, runner: EpisodeRunner, env_steps: int, generator: torch.Generator,
         on_rollout: Callable[[Rollout, EpisodeTable], None],
         collected: tuple[EpisodeTable, float] | None = None,
+        update: Callable[[PPOCore, dict[str, Any]], dict[str, Any]] | None = None,
     ) -> tuple[EpisodeTable, dict[str, Any], float]:  # fmt: skip
         """One PPO iteration, top to bottom in CleanRL's order (``ppo.py``); the trainer logs it.
 
@@ -131,6 +132,7 @@ class PPOCore(LearningCore):
             on_rollout: the plug-in hook, ``Algorithm.on_rollout``.
             collected: ``(episodes, seconds)`` of a rollout already in the buffer (step 1 done
                 elsewhere: :class:`~zsceval.rl.stacked_phase.StackedPhase`), or None.
+            update: takes step 4's gradient steps instead of this core (:meth:`learn`).
 
         Returns:
             ``(episodes that ended in the rollout, loss statistics, seconds of steps 1-2 and the hook)``.
@@ -144,7 +146,7 @@ class PPOCore(LearningCore):
         on_rollout(self.rollout, episodes)
         collect_s = time.perf_counter() - t0
         advantages, returns = self.advantages()  # 3
-        stats = self.learn(advantages, returns, env_steps, generator)  # 4
+        stats = self.learn(advantages, returns, env_steps, generator, update)  # 4
         return episodes, stats, collect_s
 
     # -- collection -----------------------------------------------------------------------------------
@@ -246,8 +248,10 @@ class PPOCore(LearningCore):
         advantages, returns = self.advantages()
         return self.learn(advantages, returns, env_steps, generator)
 
-    def learn(self, advantages: torch.Tensor, returns: torch.Tensor, env_steps: int,
-              generator: torch.Generator) -> dict[str, Any]:  # fmt: skip
+    def learn(
+        self, advantages: torch.Tensor, returns: torch.Tensor, env_steps: int, generator: torch.Generator,
+        update: Callable[[PPOCore, dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
         """Epochs of minibatches: each learner's samples, shuffled, in one loop over learner groups.
 
         A group is one learner, or every learner when they are stacked (``stack_learners``: one
@@ -259,12 +263,25 @@ class PPOCore(LearningCore):
             advantages, returns: ``float32 [T, N]`` from :meth:`advantages`.
             env_steps: env steps done before this rollout (entropy schedule).
             generator: torch generator (on the buffer's device) for minibatch shuffling.
+            update: ``update(core, plan)`` takes the gradient steps of :meth:`update_plan`'s plan
+                (drawn with the observations uncompressed) and returns the statistics row, as
+                :meth:`run_update` would (a stacked phase's vmapped update,
+                :mod:`zsceval.rl.stacked_update`); None: :meth:`run_update`.
         """
+        plan = self.update_plan(advantages, returns, env_steps, generator, compress=update is None)
+        return self.run_update(plan) if update is None else update(self, plan)
+
+    def update_plan(self, advantages: torch.Tensor, returns: torch.Tensor, env_steps: int,
+                    generator: torch.Generator, compress: bool = True) -> dict[str, Any]:  # fmt: skip
+        """What :meth:`learn`'s gradient steps use: ``ent_coef`` (float), ``batches`` (learner index ->
+        its samples, :meth:`_samples`; each learner's value normalizer updated) and ``perms``
+        (learner index -> one permutation of its sequences per epoch). ``compress``: the
+        observations as their varying entries where ``ppo.obs_columns`` applies."""
         cfg = self.cfg.ppo
         ent_coef = piecewise_linear(env_steps, cfg.entropy_milestones, cfg.entropy_coefs)
         owner = self.buffer.flat(self.buffer.actor)[: self.buffer.T]
         others = self.other_actions()  # once per update, shared by every learner
-        compressed = self._compressed_obs()  # once per update, shared by every learner
+        compressed = self._compressed_obs() if compress else None  # once per update, shared by every learner
         batches = {}
         for k in range(len(self.policies)):
             mask = owner == k
@@ -275,6 +292,12 @@ class PPOCore(LearningCore):
                 for _ in range(cfg.epochs)]
             for k, b in batches.items()
         }  # fmt: skip
+        return {"ent_coef": ent_coef, "batches": batches, "perms": perms}
+
+    def run_update(self, plan: dict[str, Any]) -> dict[str, Any]:
+        """The gradient steps of :meth:`update_plan`'s ``plan``, one learner group at a time;
+        returns the statistics row (``entropy_coef``, then each group's, prefixed)."""
+        ent_coef, batches, perms = plan["ent_coef"], plan["batches"], plan["perms"]
         row: dict[str, Any] = {"entropy_coef": ent_coef}
         for group in self.group.groups(list(batches)):
             if not group:
@@ -512,14 +535,28 @@ class _PPOStep(StepHooks):
         return buf.h_actor[t].view(N, buf.h_actor.shape[-1]), buf.log_probs[t].view(N)
 
     def act(self, t, s, seating, actions, generator):
+        critic_obs = self.critic_input(t, s, seating)
+        self.core._values(self.runner, critic_obs, self.starts, self.values_at(t), True, self.extra)
+        self.store_actions(t, actions)
+        return actions
+
+    def critic_input(self, t, s, seating) -> torch.Tensor:
+        """Store the learners' critic states of step t and the critic's extra features; returns the
+        critic's observation of s_t, ``[N, ...]`` (the values themselves: :meth:`act`, or a stacked
+        phase's vmapped critics)."""
         core, buf, N = self.core, self.core.buffer, self.core.N
         h_critic_t = buf.h_critic[t].view(N, buf.h_critic.shape[-1])
         self.runner.per_actor(self.learners, lambda k, every_row, h: (h,), [core.h_critic], [h_critic_t])
         self.extra = core._features(seating, t)
-        critic_obs = core._critic_obs(s).reshape(N, *buf.critic_obs.shape[3:])
-        core._values(self.runner, critic_obs, self.starts, buf.values[t].view(N), True, self.extra)
-        buf.actions[t].view(N).copy_(actions)
-        return actions
+        return core._critic_obs(s).reshape(N, *buf.critic_obs.shape[3:])
+
+    def values_at(self, t: int) -> torch.Tensor:
+        """``float32 [N]``, the buffer's critic values ``V(s_t)`` (written in place)."""
+        return self.core.buffer.values[t].view(self.core.N)
+
+    def store_actions(self, t: int, actions: torch.Tensor) -> None:
+        """Store a_t (``int64 [N]``)."""
+        self.core.buffer.actions[t].view(self.core.N).copy_(actions)
 
     def stepped(self, t, step, seating):
         core, buf, N, cfg = self.core, self.core.buffer, self.core.N, self.core.cfg

@@ -18,6 +18,11 @@ Per iteration (glossary: :mod:`zsceval.rl.runner`):
    update, the metrics row and a checkpoint when due (:meth:`Trainer.record_iteration
    <zsceval.rl.trainer.Trainer.record_iteration>`).
 
+With ``vmap`` (``zsceval bench --stack-vmap``) the members' actors act, and their learners' critics
+give values, in one vmapped forward each per step (:mod:`zsceval.rl.stacked_acting`), and their PPO
+updates take one stacked step per minibatch (:mod:`zsceval.rl.stacked_update`): equal to the above
+within float rounding, not bit for bit; members that cannot be vmapped act and update as above.
+
 Members must be PPO-core runs of Overcooked with deterministic resets (no seat randomization, no
 random starts: a reset draws nothing), the same env config (layout, horizon, games), network,
 ``ppo.rollout_length``, device, threads and ``run.total_steps`` (:func:`stack_key`). With
@@ -103,12 +108,16 @@ class StackedPhase:
         cfgs: the members' configs (:func:`check_stackable`).
         out_dirs: each member's run folder.
         resume: continue each member from its folder (a member that never checkpointed starts over).
+        vmap: the members' actors act, and their learners' critics give values, in one vmapped
+            forward each per step (:mod:`zsceval.rl.stacked_acting`; equal to the exact phase within
+            float tolerance, not bit for bit); members it cannot vmap act as without it.
 
     Raises:
         ConfigError: members that cannot be stacked; as :class:`~zsceval.rl.trainer.Trainer`.
     """
 
-    def __init__(self, cfgs: Sequence[TrainConfig], out_dirs: Sequence[str | Path], *, resume: bool = False):
+    def __init__(self, cfgs: Sequence[TrainConfig], out_dirs: Sequence[str | Path], *, resume: bool = False,
+                 vmap: bool = False):  # fmt: skip
         from zsceval.rl.run_dir import RunDirectory
         from zsceval.rl.trainer import Trainer
 
@@ -134,6 +143,22 @@ class StackedPhase:
             raise
         self._envs: dict[int, Any] = {}
         self.notes = [n for tr in self.members for n in tr.notes]
+        self.vmapped = None
+        """The vmapped acting (:class:`~zsceval.rl.stacked_acting.VmappedActing`), or None."""
+        self.vmapped_update = None
+        """The vmapped update (:class:`~zsceval.rl.stacked_update.VmappedUpdate`), or None."""
+        if vmap:
+            from zsceval.rl.stacked_acting import VmappedActing
+            from zsceval.rl.stacked_update import VmappedUpdate
+
+            self.vmapped = VmappedActing(self.members)
+            left = [i for i in range(len(self.members)) if not self.vmapped.holds(i)]
+            if left:
+                self.notes.append(f"stacked phase: members {left} act one by one (not vmappable)")
+            self.vmapped_update = VmappedUpdate(self.members)
+            left = [i for i in range(len(self.members)) if not self.vmapped_update.holds(i)]
+            if left:
+                self.notes.append(f"stacked phase: members {left} update one by one (not vmappable)")
 
     @staticmethod
     def _global_rng() -> tuple:
@@ -193,10 +218,16 @@ class StackedPhase:
                 t0 = time.perf_counter()
                 tables = self.collect(group)
                 share = (time.perf_counter() - t0) / len(group)
-                for tr, table in zip(group, tables):
+                if self.vmapped_update is None:
+                    for tr, table in zip(group, tables):
+                        with self._own(tr):
+                            row = tr._iteration(collected=(table, share))
+                            tr.record_iteration(row, loggers[id(tr)])
+                    continue
+                rows = self._iterate_vmapped(group, tables, share)
+                for tr in group:
                     with self._own(tr):
-                        row = tr._iteration(collected=(table, share))
-                        tr.record_iteration(row, loggers[id(tr)])
+                        tr.record_iteration(rows[id(tr)], loggers[id(tr)])
             for group in loggers.values():
                 group.close()
             loggers = {}
@@ -210,6 +241,44 @@ class StackedPhase:
                 group.close()
             for tr in self.members:
                 tr.lock.release()
+
+    def _iterate_vmapped(self, group: list, tables: list, share: float) -> dict[int, dict[str, Any]]:
+        """Each member's iteration after a collected rollout, the members of the vmapped update
+        drawing their plans alone and taking their gradient steps together
+        (:class:`~zsceval.rl.stacked_update.VmappedUpdate`); returns each member's metrics row (by
+        ``id``), its times including its share of the joint steps."""
+        vu = self.vmapped_update
+        index = {id(tr): i for i, tr in enumerate(self.members)}
+        plans: dict[int, tuple] = {}
+        rows: dict[int, dict[str, Any]] = {}
+        for tr, table in zip(group, tables):
+            i = index[id(tr)]
+
+            def later(core, plan, i=i):  # the steps come after every member's plan
+                plans[i] = (core, plan)
+                return {}
+
+            with self._own(tr):
+                rows[id(tr)] = tr._iteration(collected=(table, share), update=later if vu.holds(i) else None)
+        if not plans:
+            return rows
+        t0, c0 = time.perf_counter(), time.process_time()
+        stats = vu.update(plans)
+        dt, dc = (time.perf_counter() - t0) / len(plans), (time.process_time() - c0) / len(plans)
+        for tr in group:
+            i = index[id(tr)]
+            if i not in plans:
+                continue
+            row = rows[id(tr)]
+            row.update(stats[i])
+            tr.wall_time += dt
+            row["wall_time_s"] = round(tr.wall_time, 3)
+            row["update_s"] += dt
+            row["cpu_s"] += dc
+            row["env_steps_per_s"] = tr.steps_per_iteration / (
+                tr.steps_per_iteration / row["env_steps_per_s"] + dt
+            )
+        return rows
 
     @torch.no_grad()
     def collect(self, group: list) -> list:
@@ -228,12 +297,27 @@ class StackedPhase:
         hooks = [_PPOStep(tr.core, tr.runner, tr.env_steps) for tr in group]
         episodes = [_Episodes() for _ in group]
         T = group[0].core.buffer.T
+        vm = self.vmapped
+        index = {id(tr): i for i, tr in enumerate(self.members)}
+        fused = [
+            (index[id(tr)], tr, h)
+            for tr, h in zip(group, hooks)
+            if vm is not None and vm.holds(index[id(tr)])
+        ]
+        if fused:
+            vm.refresh()  # the learners' weights of their last update
         for t in range(T):
-            actions = []
+            actions: dict[int, torch.Tensor] = vm.act(fused, t) if fused else {}
+            if fused:
+                vm.values([(i, tr, h, h.critic_input(t, tr.runner.step_out, tr.runner.seating))
+                           for i, tr, h in fused], t)  # fmt: skip
+                for i, _, h in fused:
+                    h.store_actions(t, actions[i])
             for tr, h in zip(group, hooks):
-                with self._own(tr):
-                    actions.append(self._act(tr, h, t).view(B, -1))
-            big = env.step(torch.cat(actions))
+                if index[id(tr)] not in actions:
+                    with self._own(tr):
+                        actions[index[id(tr)]] = self._act(tr, h, t)
+            big = env.step(torch.cat([actions[index[id(tr)]].view(B, -1) for tr in group]))
             for m, (tr, h) in enumerate(zip(group, hooks)):
                 with self._own(tr):
                     self._advance(tr, h, t, _slice_step(big, m * B, (m + 1) * B), episodes[m])

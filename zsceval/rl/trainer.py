@@ -459,9 +459,11 @@ class Trainer:
             self.algorithm.num_arms = len(arms)
 
     # -- the loop -----------------------------------------------------------------------------------
-    def _iteration(self, collected: tuple[Any, float] | None = None) -> dict[str, Any]:
+    def _iteration(self, collected: tuple[Any, float] | None = None, update=None) -> dict[str, Any]:
         """One iteration of the core; ``collected``: ``(episode table, seconds)`` of a rollout
-        already in the core's buffer (a stacked phase collects its members' rollouts together)."""
+        already in the core's buffer (a stacked phase collects its members' rollouts together);
+        ``update``: the PPO core's gradient steps taken elsewhere (:meth:`PPOCore.learn
+        <zsceval.rl.ppo.PPOCore.learn>`; a stacked phase's vmapped update)."""
         cfg = self.cfg
         t0, c0 = time.perf_counter(), time.process_time()
         if collected is None:
@@ -470,9 +472,11 @@ class Trainer:
             )
         else:
             t0 -= collected[1]
+            more = {} if update is None else {"update": update}
             episodes, row, t_collect = self.core.iteration(
-                self.runner, self.env_steps, self.update_gen, self.algorithm.on_rollout, collected=collected
-            )
+                self.runner, self.env_steps, self.update_gen, self.algorithm.on_rollout, collected=collected,
+                **more,
+            )  # fmt: skip
         steps = self.steps_per_iteration
         self.env_steps += steps
         self.iteration += 1

@@ -139,15 +139,49 @@ class StackedPolicies(nn.Module):
             :class:`~zsceval.rl.agent.ActOutput` (``actions int64 [N]``, ``log_probs float32 [N]``,
             ``state float32 [N, hidden]``, ``extras["logits"] float32 [N, A]``).
         """
+        logits, h_new = self._step_rows("actor", obs, h, starts, member, capacity)
+        actions, logp = sample_actions(logits, avail, generator, deterministic, noise)
+        return ActOutput(actions, logp, h_new, {"logits": logits})
+
+    @torch.no_grad()
+    def value(
+        self,
+        critic_obs: torch.Tensor,
+        h: torch.Tensor,
+        starts: torch.Tensor,
+        member: torch.Tensor,
+        capacity: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Normalized critic values of N rows, row ``i`` with member ``member[i]``'s critic, in one
+        vmapped forward (as :meth:`act`); equals each member's ``Policy.value`` on its rows (within
+        float tolerance; critics without extra features).
+
+        Args:
+            critic_obs: ``[N, *critic_obs_shape]``; h ``float32 [N, hidden]``; starts ``bool [N]``;
+                member ``int64 [N]`` in ``[0, count)``; capacity: as :meth:`act`.
+
+        Returns:
+            ``(values float32 [N], h float32 [N, hidden])``.
+        """
+        values, h_new = self._step_rows("critic", critic_obs, h, starts, member, capacity)
+        return values.squeeze(-1), h_new
+
+    def _step_rows(
+        self, side: str, obs: torch.Tensor, h: torch.Tensor, starts: torch.Tensor, member: torch.Tensor,
+        capacity: int | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+        """One step of every row's member's ``side`` (``actor`` or ``critic``) network, vmapped over
+        the members with static shapes: ``(out float32 [N, D], h float32 [N, hidden])``."""
         N, M = obs.shape[0], self.count
         C = N if capacity is None else int(capacity)
         idx, pos = static_slots(member, M, C)
         dtype = torch.bfloat16 if self.bf16 else torch.float32
-        weights = {k: getattr(self, _name(k)).to(dtype) for k in self._param_keys if k.startswith("actor.")}
+        prefix = side + "."
+        weights = {k: getattr(self, _name(k)).to(dtype) for k in self._param_keys if k.startswith(prefix)}
         module = self._step[0]
 
         def call(params, o, h_, s):
-            return functional_call(module, params, ("actor", o, h_, s))
+            return functional_call(module, params, (side, o, h_, s))
 
         flat = obs.reshape(N, -1)
         with torch.autocast(obs.device.type, dtype=torch.bfloat16, enabled=self.bf16):
@@ -157,9 +191,7 @@ class StackedPolicies(nn.Module):
                 h.index_select(0, idx).view(M, C, h.shape[-1]),
                 starts.index_select(0, idx).view(M, C),
             )
-        logits = y.flatten(0, 1).index_select(0, pos)
-        actions, logp = sample_actions(logits, avail, generator, deterministic, noise)
-        return ActOutput(actions, logp, h_new.flatten(0, 1).index_select(0, pos), {"logits": logits})
+        return y.flatten(0, 1).index_select(0, pos), h_new.flatten(0, 1).index_select(0, pos).float()
 
     def evaluate(
         self,
