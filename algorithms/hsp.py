@@ -206,22 +206,6 @@ def validation_pool(set_name: str, layout: str, env_name: str, min_return: float
     return usable
 
 
-def at_precision(policy: Any, spec: dict[str, Any]) -> Any:
-    """``policy`` acting at ``spec``'s compute precision (``model.bf16``) when that is all its spec
-    differs in: a pool acts at one precision (:class:`~zsceval.rl.population.PolicyPool`), and a
-    shipped set's partners may have been trained where ``model.bf16: auto`` chose otherwise than for
-    this run's MEP members. The float32 weights are kept as they are; other agents and other
-    differences are returned unchanged (the pool then names the difference)."""
-    if not isinstance(policy, Policy) or policy.spec == spec:
-        return policy
-    same = {**policy.spec, "model": {**policy.spec["model"], "bf16": spec["model"].get("bf16", False)}}
-    if same != spec:
-        return policy
-    out = Policy.from_spec(same).to(next(policy.parameters()).device)
-    out.load_state_dict(policy.state_dict())
-    return out.eval()
-
-
 STANDALONE_WEIGHT_SAMPLING = "random"
 """Weight sampling of the biased candidates HSP's chain trains when no bench gives them: the
 ``overcooked-quick`` suite's partner budget (its other keys are :class:`PartnerBudget`'s defaults),
@@ -387,15 +371,15 @@ class HSP(PopulationEgo):
             p, n, _ = load_population(run, self.population_window(), device=self.device)
             policies += p
             names += n
-        k = len(self.biased)
-        policies[:k] = [at_precision(b, policies[-1].spec) for b in policies[:k]]
         ego = make_policy()
         for p, name in zip(policies, names, strict=True):
             if p.spec["obs_shape"] != ego.spec["obs_shape"]:
                 raise ConfigError(f"partner {name} has obs_shape {p.spec['obs_shape']}, this layout needs "
                                   f"{ego.spec['obs_shape']}")  # fmt: skip
         self.partner_names = names
-        return {"pool": PolicyPool.from_policies(policies, names)}
+        # every member acts at the MEP members' precision: a shipped set's biased agents may have
+        # been trained where model.bf16=auto chose otherwise (their float32 weights are kept)
+        return {"pool": PolicyPool.from_policies(policies, names, spec=policies[-1].spec)}
 
     @classmethod
     def jobs(cls, ctx: JobContext) -> list:

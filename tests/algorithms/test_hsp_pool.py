@@ -181,12 +181,17 @@ def test_a_tiny_stage2_run_trains_with_validation_partners(tmp_path):
 
 
 def test_a_shipped_biased_agent_acts_at_the_pools_precision_with_its_own_weights():
+    from zsceval.rl.policy import Policy
+    from zsceval.rl.population import PolicyPool
+
     _, val = _manifests("zsceval:cramped_room@1")
     agent, _ = load_agent(val.resolve(val.partners[0].checkpoint), "biased")
     flipped = {**agent.spec, "model": {**agent.spec["model"], "bf16": not agent.spec["model"]["bf16"]}}
-    out = hsp().at_precision(agent, flipped)
-    assert out.spec == flipped and out.bf16 == flipped["model"]["bf16"]
-    state, kept = agent.state_dict(), out.state_dict()
+    member = Policy(flipped)  # an MEP member trained where model.bf16=auto chose otherwise
+    pool = PolicyPool.from_policies([agent, member], ["biased", "mep"], spec=member.spec)
+    assert pool.spec == flipped and pool.bf16 == flipped["model"]["bf16"]
+    state, kept = agent.state_dict(), pool.member(0).state_dict()
     assert all(torch.equal(state[k], kept[k]) for k in state)
-    other = {**flipped, "num_actions": 7}  # any other difference is left for the pool to name
-    assert hsp().at_precision(agent, other) is agent
+    other = Policy({**flipped, "num_actions": 7})  # any other difference is another network
+    with pytest.raises(ValueError, match="differs from the pool's member spec"):
+        PolicyPool.from_policies([agent, other], spec=member.spec)

@@ -33,7 +33,15 @@ from zsceval.rl.agent import ActOutput, sample_actions
 from zsceval.rl.policy import Policy
 from zsceval.rl.population.functional import Layout, StepForward, static_slots
 
-__all__ = ["POOL_FORMAT", "POOL_JSON", "POOL_VERSION", "POOL_WEIGHTS", "PolicyPool", "PoolError"]
+__all__ = [
+    "POOL_FORMAT",
+    "POOL_JSON",
+    "POOL_VERSION",
+    "POOL_WEIGHTS",
+    "PolicyPool",
+    "PoolError",
+    "same_network",
+]
 
 POOL_FORMAT = "zsceval-policy-pool"
 POOL_VERSION = 1
@@ -49,6 +57,16 @@ def _buffer_name(key: str) -> str:
     return "stack__" + key.replace(".", "__")
 
 
+def same_network(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two network specs describe the same network: equal apart from ``model.bf16``, the
+    precision it computes at (its weights are float32 either way)."""
+
+    def network(spec: dict[str, Any]) -> dict[str, Any]:
+        return {**spec, "model": {k: v for k, v in spec.get("model", {}).items() if k != "bf16"}}
+
+    return network(a) == network(b)
+
+
 class PolicyPool(nn.Module):
     """Same-spec policies with stacked weights, acting for a per-row member assignment.
 
@@ -59,7 +77,7 @@ class PolicyPool(nn.Module):
 
     Args:
         spec: the members' network spec (:func:`zsceval.rl.policy.network_spec`).
-        members: initial member policies (copied; each must have ``spec``).
+        members: initial member policies (copied; each of ``spec``'s network, :func:`same_network`).
         names: one unique name per member (default ``member_<index>``).
 
     Raises:
@@ -105,16 +123,28 @@ class PolicyPool(nn.Module):
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
-    def from_policies(cls, policies: Sequence[Policy], names: Sequence[str] | None = None) -> PolicyPool:
-        """A pool of ``policies`` (same spec), on the first policy's device.
+    def from_policies(
+        cls,
+        policies: Sequence[Policy],
+        names: Sequence[str] | None = None,
+        spec: dict[str, Any] | None = None,
+    ) -> PolicyPool:
+        """A pool of ``policies`` (one network: :func:`same_network`), on the first one's device.
+
+        Args:
+            policies: the members.
+            names: one unique name per member (default ``member_<index>``).
+            spec: the pool's spec, whose ``model.bf16`` sets the precision every member acts at
+                (default: the first policy's). A policy trained elsewhere may have been trained
+                where ``model.bf16: auto`` chose otherwise; its float32 weights are the same network.
 
         Raises:
-            ValueError: no policies, or specs differ.
+            ValueError: no policies, or their networks differ.
         """
         if not policies:
             raise ValueError("from_policies needs a policy (PolicyPool(spec) makes an empty pool)")
         device = next(policies[0].parameters()).device
-        return cls(policies[0].spec, (), None).to(device)._extend(policies, names)
+        return cls(policies[0].spec if spec is None else spec, (), None).to(device)._extend(policies, names)
 
     @classmethod
     def empty(cls, spec: dict[str, Any], count: int, names: Sequence[str] | None = None) -> PolicyPool:
@@ -155,16 +185,17 @@ class PolicyPool(nn.Module):
         """Append a copy of ``policy``'s weights (incl. value normalizer) as a new member.
 
         Args:
-            policy: a :class:`Policy` with the pool's spec, on any device.
+            policy: a :class:`Policy` with the pool's network (:func:`same_network`; it acts at the
+                pool's precision), on any device.
             name: unique member name (default ``member_<index>``).
 
         Returns:
             The new member's index.
 
         Raises:
-            ValueError: the spec differs from the pool's, or the name is taken.
+            ValueError: the network differs from the pool's, or the name is taken.
         """
-        if policy.spec != self.spec:
+        if not same_network(policy.spec, self.spec):
             raise ValueError(f"policy spec {policy.spec} differs from the pool's member spec {self.spec}")
         index = len(self)
         name = f"member_{index}" if name is None else str(name)
