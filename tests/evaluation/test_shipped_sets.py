@@ -374,3 +374,15 @@ def test_egos_of_a_bench_folder_are_scored_on_a_set_into_report_tables(collectio
     assert script.main(argv) == 0  # nothing played again
     assert {p: p.stat().st_mtime_ns for p in (out / "egos").glob("*.parquet")} == mtimes
     assert script.main([*argv[:-1], "2"]) == 2  # other episodes: refused, not mixed
+
+
+def test_the_export_commands_protocol_choices_are_the_index_protocols():
+    """``partners export --protocol`` lists the protocols by hand (the CLI does not import the
+    heavy module that defines them); they must stay the same."""
+    import click
+
+    from zsceval.commands.partners import export
+    from zsceval.evaluation.shipped_sets import PROTOCOLS
+
+    (option,) = [p for p in export.params if p.name == "protocol"]
+    assert isinstance(option.type, click.Choice) and tuple(option.type.choices) == PROTOCOLS
