@@ -37,6 +37,7 @@ def test_a_layouts_candidates_train_stacked_and_finish_as_their_jobs(tmp_path):
     groups = stacked_groups(trains, tmp_path / "stacked")
     assert [[j.id for j in g] for g in groups] == [[j.id for j in trains]]
     assert "1 x" not in format_stacked(groups) and "2 x biased" in format_stacked(groups)
+    assert "one by one" in format_stacked(groups) and "vmapped" in format_stacked(groups, vmap=True)
     assert run_stacked(trains, tmp_path / "stacked", log=lambda m: None) == 1
     rows = {j.id: _rows(tmp_path / "stacked" / j.out / "run" / "metrics.csv") for j in trains}
     run_jobs(trains, tmp_path / "stacked", modules=MODULES, progress=False)

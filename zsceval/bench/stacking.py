@@ -87,11 +87,13 @@ def stacked_groups(jobs: list[Job], root: str | Path, known: list[Job] = ()) -> 
     return [g for g in groups.values() if len(g) >= MIN_MEMBERS]
 
 
-def format_stacked(groups: list[list[Job]]) -> str:
-    """``--plan``'s lines: one per stacked phase, its members' job ids."""
+def format_stacked(groups: list[list[Job]], vmap: bool = False) -> str:
+    """``--plan``'s lines: one per stacked phase, its members' job ids; ``vmap``: the phases vmap
+    their members (:mod:`zsceval.rl.stacked_acting`, :mod:`zsceval.rl.stacked_update`)."""
     if not groups:
         return "stacked phases: none"
-    lines = [f"stacked phases: {len(groups)}"]
+    how = ", vmapped acting and updates" if vmap else ", members one by one (--stack-vmap to vmap them)"
+    lines = [f"stacked phases: {len(groups)}{how}"]
     for g in groups:
         first, members = g[0].params, ", ".join(j.id for j in g)
         lines.append(f"  {first['layout']}: {len(g)} x {first['algo']} in one process ({members})")

@@ -152,7 +152,7 @@ def bench(
         check_writable(out)
     if plan:
         executor, workers = _running_bench_workers(out, executor, workers)
-    _print_plan(suite, out, executor, workers, stack)
+    _print_plan(suite, out, executor, workers, stack, stack_vmap)
     if plan:
         return
     try:
@@ -173,9 +173,10 @@ def bench(
         _print_report(out, tables, levels)
 
 
-def _print_plan(suite, out: str, executor: str, workers: int, stack: bool | None = None) -> None:
+def _print_plan(suite, out: str, executor: str, workers: int, stack: bool | None = None,
+                stack_vmap: bool | None = None) -> None:  # fmt: skip
     """The suite's layouts, algorithms and ego budgets, the env steps per stage (with what ``out``
-    already holds), the hours left and the stacked phases (``--stack``)."""
+    already holds), the hours left and the stacked phases (``--stack``, ``--stack-vmap``)."""
     from zsceval.bench.budget import env_step_budget, hours_left
     from zsceval.bench.plan import build_phases
     from zsceval.bench.stages import format_budget, format_left
@@ -203,8 +204,9 @@ def _print_plan(suite, out: str, executor: str, workers: int, stack: bool | None
     from zsceval.bench.stacking import format_stacked, stack_default, stacked_groups
 
     if stack if stack is not None else stack_default(str(suite.device)):
+        vmap = stack_vmap if stack_vmap is not None else stack_default(str(suite.device))
         try:
-            click.echo(format_stacked(stacked_groups(static[0], out)))
+            click.echo(format_stacked(stacked_groups(static[0], out), vmap=vmap))
         except (ValueError, OSError) as exc:  # a job whose config does not resolve fails when it runs
             click.echo(f"stacked phases: not listed ({exc})")
     else:
