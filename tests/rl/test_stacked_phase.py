@@ -90,16 +90,12 @@ class _Killed(Exception):
     pass
 
 
-def test_a_stacked_run_killed_between_two_members_checkpoints_resumes_every_member_exactly(
-    tmp_path, alone, monkeypatch
-):
-    dirs = [tmp_path / "s1", tmp_path / "s2"]
-    phase = StackedPhase([_cfg(1), _cfg(2)], dirs)
-    member2 = phase.members[1]
+def _kill(phase, member, iteration, monkeypatch):
+    """Train ``phase`` until ``member`` would record ``iteration``: the process dies there."""
     original = Trainer.record_iteration
 
     def record(self, row, writer=None):
-        if self is member2 and self.iteration == 2:  # member 1 saved iteration 2, member 2 did not
+        if self is member and self.iteration == iteration:
             raise _Killed
         original(self, row, writer)
 
@@ -107,6 +103,14 @@ def test_a_stacked_run_killed_between_two_members_checkpoints_resumes_every_memb
     with pytest.raises(_Killed):
         phase.train()
     monkeypatch.setattr(Trainer, "record_iteration", original)
+
+
+def test_a_stacked_run_killed_between_two_members_checkpoints_resumes_every_member_exactly(
+    tmp_path, alone, monkeypatch
+):
+    dirs = [tmp_path / "s1", tmp_path / "s2"]
+    phase = StackedPhase([_cfg(1), _cfg(2)], dirs)
+    _kill(phase, phase.members[1], 2, monkeypatch)  # member 1 saved iteration 2, member 2 did not
     resumed = StackedPhase([_cfg(1), _cfg(2)], dirs, resume=True)
     assert [m.env_steps for m in resumed.members] == [96, 48]  # the members stand at different checkpoints
     resumed.train()
@@ -213,18 +217,7 @@ def test_a_killed_vmapped_phase_resumes_with_each_members_own_optimizer_state(tm
     StackedPhase(cfgs, [tmp_path / "a2", tmp_path / "a3"], vmap=True).train()
     dirs = [tmp_path / "b2", tmp_path / "b3"]
     phase = StackedPhase(cfgs, dirs, vmap=True)
-    first = phase.members[0]
-    original = Trainer.record_iteration
-
-    def record(self, row, writer=None):
-        if self is first and self.iteration == 3:  # both members saved iteration 2
-            raise _Killed
-        original(self, row, writer)
-
-    monkeypatch.setattr(Trainer, "record_iteration", record)
-    with pytest.raises(_Killed):
-        phase.train()
-    monkeypatch.setattr(Trainer, "record_iteration", original)
+    _kill(phase, phase.members[0], 3, monkeypatch)  # both members saved iteration 2
     resumed = StackedPhase(cfgs, dirs, resume=True, vmap=True)
     assert [m.env_steps for m in resumed.members] == [96, 96]
     resumed.train()
