@@ -1,7 +1,9 @@
 """The GPU table of docs/performance.md: the engine at 4k / 16k / 65k / 262k games, eager and with the step
 compiled (``run.compile: step``), next to JaxMARL's Overcooked when jax and jaxmarl are importable
 (measured in the same run by ``jaxmarl_engine.py``'s harness); and PPO end to end (quick preset,
-counter_circuit) at 512 and 4,096 games and with the paper preset, eager and compiled.
+counter_circuit) at 512 and 4,096 games and with the paper preset (float32, and ``model.bf16=auto``),
+eager and compiled; each PPO row says what share of its time the collection took (the rest: the
+update).
 
 ``--modes`` picks the rows: ``eager`` (``run.compile: off``), ``step`` (the env step compiled),
 ``full`` (``run.compile: full``: step, acting, values and the PPO minibatch step; engine rows as
@@ -74,9 +76,12 @@ def engine_rate(layout: str, games: int, device: str, seconds: float, mode: str)
     return steps * games / (time.perf_counter() - start), compile_s
 
 
-def ppo_rate(preset: str, games: int | None, device: str, iterations: int, mode: str) -> float:
-    """Env steps/s of whole PPO iterations (collection and update), after one warm-up iteration;
-    ``mode`` one of :data:`MODES`."""
+def ppo_rate(
+    preset: str, games: int | None, device: str, iterations: int, mode: str, extra: tuple[str, ...] = ()
+) -> tuple[float, float]:
+    """Env steps/s of whole PPO iterations (collection and update), after one warm-up iteration, and
+    the share of their time spent collecting (the rest is the update: where a preset's time goes);
+    ``mode`` one of :data:`MODES`; ``extra``: more config overrides (e.g. ``model.bf16=auto``)."""
     compile_ = {"eager": "off", "graphs": "full"}.get(mode, mode)  # rollout: run.compile=rollout
     overrides = [
         "env.layout=counter_circuit", f"run.device={device}", "run.eval_episodes=0",
@@ -85,6 +90,7 @@ def ppo_rate(preset: str, games: int | None, device: str, iterations: int, mode:
     ]  # fmt: skip
     if games is not None:
         overrides.append(f"env.num_envs={games}")
+    overrides += list(extra)
     cfg = resolve_config(preset=preset, overrides=overrides)
     per_iteration = cfg.env.num_envs * cfg.ppo.rollout_length
     total = per_iteration * (iterations + 1)
@@ -93,11 +99,15 @@ def ppo_rate(preset: str, games: int | None, device: str, iterations: int, mode:
     with tempfile.TemporaryDirectory() as tmp:
         tr = Trainer(cfg, f"{tmp}/run", progress=False)
         try:
-            tr.train(on_iteration=lambda t, row: marks.append((time.perf_counter(), t.env_steps)))
+            tr.train(on_iteration=lambda t, row: marks.append((time.perf_counter(), t.env_steps, row)))
         finally:
             tr.close()
-    (t0, s0), (t1, s1) = marks[0], marks[-1]
-    return (s1 - s0) / (t1 - t0)
+    (t0, s0, _), (t1, s1, _) = marks[0], marks[-1]
+    timed = [row for _, _, row in marks[1:]]
+    collect = sum(r["collect_s"] for r in timed) / max(
+        sum(r["collect_s"] + r["update_s"] for r in timed), 1e-9
+    )
+    return (s1 - s0) / (t1 - t0), collect
 
 
 def main() -> None:
@@ -115,7 +125,13 @@ def main() -> None:
     parser.add_argument(
         "--modes", nargs="+", choices=MODES, default=["eager", "step"], help="the rows to run, in order"
     )
-    parser.add_argument("--no-paper", action="store_true", help="skip the paper-preset PPO row")
+    parser.add_argument("--no-paper", action="store_true", help="skip the paper-preset PPO rows")
+    parser.add_argument(
+        "--paper-games",
+        type=int,
+        default=None,
+        help="games of the paper-preset rows [default: the preset's 100]",
+    )
     parser.add_argument("--layout", default="counter_circuit")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -135,15 +151,23 @@ def main() -> None:
             rate, cs = engine_rate(args.layout, games, args.device, args.seconds, mode)
             ref_s, ratio = (f"{ref:,.0f}", f"{rate / ref:.2f}") if ref else ("-", "n/a")
             print(f"{games:>12} {mode:>8} {rate:>14,.0f} {cs:>10.1f} {ref_s:>14} {ratio:>7}", flush=True)
-    print(f"\n{'PPO':>12} {'mode':>8} {'env steps/s':>14} {'IPPO-FF (fixed)':>16} {'ratio':>7}")
-    cells = [("quick", g) for g in args.ppo_games] + ([] if args.no_paper else [("paper", None)])
-    for preset, games in cells:
+    print(
+        f"\n{'PPO':>12} {'mode':>8} {'env steps/s':>14} {'collect %':>9} {'IPPO-FF (fixed)':>16} {'ratio':>7}"
+    )
+    cells = [("quick", g, ()) for g in args.ppo_games]
+    if not args.no_paper:  # the paper preset as it is (float32), and at bf16 where the device has it
+        cells += [("paper", args.paper_games, ()), ("paper", args.paper_games, ("model.bf16=auto",))]
+    for preset, games, extra in cells:
         for mode in modes:
-            rate = ppo_rate(preset, games, args.device, args.iterations, mode)
+            rate, collect = ppo_rate(preset, games, args.device, args.iterations, mode, extra)
             label = f"{preset} {games}" if games else f"{preset} preset"
+            label += " bf16" if extra else ""
             ratio = f"{rate / JAXMARL_IPPO_FF:.3f}" if games == 512 else "-"
             ref = f"{JAXMARL_IPPO_FF:,.0f}" if games == 512 else "-"
-            print(f"{label:>12} {mode:>8} {rate:>14,.0f} {ref:>16} {ratio:>7}", flush=True)
+            print(
+                f"{label:>12} {mode:>8} {rate:>14,.0f} {100 * collect:>8.0f}% {ref:>16} {ratio:>7}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@
 # candidates, the paper preset's 100 games each) for one iteration, stacked one by one and stacked with
 # vmapped acting and updates (--vmap: zsceval.rl.stacked_acting, stacked_update), with the hours of
 # the suite's 1e7 env steps per candidate extrapolated (stacked_phase.py); (5) the paper
-# preset's PPO row, eager and rollout (gpu.py).
+# preset's PPO rows (float32 and bf16), eager and rollout, each with its collection's share of the time (gpu.py).
 set -uo pipefail
 LOG="${OUT:-.}/gpu_session.log"
 exec > >(tee "$LOG") 2>&1
@@ -62,7 +62,7 @@ step "1. CUDA and equality tests" 75 python3 -m pytest -p no:cacheprovider -o ad
 step "2. run.compile=rollout on CUDA" 85 python3 benchmarks/perf/rollout_graph.py --device cuda --games 4096 --graph-steps 4 \
     --iterations 3
 
-step "3. engine and PPO vs JaxMARL" 130 python3 benchmarks/perf/gpu.py --modes eager step rollout \
+step "3. engine and PPO vs JaxMARL" 120 python3 benchmarks/perf/gpu.py --modes eager step rollout \
     --games 4096 65536 --ppo-games 4096 --no-paper --seconds 2 --iterations 2
 
 # one iteration of every candidate (100 games x 400 steps each); the suite trains 1e7 env steps each
@@ -72,7 +72,7 @@ step "4b. candidate phase, vmapped" 85 python3 benchmarks/perf/stacked_phase.py 
     --layout forced_coordination --members 30 --games 100 --steps 40000 --workers 1 --stack --vmap \
     --extrapolate 10000000
 
-step "5. paper preset PPO" 90 python3 benchmarks/perf/gpu.py --modes eager rollout --games 4096 --ppo-games \
+step "5. paper preset PPO" 100 python3 benchmarks/perf/gpu.py --modes eager rollout --games 4096 --ppo-games \
     --seconds 1 --iterations 1
 
 echo "=== summary  $(date +%T)"
