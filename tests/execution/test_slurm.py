@@ -127,7 +127,16 @@ def _wait_for(cond, what: str, timeout: float = 120.0) -> None:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)])
 def test_interrupted_driver_cancels_its_jobs_and_a_rerun_resumes(tmp_path, submitit, sig):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)], env=env, cwd=REPO)
+
+    # Python's SIGINT handler, also when pytest runs as a background job: a shell's `cmd &` starts it
+    # with SIGINT ignored, which the driver's local jobs would inherit and so ignore their cancel
+    # (submitit's local cancel is a SIGINT)
+    def interruptible():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    driver = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, str(tmp_path)], env=env, cwd=REPO, preexec_fn=interruptible
+    )
     try:
         _wait_for(lambda: runs(tmp_path, "w"), "the waiting job to start")
         assert (tmp_path / "a" / "DONE.json").is_file()
@@ -137,8 +146,7 @@ def test_interrupted_driver_cancels_its_jobs_and_a_rerun_resumes(tmp_path, submi
     finally:
         driver.kill()
     pid = runs(tmp_path, "w")[0]
-    # cancelling ends it in seconds; the bound leaves room for a loaded CI machine (30 s was once too short)
-    _wait_for(lambda: not _alive(pid), "the cancelled job's process to end")
+    _wait_for(lambda: not _alive(pid), "the cancelled job's process to end", timeout=30)
     assert not (tmp_path / "w" / "DONE.json").exists()
     (tmp_path / "w" / "release").touch()
     jobs = [Job("a", "raytest.flaky", {"value": 1}, out="a"), Job("w", "raytest.wait", needs=("a",), out="w")]
