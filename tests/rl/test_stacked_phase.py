@@ -223,3 +223,20 @@ def test_a_killed_vmapped_phase_resumes_with_each_members_own_optimizer_state(tm
     resumed.train()
     _same_run(tmp_path / "b2", tmp_path / "a2")
     _same_run(tmp_path / "b3", tmp_path / "a3")
+
+
+def test_a_population_stage_1_beside_a_candidate_acts_vmapped_and_updates_with_its_stacked_learners(tmp_path):
+    """FCP's stage 1 (its members stacked already, population stage 1) joins a vmapped phase's
+    acting; its update stays its own (StackedLearners), the candidate's is vmapped."""
+    cfgs = [_cfg(3, *CANDIDATE, F32), _cfg(1, "run.algo=fcp-stage1", "population.stage1_size=2", F32)]
+    StackedPhase(cfgs, [tmp_path / "e3", tmp_path / "e1"]).train()
+    phase = StackedPhase(cfgs, [tmp_path / "v3", tmp_path / "v1"], vmap=True)
+    assert set(phase.vmapped.slots) == {(0, 0), (0, 1), (1, 0), (1, 1)}  # both stage-1 members act vmapped
+    assert set(phase.vmapped_update.slots) == {(0, 0), (0, 1)}
+    assert any("members [1] update one by one" in n for n in phase.notes)
+    phase.train()
+    for e, v in (("e3", "v3"), ("e1", "v1")):
+        we, wv = _weights(tmp_path / e), _weights(tmp_path / v)
+        assert we.keys() == wv.keys() and len(we) > 0
+        for k in we:
+            torch.testing.assert_close(wv[k], we[k], rtol=1e-5, atol=1e-5)
