@@ -55,6 +55,7 @@ def ppo_loss(
     huber_delta: float,
     clip_value_loss: bool,
     weight: torch.Tensor | None = None,
+    groups: tuple[torch.Tensor, int] | None = None,
 ) -> PPOLoss:
     """Clipped policy loss, clipped Huber value loss and entropy bonus.
 
@@ -62,6 +63,11 @@ def ppo_loss(
     normalizer's units. Means are taken over the samples, or weighted by ``weight`` (``float32``,
     same shape, 0 for samples that do not belong to this learner: a recurrent chunk may hold
     another actor's steps after an episode start).
+
+    With ``groups = (group, G)`` (``group int64 [S]``: the group of each sample column, samples
+    ``[L, S]``; ``weight`` required) each term is a mean per group, ``float32 [G]``, and ``total``
+    is the sum of the groups' losses, so that each group gets its own loss's gradient (the learners
+    of a stacked update, :mod:`zsceval.rl.stacked_update`).
 
     Args:
         log_probs: log pi(a|o) under the current policy.
@@ -77,8 +83,22 @@ def ppo_loss(
         huber_delta: Huber delta (ZSC-Eval 10).
         clip_value_loss: use ``max(huber(clipped), huber(unclipped))`` (MAPPO).
         weight: optional sample weights (see above).
+        groups: optional sample groups (see above).
     """
-    mean = torch.mean if weight is None else (lambda x: (x * weight).sum() / weight.sum())
+    if groups is not None:
+        group, count = groups
+        per_group = torch.zeros(count, dtype=weight.dtype, device=weight.device).index_add_(
+            0, group, weight.sum(0)
+        )
+
+        def mean(x: torch.Tensor) -> torch.Tensor:
+            sums = torch.zeros(count, dtype=x.dtype, device=x.device).index_add_(
+                0, group, (x * weight).sum(0)
+            )
+            return sums / per_group
+
+    else:
+        mean = torch.mean if weight is None else (lambda x: (x * weight).sum() / weight.sum())
     log_ratio = log_probs - old_log_probs
     ratio = log_ratio.exp()
     surr1 = ratio * advantages
@@ -91,6 +111,8 @@ def ppo_loss(
     value = mean(value_err)
     ent = mean(entropy)
     total = policy - entropy_coef * ent + value_coef * value
+    if groups is not None:
+        total = total.sum()
     with torch.no_grad():
         approx_kl = mean((ratio - 1) - log_ratio)
         clip_fraction = mean(((ratio - 1.0).abs() > clip).float())
@@ -132,20 +154,22 @@ def minibatch_loss(policy: Policy, mb: dict[str, Any], entropy_coef: float | tor
 
 
 def ppo_terms(mb: dict[str, Any], logp: torch.Tensor, entropy: torch.Tensor, values: torch.Tensor,
-              entropy_coef: float | torch.Tensor, weight: torch.Tensor | None, cfg: PPOConfig
+              entropy_coef: float | torch.Tensor, weight: torch.Tensor | None, cfg: PPOConfig,
+              groups: tuple[torch.Tensor, int] | None = None,
               ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:  # fmt: skip
     """:func:`ppo_loss` of a minibatch's re-evaluated ``logp``, ``entropy`` and ``values``
     (``float32 [L, S]``) against its stored ``old_log_probs``, ``advantages``, ``old_values`` and
-    ``targets``, with ``cfg``'s clip, value coefficient and Huber delta.
+    ``targets``, with ``cfg``'s clip, value coefficient and Huber delta; ``groups``: as
+    :func:`ppo_loss`'s.
 
     Returns:
-        ``(total loss, statistics)``: 0-dim tensors ``policy_loss``, ``value_loss``, ``entropy``,
-        ``approx_kl``, ``clip_fraction``.
+        ``(total loss, statistics)``: ``policy_loss``, ``value_loss``, ``entropy``,
+        ``approx_kl``, ``clip_fraction``, 0-dim tensors (``float32 [G]`` with ``groups``).
     """
     loss = ppo_loss(
         logp, mb["old_log_probs"], mb["advantages"], entropy, values, mb["old_values"],
         mb["targets"], clip=cfg.clip, entropy_coef=entropy_coef, value_coef=cfg.value_loss_coef,
-        huber_delta=cfg.huber_delta, clip_value_loss=cfg.clip_value_loss, weight=weight,
+        huber_delta=cfg.huber_delta, clip_value_loss=cfg.clip_value_loss, weight=weight, groups=groups,
     )  # fmt: skip
     stats = {
         "policy_loss": loss.policy,

@@ -220,28 +220,27 @@ class VmappedUpdate:
 
     def _step(self, parts: list[dict], slot_ids: list[int], ent_coef: float, cfg, device) -> list[dict]:
         """One stacked gradient step on one minibatch per slot; each slot's statistics (0-dim
-        tensors, :func:`~zsceval.rl.loss.ppo_terms`' then the gradient norms)."""
+        tensors, :func:`~zsceval.rl.loss.ppo_terms`' then the gradient norms). The loss is the sum
+        of the slots' own weighted means (``ppo_terms``' groups), so each slot gets its own gradient."""
         stacked = self.stacked
-        weights, members, widths = [], [], []
-        for mb, sid in zip(parts, slot_ids):
-            w = mb["weight"] if mb["weight"] is not None else torch.ones_like(mb["advantages"])
-            weights.append(w / w.sum())  # each slot's loss is its own weighted mean
+        weights, members, groups = [], [], []
+        for i, (mb, sid) in enumerate(zip(parts, slot_ids)):
+            weights.append(mb["weight"] if mb["weight"] is not None else torch.ones_like(mb["advantages"]))
             width = mb["actions"].shape[1]
-            widths.append(width)
             members.append(torch.full((width,), sid, dtype=torch.int64, device=device))
+            groups.append(torch.full((width,), i, dtype=torch.int64, device=device))
         shared = all(mb["critic_obs"] is mb["obs"] for mb in parts)
         skip = {"weight", "critic_obs", "obs_columns"} if shared else {"weight", "obs_columns"}
         mb = {key: torch.cat([p[key] for p in parts], dim=0 if key.startswith("h_") else 1)
               for key in parts[0] if key not in skip}  # fmt: skip
         if shared:
             mb["critic_obs"] = mb["obs"]
-        weight = torch.cat(weights, 1)
         logp, entropy, values = stacked.evaluate(
             mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
             mb["h_actor"], mb["h_critic"], mb["starts"], torch.cat(members),
         )  # fmt: skip
-        total, _ = ppo_terms(mb, logp, entropy, values, ent_coef, weight, cfg)
-        total = total * len(parts)  # the sum of the slots' losses: each its own gradient
+        weight, group = torch.cat(weights, 1), (torch.cat(groups), len(parts))
+        total, stats = ppo_terms(mb, logp, entropy, values, ent_coef, weight, cfg, groups=group)
         for opt in self.optimizers.values():
             opt.zero_grad(set_to_none=True)
         total.backward()
@@ -249,16 +248,9 @@ class VmappedUpdate:
         for opt in self.optimizers.values():
             opt.step()
         out = []
-        lo = 0
-        with torch.no_grad():
-            for width, w, sid in zip(widths, weights, slot_ids):
-                cols = slice(lo, lo + width)
-                lo += width
-                part = {
-                    key: mb[key][:, cols] for key in ("old_log_probs", "advantages", "old_values", "targets")
-                }
-                _, stats = ppo_terms(part, logp[:, cols], entropy[:, cols], values[:, cols], ent_coef, w, cfg)
-                stats["actor_grad_norm"] = norms["actor"][sid]
-                stats["critic_grad_norm"] = norms["critic"][sid]
-                out.append(stats)
+        for i, sid in enumerate(slot_ids):
+            slot = {key: v[i].detach() for key, v in stats.items()}
+            slot["actor_grad_norm"] = norms["actor"][sid]
+            slot["critic_grad_norm"] = norms["critic"][sid]
+            out.append(slot)
         return out
