@@ -108,3 +108,23 @@ def test_vmapped_candidates_train_into_their_job_folders_close_to_the_exact_phas
             assert x.keys() == y.keys()
             for k in x:  # bf16 acting on CPUs that have it: rounding apart, not bit for bit
                 torch.testing.assert_close(y[k].float(), x[k].float(), rtol=2e-2, atol=2e-2)
+
+
+def test_stack_vmap_implies_stacked_phases_in_the_plan(tmp_path):
+    from click.testing import CliRunner
+
+    from tests.evaluation.tiny_bench import TINY, write_suite
+    from zsceval.cli import main
+
+    suite = str(write_suite(tmp_path, TINY.replace("algorithms: [sp, pecan]", "algorithms: [sp]")))
+    out = str(tmp_path / "out")
+
+    def plan(*flags):
+        res = CliRunner().invoke(main, ["bench", "--suite", suite, "--out", out, "--plan", *flags])
+        assert res.exit_code == 0, res.output
+        return next(line for line in res.output.splitlines() if line.startswith("stacked phases"))
+
+    assert plan().startswith("stacked phases: off")  # a CPU suite
+    assert plan("--stack").endswith("members one by one (--stack-vmap to vmap them)")
+    assert plan("--stack-vmap").endswith("vmapped acting and updates")
+    assert plan("--stack-vmap", "--no-stack").startswith("stacked phases: off")

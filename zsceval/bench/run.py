@@ -65,9 +65,9 @@ def run_bench(
     """Run (or resume) a suite; returns a summary with the result table paths.
 
     ``stack``: train each phase's stackable jobs as stacked phases first (:mod:`zsceval.bench.stacking`;
-    None: :func:`~zsceval.bench.stacking.stack_default` of the suite's device). ``stack_vmap``: a
-    stacked phase's members act in one vmapped forward a step (:mod:`zsceval.rl.stacked_acting`;
-    None: the same default).
+    None: on with ``stack_vmap``, else :func:`~zsceval.bench.stacking.stack_default` of the suite's
+    device). ``stack_vmap``: a stacked phase's members act and update vmapped
+    (:mod:`zsceval.rl.stacked_acting`, :mod:`zsceval.rl.stacked_update`; None: the same default).
     ``loggers``: metric loggers (:mod:`zsceval.rl.loggers`) every training job of the bench also
     logs to, besides its ``run.loggers`` (through ``ZSCEVAL_LOGGERS``: a logger changes no result,
     so it is no job input and finished jobs stay finished); :func:`log_summary` sends the bench's
@@ -96,8 +96,8 @@ def run_bench(
     check_device(suite)
     diffs = check_suite_record(suite, root, force=force)
     root.mkdir(parents=True, exist_ok=True)
-    if stack is None:
-        stack = stack_default(str(suite.device))
+    if stack is None:  # --stack-vmap asks for stacked phases
+        stack = bool(stack_vmap) or stack_default(str(suite.device))
     if stack_vmap is None:
         stack_vmap = stack_default(str(suite.device))
     with FolderLock(root, "bench", info={"executor": executor, "workers": workers}):

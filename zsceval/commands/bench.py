@@ -66,8 +66,8 @@ from zsceval.commands._common import slurm_flags
     "--stack-vmap/--no-stack-vmap",
     default=None,
     help="In a stacked phase, all members' actors act, and their critics give values, in one vmapped "
-    "forward a step (equal to --no-stack-vmap within float tolerance, not bit for bit). "
-    "[default: on for a CUDA suite, off on CPU]",
+    "forward a step, and their PPO updates take one stacked step a minibatch (equal to --no-stack-vmap "
+    "within float tolerance, not bit for bit); implies --stack. [default: on for a CUDA suite, off on CPU]",
 )
 @click.option(
     "--loggers",
@@ -203,7 +203,7 @@ def _print_plan(suite, out: str, executor: str, workers: int, stack: bool | None
         click.echo(_per_layout(suite, out, workers if executor != "local" else 1))
     from zsceval.bench.stacking import format_stacked, stack_default, stacked_groups
 
-    if stack if stack is not None else stack_default(str(suite.device)):
+    if stack if stack is not None else (bool(stack_vmap) or stack_default(str(suite.device))):
         vmap = stack_vmap if stack_vmap is not None else stack_default(str(suite.device))
         try:
             click.echo(format_stacked(stacked_groups(static[0], out), vmap=vmap))
