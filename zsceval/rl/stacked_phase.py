@@ -109,8 +109,10 @@ class StackedPhase:
         out_dirs: each member's run folder.
         resume: continue each member from its folder (a member that never checkpointed starts over).
         vmap: the members' actors act, and their learners' critics give values, in one vmapped
-            forward each per step (:mod:`zsceval.rl.stacked_acting`; equal to the exact phase within
-            float tolerance, not bit for bit); members it cannot vmap act as without it.
+            forward each per step (:mod:`zsceval.rl.stacked_acting`), and their PPO updates take
+            one stacked step per minibatch (:mod:`zsceval.rl.stacked_update`); equal to the exact
+            phase within float tolerance, not bit for bit; members it cannot vmap act and update as
+            without it (:attr:`notes` names them).
 
     Raises:
         ConfigError: members that cannot be stacked; as :class:`~zsceval.rl.trainer.Trainer`.
