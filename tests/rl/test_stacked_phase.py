@@ -135,11 +135,20 @@ F32 = "model.bf16=false"  # float32: the vmapped and the one-by-one forwards dif
 
 
 def _count_vmapped(monkeypatch):
-    """Count the vmapped actor and critic forwards and the stacked updates."""
+    """Count the vmapped actor and critic forwards and the stacked updates, and keep the columns
+    of the stacked updates' compressed observations (``calls["columns"]``)."""
     from zsceval.rl.population import StackedPolicies
     from zsceval.rl.stacked_update import VmappedUpdate
 
     calls = {"act": 0, "value": 0, "_steps": 0}
+    compress = VmappedUpdate._compress
+    columns = []
+
+    def kept(self, *a):
+        columns.append(compress(self, *a))
+        return columns[-1]
+
+    monkeypatch.setattr(VmappedUpdate, "_compress", kept)
     for name in calls:
         cls = VmappedUpdate if name == "_steps" else StackedPolicies
         original = getattr(cls, name)
@@ -149,6 +158,7 @@ def _count_vmapped(monkeypatch):
             return _original(self, *a, **kw)
 
         monkeypatch.setattr(cls, name, wrapped)
+    calls["columns"] = columns
     return calls
 
 
@@ -168,7 +178,10 @@ def test_vmapped_members_act_and_update_together_and_train_as_the_exact_phase(tm
     assert set(phase.vmapped_update.slots) == {(0, 0), (1, 0), (1, 1)}
     phase.train()
     # one actor and one critic forward per step, 3 rollouts of 12 steps; one stacked update per iteration
+    columns = calls.pop("columns")
     assert calls == {"act": 3 * 12, "value": 3 * 12, "_steps": 3}
+    # the MLP reads the entries that vary in either member's rollout (ppo.obs_columns), as alone
+    assert all((c is not None) == (not model) for c in columns) and len(columns) == 3
     for e, v in (("e2", "v2"), ("e3", "v3")):
         me, mv = _metrics(tmp_path / e), _metrics(tmp_path / v)
         assert len(me) == len(mv) == 3

@@ -49,6 +49,7 @@ __all__ = [
     "cast_observation",
     "compress_observation",
     "observation_columns",
+    "columns_of_range",
     "cast_shared",
     "input_dtype",
     "masked_logits",
@@ -179,13 +180,18 @@ def observation_columns(obs: torch.Tensor, obs_scale: float = 1.0) -> ObsColumns
     """
     if obs.dim() != 2:
         raise ValueError(f"observation_columns takes [rows, width] observations, got shape {list(obs.shape)}")
-    hi, lo = obs.amax(0), obs.amin(0)
+    return columns_of_range(obs.amax(0), obs.amin(0), obs_scale)
+
+
+def columns_of_range(hi: torch.Tensor, lo: torch.Tensor, obs_scale: float = 1.0) -> ObsColumns:
+    """:class:`ObsColumns` of a batch whose entries range over ``[lo, hi]`` (``[D]`` each: the
+    batch's column-wise maximum and minimum; several batches' ranges combine by ``max`` / ``min``)."""
     varying = (hi != lo).nonzero().squeeze(-1)
     constant = ((hi == lo) & (hi != 0)).nonzero().squeeze(-1)
     values = hi.index_select(0, constant).to(torch.float32)
     if obs_scale != 1.0:
         values = values * obs_scale
-    return ObsColumns(varying, constant, values, int(obs.shape[1]))
+    return ObsColumns(varying, constant, values, int(hi.shape[0]))
 
 
 def compress_observation(obs: torch.Tensor, columns: ObsColumns, obs_scale: float = 1.0) -> torch.Tensor:

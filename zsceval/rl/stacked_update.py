@@ -10,9 +10,10 @@ and learner) before the steps and written back after them, so checkpoints, resum
 update without vmapping see each member's own optimizer state. As in population stage 1
 (:class:`~zsceval.rl.learner_group.StackedLearners`): each slot's loss is its own weighted mean, the
 summed loss gives every slot its own gradient, clipping is per slot and Adam is elementwise, so each
-slot's step is its step alone, up to float rounding (the stacked forward's matmuls; the
-observations are not compressed, ``ppo.obs_columns``). The statistics row of a member holds the
-same keys, in the same order, as its update alone.
+slot's step is its step alone, up to float rounding (the stacked forward's matmuls; with
+``ppo.obs_columns`` an MLP reads the entries that vary in any member's rollout, see
+``VmappedUpdate._compress``, where alone it reads its own rollout's). The statistics row of a
+member holds the same keys, in the same order, as its update alone.
 
 Members whose update cannot be stacked update alone: not a PPO core with separate, uncompiled
 learners; a plug-in with its own loss terms or parameters (``extra_loss``, ``extra_parameters``) or
@@ -31,6 +32,7 @@ import torch
 from zsceval.rl.config import config_to_dict
 from zsceval.rl.learner_group import SeparateLearners
 from zsceval.rl.loss import ppo_terms
+from zsceval.rl.networks import ObsColumns, columns_of_range, compress_observation
 
 __all__ = ["VmappedUpdate"]
 
@@ -191,6 +193,7 @@ class VmappedUpdate:
         device = first.core.device
         sizes = {(m, k): -(-plans[m][1]["batches"][k]["seq"]["actions"].shape[1] // cfg.num_minibatches)
                  for m, k in slots}  # fmt: skip
+        columns = self._compress(plans, slots)
         sums: dict[tuple[int, int], dict[str, torch.Tensor]] = {s: {} for s in slots}
         count = 0
         for epoch in range(cfg.epochs):
@@ -202,9 +205,8 @@ class VmappedUpdate:
                     mb = core._minibatch(plan["batches"][k], idx)
                     mb.pop("active", None)  # forced samples: policy terms are 0 either way
                     parts.append(mb)
-                for s, stats in zip(
-                    slots, self._step(parts, [self.slots[s] for s in slots], ent_coef, cfg, device)
-                ):
+                ids = [self.slots[s] for s in slots]
+                for s, stats in zip(slots, self._step(parts, ids, ent_coef, cfg, device, columns)):
                     for key, v in stats.items():
                         sums[s][key] = sums[s].get(key, 0.0) + v
                 count += 1
@@ -218,10 +220,36 @@ class VmappedUpdate:
             row.update({prefix + key: v for key, v in out.items()})
         return rows
 
-    def _step(self, parts: list[dict], slot_ids: list[int], ent_coef: float, cfg, device) -> list[dict]:
+    def _compress(self, plans, slots) -> ObsColumns | None:
+        """With ``ppo.obs_columns`` and an MLP (as :meth:`PPOCore._compressed_obs
+        <zsceval.rl.ppo.PPOCore._compressed_obs>`): replace every slot's observations by the
+        entries that vary in any member's rollout (float32 ``[L, S, V]``), and return those columns;
+        else None. The members' rollouts are combined by their column-wise ranges."""
+        first = self.members[slots[0][0]]
+        model = first.cfg.model
+        if not first.cfg.ppo.obs_columns or model.kind != "mlp" or not model.mlp_layers:
+            return None
+        his, los = [], []
+        for core, _ in plans.values():
+            obs = core.buffer.obs
+            rows = obs.reshape(-1, obs[0, 0, 0].numel())
+            his.append(rows.amax(0))
+            los.append(rows.amin(0))
+        columns = columns_of_range(torch.stack(his).amax(0), torch.stack(los).amin(0), model.obs_scale)
+        if columns.varying.numel() > columns.width // 2:  # little to gain (as alone)
+            return None
+        for m, k in slots:
+            seq = plans[m][1]["batches"][k]["seq"]
+            obs = seq["obs"]
+            seq["obs"] = compress_observation(obs.reshape(*obs.shape[:2], -1), columns, model.obs_scale)
+        return columns
+
+    def _step(self, parts: list[dict], slot_ids: list[int], ent_coef: float, cfg, device,
+              columns: ObsColumns | None = None) -> list[dict]:  # fmt: skip
         """One stacked gradient step on one minibatch per slot; each slot's statistics (0-dim
         tensors, :func:`~zsceval.rl.loss.ppo_terms`' then the gradient norms). The loss is the sum
-        of the slots' own weighted means (``ppo_terms``' groups), so each slot gets its own gradient."""
+        of the slots' own weighted means (``ppo_terms``' groups), so each slot gets its own gradient.
+        ``columns``: the observations hold these entries only (:meth:`_compress`)."""
         stacked = self.stacked
         weights, members, groups = [], [], []
         for i, (mb, sid) in enumerate(zip(parts, slot_ids)):
@@ -237,7 +265,7 @@ class VmappedUpdate:
             mb["critic_obs"] = mb["obs"]
         logp, entropy, values = stacked.evaluate(
             mb["obs"], mb["critic_obs"], mb["avail"], mb["actions"],
-            mb["h_actor"], mb["h_critic"], mb["starts"], torch.cat(members),
+            mb["h_actor"], mb["h_critic"], mb["starts"], torch.cat(members), columns=columns,
         )  # fmt: skip
         weight, group = torch.cat(weights, 1), (torch.cat(groups), len(parts))
         total, stats = ppo_terms(mb, logp, entropy, values, ent_coef, weight, cfg, groups=group)
