@@ -128,3 +128,5 @@ def test_stack_vmap_implies_stacked_phases_in_the_plan(tmp_path):
     assert plan("--stack").endswith("members one by one (--stack-vmap to vmap them)")
     assert plan("--stack-vmap").endswith("vmapped acting and updates")
     assert plan("--stack-vmap", "--no-stack").startswith("stacked phases: off")
+    # a CUDA suite stacks by default; its members act one by one until a GPU measures --stack-vmap
+    assert plan("--device", "cuda").endswith("members one by one (--stack-vmap to vmap them)")

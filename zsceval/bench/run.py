@@ -22,7 +22,7 @@ import yaml
 from zsceval import registry
 from zsceval.bench.budget import env_step_budget
 from zsceval.bench.plan import LayoutPlan, build_phases, human_data_installed, late_phases
-from zsceval.bench.stacking import run_stacked, stack_default
+from zsceval.bench.stacking import run_stacked, stack_default, vmap_default
 from zsceval.bench.stages import STAGES_TABLE
 from zsceval.bench.suite import SUITE_RECORD, Suite, SuiteError, check_device, check_suite_record
 from zsceval.evaluation.human_proxy import HUMAN_PROXY_TABLE
@@ -67,7 +67,8 @@ def run_bench(
     ``stack``: train each phase's stackable jobs as stacked phases first (:mod:`zsceval.bench.stacking`;
     None: on with ``stack_vmap``, else :func:`~zsceval.bench.stacking.stack_default` of the suite's
     device). ``stack_vmap``: a stacked phase's members act and update vmapped
-    (:mod:`zsceval.rl.stacked_acting`, :mod:`zsceval.rl.stacked_update`; None: the same default).
+    (:mod:`zsceval.rl.stacked_acting`, :mod:`zsceval.rl.stacked_update`; None:
+    :func:`~zsceval.bench.stacking.vmap_default`).
     ``loggers``: metric loggers (:mod:`zsceval.rl.loggers`) every training job of the bench also
     logs to, besides its ``run.loggers`` (through ``ZSCEVAL_LOGGERS``: a logger changes no result,
     so it is no job input and finished jobs stay finished); :func:`log_summary` sends the bench's
@@ -99,7 +100,7 @@ def run_bench(
     if stack is None:  # --stack-vmap asks for stacked phases
         stack = bool(stack_vmap) or stack_default(str(suite.device))
     if stack_vmap is None:
-        stack_vmap = stack_default(str(suite.device))
+        stack_vmap = vmap_default(str(suite.device))
     with FolderLock(root, "bench", info={"executor": executor, "workers": workers}):
         return _run_locked(
             suite, root, diffs, executor, workers, retries, progress, log, stack, loggers, slurm, stack_vmap

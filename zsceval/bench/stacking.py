@@ -21,18 +21,25 @@ from pathlib import Path
 
 from zsceval.execution import Job
 
-__all__ = ["stack_default", "stacked_groups", "format_stacked", "run_stacked"]
+__all__ = ["stack_default", "vmap_default", "stacked_groups", "format_stacked", "run_stacked"]
 
 MIN_MEMBERS = 2
 """The fewest jobs worth a stacked phase."""
 
 
 def stack_default(device: str) -> bool:
-    """``--stack``'s and ``--stack-vmap``'s default for a suite's device: on for CUDA (one engine
-    batch over all members' games, one vmapped forward a step), off on CPU, where a stacked phase
-    was not faster than the same jobs as processes on the same cores and where the exact phase
-    trains each member bit for bit as alone (docs/performance.md, "Stacked phases")."""
+    """``--stack``'s default for a suite's device: on for CUDA (one engine batch over all members'
+    games), off on CPU, where a stacked phase was not faster than the same jobs as processes on
+    the same cores (docs/performance.md, "Stacked phases")."""
     return str(device).startswith("cuda")
+
+
+def vmap_default(device: str) -> bool:
+    """``--stack-vmap``'s default: off on every device for now. On CPU it is slower than the exact
+    stacked phase at the suites' 512 games a member (and the exact phase trains each member bit
+    for bit as alone); on a GPU, where it is built to be faster, it has not been measured or run
+    yet (``benchmarks/perf/gpu_session.sh`` step 4b). Turn it on where that measurement says so."""
+    return False
 
 
 def _needs(job: Job, root: Path, out_dirs: dict[str, str]) -> dict[str, Path] | None:

@@ -67,7 +67,7 @@ from zsceval.commands._common import slurm_flags
     default=None,
     help="In a stacked phase, all members' actors act, and their critics give values, in one vmapped "
     "forward a step, and their PPO updates take one stacked step a minibatch (equal to --no-stack-vmap "
-    "within float tolerance, not bit for bit); implies --stack. [default: on for a CUDA suite, off on CPU]",
+    "within float tolerance, not bit for bit); implies --stack. [default: off: not yet measured on a GPU]",
 )
 @click.option(
     "--loggers",
@@ -201,10 +201,10 @@ def _print_plan(suite, out: str, executor: str, workers: int, stack: bool | None
     click.echo(format_left(hours, how))
     if len(suite.layouts) > 1:
         click.echo(_per_layout(suite, out, workers if executor != "local" else 1))
-    from zsceval.bench.stacking import format_stacked, stack_default, stacked_groups
+    from zsceval.bench.stacking import format_stacked, stack_default, stacked_groups, vmap_default
 
     if stack if stack is not None else (bool(stack_vmap) or stack_default(str(suite.device))):
-        vmap = stack_vmap if stack_vmap is not None else stack_default(str(suite.device))
+        vmap = stack_vmap if stack_vmap is not None else vmap_default(str(suite.device))
         try:
             click.echo(format_stacked(stacked_groups(static[0], out), vmap=vmap))
         except (ValueError, OSError) as exc:  # a job whose config does not resolve fails when it runs
