@@ -100,6 +100,9 @@ ROWS: tuple[Row, ...] = (
     Row("zsceval:coordination_ring@2", "docs/data/overcooked-s12-grid-6627195-coordination_ring",
         "`overcooked-s12-grid` at `6627195` (the run that made the set): SP and E3T 1e7, others 5e7 "
         "env steps, HSP 6 + 6"),
+    Row("zsceval:asymmetric_advantages@2", "docs/data/overcooked-s12-grid-f6561e7-asymmetric_advantages",
+        "`overcooked-s12-grid` at `f6561e7` (the run that made the set; the population methods' egos "
+        "are training): SP 1e7 env steps"),
     # One line per further (set, egos):
     # Row("zsceval:LAYOUT@VERSION", "docs/data/FOLDER", "`SUITE` at `COMMIT`: BUDGETS"),
 )  # fmt: skip
