@@ -83,8 +83,9 @@ ROWS: tuple[Row, ...] = (
     Row("zsceval:counter_circuit@1", "docs/data/s12-egos-on-counter_circuit-v1",
         "`overcooked-s12` at `0fb63d1` (reference budgets): SP and E3T 1e7 env steps, the others 5e7; "
         "no HSP"),
-    Row("zsceval:counter_circuit@2", "docs/data/s12-0fb63d1",
-        "`overcooked-s12` at `0fb63d1` (reference budgets): SP and E3T 1e7 env steps, the others 5e7"),
+    Row("zsceval:counter_circuit@2", "docs/data/s12-hsp66-ab1353d",
+        "`overcooked-s12` at `0fb63d1` (reference budgets): SP and E3T 1e7 env steps, the others 5e7; "
+        "HSP at 6 + 6 from `overcooked-s12-hsp-cc` at `ab1353d` (3 + 9: docs/results.md)"),
     Row("zsceval:asymmetric_advantages@1", "docs/data/quick-sets-scores-3b7d9ef/asymmetric_advantages",
         QUICK_SETS_EGOS, withdrawn=("hsp",), note="the set rewards serving alone in seat 0"),
     Row("zsceval:asymmetric_advantages@1", "docs/data/quick-sets-sp-2d0d487",
@@ -229,8 +230,10 @@ def _unit_names(keys: list[tuple[str, int]]) -> str:
 def deciding_units(units: pd.DataFrame, withdrawn: tuple[str, ...] = ()) -> tuple[list, list, int]:
     """``(fixed, deciding, total)``: the (partner, seat) units where every ego of every algorithm
     scores BR-Prox 1, those where the algorithms' means over ego seeds span at least :data:`SPREAD`
-    (widest span first), and the number of units (withdrawn algorithms left out)."""
-    units = units[~units["algorithm"].isin(withdrawn)]
+    (widest span first), and the number of units (withdrawn algorithms, and algorithms that are
+    not one of the table's :data:`ALGORITHMS` columns, such as a folder's renamed variants, left out)."""
+    shown = [a for a, _ in ALGORITHMS if a not in withdrawn]
+    units = units[units["algorithm"].isin(shown)]
     per_unit = units.groupby(["partner", "seat"], sort=True)["br_prox"]
     fixed = [k for k, v in per_unit if (v >= 1.0).all()]
     means = units.groupby(["partner", "seat", "algorithm"])["br_prox"].mean().unstack("algorithm")

@@ -93,3 +93,6 @@ def test_deciding_units_by_hand():
     fixed, deciding, _ = script.deciding_units(units)
     assert fixed == []
     assert deciding == [("a_mid", 0), ("a_mid", 1), ("b_final", 0)]  # 1.0, 0.8, 0.8: ties sorted
+    # An algorithm that is no column of the table (a folder's renamed variant) counts for neither.
+    renamed = units.assign(algorithm=units["algorithm"].replace({"hsp": "hsp-3+9"}))
+    assert script.deciding_units(renamed) == ([("a_mid", 0)], [("a_mid", 1)], 3)
