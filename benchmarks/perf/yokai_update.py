@@ -59,8 +59,8 @@ def measure(overrides: list[str], repeats: int) -> dict[str, float]:
                 t0 = time.perf_counter()
                 core.learn(advantages, returns, 0, trainer.update_gen)
                 times[skip].append(time.perf_counter() - t0)
+        steps = trainer.steps_per_iteration
         trainer.close()
-    steps = cfg.steps_per_iteration
     off, on = statistics.median(times[False]), statistics.median(times[True])
     return {
         "env_steps_per_iteration": steps,
