@@ -205,6 +205,7 @@ setup(
         "zsceval.report_sections": [
             "tbs = zsceval.algorithms.tbs.report:TBSSection",
             "yokai = zsceval.evaluation.yokai_xp:YokaiCrossPlaySection",
+            "yokai-games = zsceval.evaluation.yokai_games:YokaiGamesSection",
         ],
     },
 )

@@ -1,0 +1,71 @@
+"""``games.parquet`` (per-game Yōkai records) in ``zsceval report``: the metrics by hand, intervals
+that resample training seeds before games, one clear error for a malformed table."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from zsceval.cli import main
+from zsceval.evaluation.yokai_games import games_table, read_games
+
+
+def _games(won_by_seed: dict[int, list[bool]], agent: str = "relational", steps: int = 1000) -> pd.DataFrame:
+    rows = []
+    for seed, won in won_by_seed.items():
+        for i, w in enumerate(won):
+            rows.append({"agent": agent, "setting": "-M", "seed": seed, "env_steps": steps, "game": i,
+                         "won": w, "score": 4.0 if w else 1.0, "nc": 3.0 if w else 1.0,
+                         "dnc": 2.0 if w else 0.0, "ret": 3.0 if w else -4.0})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_metrics_by_hand():
+    games = pd.concat([_games({0: [True, True, False, False]}), _games({0: [False] * 4}, "random", 0)])
+    table = games_table(games, reps=200, rng=np.random.default_rng(0)).set_index("agent")
+    r = table.loc["relational"]
+    assert (r["seeds"], r["games"], r["env_steps"]) == (1, 4, 1000)
+    assert r["SR"] == pytest.approx(50.0) and r["NC"] == pytest.approx(2.0) and r["dNC"] == pytest.approx(1.0)
+    assert r["S"] == pytest.approx(2.0)  # a lost game's score counts 0: (4 + 4 + 0 + 0) / 4
+    assert r["R"] == pytest.approx(-0.5)
+    assert r["SR_low"] <= r["SR"] <= r["SR_high"]
+    random = table.loc["random"]
+    assert random["SR"] == random["SR_low"] == random["SR_high"] == 0.0  # every game lost
+
+
+def test_intervals_resample_seeds_before_games():
+    """Two seeds, one that always wins and one that never does: 400 games each. Resampling games
+    alone would give SR 50 +- 3.5; with the seeds resampled first the interval spans 0 to 100."""
+    games = _games({0: [True] * 400, 1: [False] * 400})
+    row = games_table(games, reps=400, rng=np.random.default_rng(1)).iloc[0]
+    assert row["SR"] == pytest.approx(50.0)
+    assert row["SR_low"] == 0.0 and row["SR_high"] == 100.0
+
+
+def test_report_prints_the_table_json_and_figure(tmp_path):
+    games = pd.concat(
+        [_games({0: [True, False] * 10, 1: [True] * 20}), _games({0: [False] * 20}, "random", 0)]
+    )
+    games.to_parquet(tmp_path / "games.parquet")
+    res = CliRunner().invoke(main, ["report", str(tmp_path), "--seed", "3"])
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.output.splitlines() if x.startswith("relational"))
+    assert "75.0 [" in line and " 2 " in line and " 40 " in line  # SR 30 of 40 games, 2 seeds
+    assert (tmp_path / "figures" / "yokai_games.png").stat().st_size > 0
+    res = CliRunner().invoke(main, ["report", str(tmp_path), "--json", "--no-figures"])
+    assert res.exit_code == 0, res.output
+    records = json.loads(res.output)["yokai_games"]
+    assert {r["agent"] for r in records} == {"relational", "random"}
+
+
+def test_a_table_without_a_required_column_names_the_file_and_column(tmp_path):
+    path = tmp_path / "games.parquet"
+    _games({0: [True]}).drop(columns=["dnc"]).to_parquet(path)
+    with pytest.raises(ValueError, match=r"games\.parquet: missing column\(s\) dnc"):
+        read_games(path)
+    res = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert res.exit_code != 0 and "missing column(s) dnc" in res.output
