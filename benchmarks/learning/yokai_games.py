@@ -1,14 +1,16 @@
-"""Yōkai per-game records: SP with the MLP and with the relational policy, with and without perfect memory.
+"""Yōkai per-game records: SP with the MLP and with the relational policy, and the relational policy
+with other-play (OP+C+R), with and without perfect memory.
 
-Trains recurrent MAPPO self-play on 2-player 3x3 (``benchmarks/learning/yokai.py``'s settings and
-``train``) for each agent x setting x seed, plays every saved checkpoint with itself (``--episodes``
+Trains MAPPO on 2-player 3x3 (``benchmarks/learning/yokai.py``'s settings and ``train``) for each
+agent x setting x seed, plays every saved checkpoint with itself (``--episodes``
 games per seating, both seatings, the same deals for every checkpoint) and writes one row per game
 to ``DATA/games.parquet`` (default ``docs/data/yokai-<commit>/``), next to the two scripted
 baselines (uniformly random available actions; END at its first chance) played on the same deals:
 
 ==============  ============================================================================
-``agent``       ``relational`` (``model.kind=yokai-relational``), ``mlp-gru`` (the quick preset's
-                MLP with a GRU, the benchmark's current SP), ``random``, ``end-at-once``
+``agent``       ``relational`` (SP, ``model.kind=yokai-relational``), ``mlp-gru`` (SP, the quick
+                preset's MLP with a GRU), ``relational-op`` (other-play with colour and rotation
+                symmetries, ``--algo op``, ``algo.symmetries=C+R``), ``random``, ``end-at-once``
 ``setting``     ``-M`` (``env.options.perfect_memory=true``: colours seen stay visible, YLE Sec.
                 5.1) or ``memory`` (colours visible only while peeking; the agent must remember)
 ``seed``        training seed (0 for the baselines)
@@ -52,11 +54,15 @@ from zsceval.rl.config import EnvConfig  # noqa: E402
 from zsceval.rl.envs import make_env  # noqa: E402
 from zsceval.rl.play import play  # noqa: E402
 
+RELATIONAL = ["model.kind=yokai-relational", "model.hidden_size=32", "model.mlp_layers=2"]
+
 AGENTS = {
-    "relational": ["model.kind=yokai-relational", "model.hidden_size=32", "model.mlp_layers=2"],
-    "mlp-gru": [],
+    "relational": ("sp", RELATIONAL),
+    "mlp-gru": ("sp", []),
+    "relational-op": ("op", [*RELATIONAL, "algo.symmetries=C+R"]),
 }
-"""Trained agents: overrides on top of the learning benchmark's ``BENCH`` (MLP + GRU)."""
+"""Trained agents: ``(algorithm, overrides on top of the learning benchmark's BENCH)`` (MLP + GRU).
+``relational-op`` is other-play with colour and rotation symmetries, OP+C+R (YLE Sec. 5.4)."""
 
 SETTINGS = {"-M": ["env.options.perfect_memory=true"], "memory": ["env.options.perfect_memory=false"]}
 """The paper's perfect-memory ("-M") and implicit-memory settings (``--settings M memory``)."""
@@ -153,12 +159,13 @@ def main() -> None:
             frames.append(df.assign(agent=name, setting=setting, seed=0, env_steps=0))
         for name in args.agents:
             for seed in args.seeds:
+                algo, agent_overrides = AGENTS[name]
                 out = args.out / f"{name}_{setting}"
-                run_dir = out / f"sp_s{seed}"
+                run_dir = out / f"{algo}_s{seed}"
                 if not args.no_train:
                     start = time.perf_counter()
-                    overrides = [*SETTINGS[setting], *AGENTS[name], *args.overrides]
-                    run_dir = train(seed, steps, eval_every, overrides, out)
+                    overrides = [*SETTINGS[setting], *agent_overrides, *args.overrides]
+                    run_dir = train(seed, steps, eval_every, overrides, out, algo=algo)
                     took = time.perf_counter() - start
                     print(f"{name} {setting} seed {seed}: trained in {took:.0f} s", flush=True)
                 frames += checkpoint_games(run_dir, name, setting, seed, args.episodes, args.eval_seed)
