@@ -139,7 +139,12 @@ def test_evaluation_partners_are_the_test_splits_of_every_version():
     assert len(found) == 6 + 20
 
 
-PAPER_PROTOCOL = [("overcooked-s12", 6), ("overcooked-s12-grid", 6), ("overcooked-s12-hsp-cc", 6)]
+PAPER_PROTOCOL = [
+    ("overcooked-s12", 6),
+    ("overcooked-s12-grid", 6),
+    ("overcooked-s12-grid-h1e8", 6),
+    ("overcooked-s12-hsp-cc", 6),
+]
 QUICK = [("overcooked-quick-sets-scores", 3), ("overcooked-quick", 3)]
 
 
