@@ -22,7 +22,7 @@ import yaml
 from zsceval import registry
 from zsceval.bench.budget import env_step_budget
 from zsceval.bench.plan import LayoutPlan, build_phases, human_data_installed, late_phases
-from zsceval.bench.stacking import run_stacked, stack_default, vmap_default
+from zsceval.bench.stacking import resolve_stacking, run_stacked
 from zsceval.bench.stages import STAGES_TABLE
 from zsceval.bench.suite import SUITE_RECORD, Suite, SuiteError, check_device, check_suite_record
 from zsceval.evaluation.human_proxy import HUMAN_PROXY_TABLE
@@ -64,11 +64,10 @@ def run_bench(
 ) -> dict[str, Any]:
     """Run (or resume) a suite; returns a summary with the result table paths.
 
-    ``stack``: train each phase's stackable jobs as stacked phases first (:mod:`zsceval.bench.stacking`;
-    None: on with ``stack_vmap``, else :func:`~zsceval.bench.stacking.stack_default` of the suite's
-    device). ``stack_vmap``: a stacked phase's members act and update vmapped
-    (:mod:`zsceval.rl.stacked_acting`, :mod:`zsceval.rl.stacked_update`; None:
-    :func:`~zsceval.bench.stacking.vmap_default`).
+    ``stack``: train each phase's stackable jobs as stacked phases first (:mod:`zsceval.bench.stacking`).
+    ``stack_vmap``: a stacked phase's members act and update vmapped (:mod:`zsceval.rl.stacked_acting`,
+    :mod:`zsceval.rl.stacked_update`); None for either: its default for the suite's device
+    (:func:`~zsceval.bench.stacking.resolve_stacking`).
     ``loggers``: metric loggers (:mod:`zsceval.rl.loggers`) every training job of the bench also
     logs to, besides its ``run.loggers`` (through ``ZSCEVAL_LOGGERS``: a logger changes no result,
     so it is no job input and finished jobs stay finished); :func:`log_summary` sends the bench's
@@ -97,10 +96,7 @@ def run_bench(
     check_device(suite)
     diffs = check_suite_record(suite, root, force=force)
     root.mkdir(parents=True, exist_ok=True)
-    if stack is None:  # --stack-vmap asks for stacked phases
-        stack = bool(stack_vmap) or stack_default(str(suite.device))
-    if stack_vmap is None:
-        stack_vmap = vmap_default(str(suite.device))
+    stack, stack_vmap = resolve_stacking(stack, stack_vmap, str(suite.device))
     with FolderLock(root, "bench", info={"executor": executor, "workers": workers}):
         return _run_locked(
             suite, root, diffs, executor, workers, retries, progress, log, stack, loggers, slurm, stack_vmap

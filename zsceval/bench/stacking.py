@@ -21,7 +21,14 @@ from pathlib import Path
 
 from zsceval.execution import Job
 
-__all__ = ["stack_default", "vmap_default", "stacked_groups", "format_stacked", "run_stacked"]
+__all__ = [
+    "stack_default",
+    "vmap_default",
+    "resolve_stacking",
+    "stacked_groups",
+    "format_stacked",
+    "run_stacked",
+]
 
 MIN_MEMBERS = 2
 """The fewest jobs worth a stacked phase."""
@@ -40,6 +47,15 @@ def vmap_default(device: str) -> bool:
     for bit as alone); on a GPU, where it is built to be faster, it has not been measured or run
     yet (``benchmarks/perf/gpu_session.sh`` step 4b). Turn it on where that measurement says so."""
     return False
+
+
+def resolve_stacking(stack: bool | None, stack_vmap: bool | None, device: str) -> tuple[bool, bool]:
+    """``(stack, vmap)`` of ``zsceval bench --stack/--no-stack --stack-vmap/--no-stack-vmap`` (None:
+    not given) for a suite on ``device``: ``--stack-vmap`` implies stacked phases; otherwise each
+    takes its default (:func:`stack_default`, :func:`vmap_default`)."""
+    if stack is None:
+        stack = bool(stack_vmap) or stack_default(device)
+    return stack, vmap_default(device) if stack_vmap is None else stack_vmap
 
 
 def _needs(job: Job, root: Path, out_dirs: dict[str, str]) -> dict[str, Path] | None:

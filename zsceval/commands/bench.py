@@ -201,10 +201,10 @@ def _print_plan(suite, out: str, executor: str, workers: int, stack: bool | None
     click.echo(format_left(hours, how))
     if len(suite.layouts) > 1:
         click.echo(_per_layout(suite, out, workers if executor != "local" else 1))
-    from zsceval.bench.stacking import format_stacked, stack_default, stacked_groups, vmap_default
+    from zsceval.bench.stacking import format_stacked, resolve_stacking, stacked_groups
 
-    if stack if stack is not None else (bool(stack_vmap) or stack_default(str(suite.device))):
-        vmap = stack_vmap if stack_vmap is not None else vmap_default(str(suite.device))
+    stack, vmap = resolve_stacking(stack, stack_vmap, str(suite.device))
+    if stack:
         try:
             click.echo(format_stacked(stacked_groups(static[0], out), vmap=vmap))
         except (ValueError, OSError) as exc:  # a job whose config does not resolve fails when it runs
