@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from zsceval.plugins import ReportOptions, ReportSection
+from zsceval.stats.episode_metrics import yle_episode_values
 from zsceval.stats.metrics import runs_bootstrap_ci
 
 __all__ = [
@@ -69,16 +70,11 @@ def read_games(path: str | Path) -> pd.DataFrame:
 
 
 def _metric_values(games: pd.DataFrame) -> dict[str, np.ndarray]:
-    won = games["won"].to_numpy(dtype=bool)
-    values = {
-        "SR": 100.0 * won,
-        "NC": games["nc"].to_numpy(dtype=np.float64),
-        "dNC": games["dnc"].to_numpy(dtype=np.float64),
-        "S": np.where(won, games["score"].to_numpy(dtype=np.float64), 0.0),
-    }
-    if "ret" in games.columns:
-        values["R"] = games["ret"].to_numpy(dtype=np.float64)
-    return values
+    values = yle_episode_values(
+        games["won"].to_numpy(), games["nc"].to_numpy(), games["score"].to_numpy(),
+        returns=games["ret"].to_numpy() if "ret" in games.columns else None,
+    )  # fmt: skip
+    return values | {"dNC": games["dnc"].to_numpy(dtype=np.float64)}
 
 
 def games_table(
@@ -126,8 +122,7 @@ def format_games_table(table: pd.DataFrame, level: float = 0.95) -> str:
         *(("SR (%)" if m == "SR" else m) for m in metrics),
     ]
     cells = []
-    for r in table.itertuples(index=False):
-        r = r._asdict()
+    for r in table.to_dict("records"):
         cells.append(
             [str(r["agent"]), str(r["setting"]), f"{r['env_steps']:,}", str(r["seeds"]), str(r["games"])]
             + [

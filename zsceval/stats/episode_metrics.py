@@ -32,7 +32,7 @@ import numpy as np
 
 from .metrics import ConfidenceInterval
 
-__all__ = ["YLE_METRICS", "bootstrap_mean_ci", "metrics_dict", "yle_metrics"]
+__all__ = ["YLE_METRICS", "bootstrap_mean_ci", "metrics_dict", "yle_episode_values", "yle_metrics"]
 
 YLE_METRICS = ("R", "SR", "NC", "SEE", "S")
 """The metric names: the paper's Table 1 order, then the game score S (its Table 1's "R")."""
@@ -103,19 +103,40 @@ def yle_metrics(
     Raises:
         ValueError: arrays of different lengths or none (see :func:`bootstrap_mean_ci`).
     """
-    arrays = [np.asarray(a).reshape(-1) for a in (returns, win, ended_early, clustered, score)]
-    if len({a.size for a in arrays}) != 1:
-        raise ValueError(f"per-episode arrays differ in length: {[a.size for a in arrays]}")
-    r, w, early, nc, sc = arrays
-    w, early = w.astype(bool), early.astype(bool)
-    per_episode = {
-        "R": r.astype(np.float64),
-        "SR": 100.0 * w,
-        "NC": nc.astype(np.float64),
-        "SEE": 100.0 * (w & early),
-        "S": np.where(w, sc.astype(np.float64), 0.0),
-    }
+    per_episode = yle_episode_values(win, clustered, score, returns=returns, ended_early=ended_early)
     return {k: bootstrap_mean_ci(v, reps=reps, level=level, rng=rng) for k, v in per_episode.items()}
+
+
+def yle_episode_values(
+    win: np.ndarray,
+    clustered: np.ndarray,
+    score: np.ndarray,
+    *,
+    returns: np.ndarray | None = None,
+    ended_early: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """Each episode's value of the YLE metrics, ``float64 [M]`` each, in the order R, SR, NC, SEE, S
+    (R only with ``returns``, SEE only with ``ended_early``): SR and SEE are 100 for a won (won
+    and ended early) episode and 0 otherwise, S is Eq. 1's ``score`` of a won episode and 0 for a
+    lost one (YLE Sec. 5; the arguments as :func:`yle_metrics`'). Their means are the metrics.
+
+    Raises:
+        ValueError: arrays of different lengths.
+    """
+    given = {"R": returns, "win": win, "SEE": ended_early, "NC": clustered, "S": score}
+    arrays = {k: np.asarray(a).reshape(-1) for k, a in given.items() if a is not None}
+    if len({a.size for a in arrays.values()}) != 1:
+        raise ValueError(f"per-episode arrays differ in length: {[a.size for a in arrays.values()]}")
+    w = arrays["win"].astype(bool)
+    values = {}
+    if "R" in arrays:
+        values["R"] = arrays["R"].astype(np.float64)
+    values["SR"] = 100.0 * w
+    values["NC"] = arrays["NC"].astype(np.float64)
+    if "SEE" in arrays:
+        values["SEE"] = 100.0 * (w & arrays["SEE"].astype(bool))
+    values["S"] = np.where(w, arrays["S"].astype(np.float64), 0.0)
+    return values
 
 
 def metrics_dict(metrics: Mapping[str, ConfidenceInterval]) -> dict[str, dict[str, float]]:
