@@ -227,6 +227,56 @@ def masked_logits(logits: torch.Tensor, avail: torch.Tensor | None) -> torch.Ten
     return logits.masked_fill(~avail, _NEG)
 
 
+_EXP_NORMAL = -87.0
+"""Below this ``exp`` in float32 gives a subnormal number or 0 (``exp(-87.34)`` is the smallest normal)."""
+_EXP_ZERO = -110.0
+"""Below this ``exp`` in float32 gives 0 (it underflows below ``-103.97``; a margin for rounding)."""
+
+
+class _Exp(torch.autograd.Function):
+    """``exp(x)``, bit for bit, without sending underflowing inputs through the CPU's vector kernel.
+
+    torch's CPU ``exp`` leaves its fast vector path for inputs whose result underflows: on the
+    project's AVX2 CPU an ``exp`` of a ``[2048, 1068]`` tensor takes 1.3 ms and 16 ms when most
+    entries are masked log-probabilities (about ``-1e9``). Here those entries are set to 0 in the
+    result directly (``exp`` gives exactly 0 there), the rare inputs whose result is subnormal are
+    computed apart, and the backward is ``ExpBackward``'s ``grad * result``.
+    """
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        live = ~(x <= _EXP_NORMAL)  # NaN stays live: exp(NaN) is NaN
+        out = torch.where(live, x, 0.0).exp().masked_fill_(~live, 0.0)
+        tiny = ~live & (x > _EXP_ZERO)
+        if bool(tiny.any()):
+            out[tiny] = x[tiny].exp()
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        (out,) = ctx.saved_tensors
+        return grad * out
+
+
+def categorical_entropy(logp_all: torch.Tensor) -> torch.Tensor:
+    """Entropy of categorical distributions from their log-probabilities, ``-sum_a p_a log p_a``.
+
+    Equal bit for bit (values and gradients) to ``-(logp_all.exp() * logp_all).sum(-1)``, and as fast
+    with masked actions (:func:`masked_logits`) as without (:class:`_Exp`; eager on CPU only; on
+    other devices and inside ``torch.compile`` the plain ``exp``).
+
+    Args:
+        logp_all: ``float32 [..., A]`` log-probabilities (``log_softmax`` of masked logits).
+
+    Returns:
+        ``float32 [...]``.
+    """
+    eager_cpu = logp_all.device.type == "cpu" and not torch.compiler.is_compiling()
+    p = _Exp.apply(logp_all) if eager_cpu else logp_all.exp()
+    return -(p * logp_all).sum(-1)
+
+
 class Encoder(nn.Module):
     """Observation encoder: ``uint8 [N, H, W, C] -> float32 [N, hidden]`` (``mlp`` also takes any
     other observation shape, e.g. Football's ``float32 [N, 58]``, and flattens it).

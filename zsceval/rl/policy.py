@@ -10,7 +10,14 @@ from torch import nn
 from torch.nn import functional as F
 
 from zsceval.rl.agent import ActOutput, register_agent, sample_actions
-from zsceval.rl.networks import ObsColumns, build_networks, cast_shared, input_dtype, masked_logits
+from zsceval.rl.networks import (
+    ObsColumns,
+    build_networks,
+    cast_shared,
+    categorical_entropy,
+    input_dtype,
+    masked_logits,
+)
 from zsceval.rl.valuenorm import ValueNorm
 
 __all__ = ["Policy", "network_spec"]
@@ -241,7 +248,7 @@ class Policy(nn.Module):
             avail, actions = avail.reshape(-1, avail.shape[-1])[rows], actions.reshape(-1)[rows]
         logp_all = F.log_softmax(masked_logits(logits.float(), avail), dim=-1)
         logp = logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        entropy = categorical_entropy(logp_all)
         if active is not None:  # forced samples: log-probability and entropy exactly 0
             logp = logp.new_zeros(active.numel()).index_copy(0, rows, logp).view(active.shape)
             entropy = entropy.new_zeros(active.numel()).index_copy(0, rows, entropy).view(active.shape)

@@ -21,7 +21,7 @@ from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
 from zsceval.rl.agent import ActOutput, sample_actions
-from zsceval.rl.networks import ObsColumns, cast_shared, masked_logits
+from zsceval.rl.networks import ObsColumns, cast_shared, categorical_entropy, masked_logits
 from zsceval.rl.policy import Policy
 from zsceval.rl.population.functional import Layout, SequenceForward, StepForward, static_slots
 from zsceval.rl.valuenorm import ValueNorm
@@ -289,7 +289,7 @@ class StackedPolicies(nn.Module):
                 values = torch.cat([o[1] for o in outs], 1).index_select(1, inverse)
         logp_all = F.log_softmax(masked_logits(logits.float(), avail), dim=-1)
         logp = logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        entropy = categorical_entropy(logp_all)
         return logp, entropy, values.float()
 
     @torch.no_grad()
