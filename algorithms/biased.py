@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -35,7 +36,7 @@ from zsceval.envs.football.events import EVENT_NAMES as FOOTBALL_EVENTS
 from zsceval.envs.overcooked import CLASSIC_EVENTS, MULTI_RECIPE_EVENTS, load_layout
 from zsceval.registry import register
 from zsceval.rl.algorithm import Algorithm, default_training_reward
-from zsceval.rl.config import ConfigError
+from zsceval.rl.config import ConfigError, TrainConfig
 from zsceval.rl.policy import Policy
 from zsceval.rl.seating import Arm, Seating, ego_partner_arms
 
@@ -74,6 +75,20 @@ class Biased(Algorithm):
         self.w_events = torch.tensor(w[: len(events)], dtype=torch.float32, device=self.device)
         self.w_sparse = w[-1] if sparse else 0.0
         self.checkpoint_reward = not sparse  # Football: gfootball's checkpoint reward, weight 1
+
+    @classmethod
+    def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
+        """``paper`` on Overcooked: the reference's bias-agent schedules over the run's T env steps
+        (``scripts/overcooked/shell/train_bias_agents.sh``, T = 1e7): entropy 0.2 -> 0.05 -> 0.001 at
+        0 / 0.6 T / T (blocked_corridor, ZSC-Eval's small_corridor: 0 / 0.8 T / T), and the BR's
+        shaping annealed over T, where SP and the BRs of the mid checkpoints keep 1e8 (the preset's).
+        Other presets and Football: nothing beyond the preset (docs/differences.md)."""
+        if preset != "paper" or cfg.env.name != "overcooked":
+            return {}
+        total = int(cfg.run.total_steps)
+        late = 0.8 if load_layout(cfg.env.layout).name == "blocked_corridor" else 0.6
+        ppo = {"entropy_coefs": [0.2, 0.05, 0.001], "entropy_milestones": [0, round(late * total), total]}
+        return {"ppo": ppo, "shaping": {"horizon": total}}
 
     def build_learners(self, make_policy: Callable[[], Policy]) -> dict[str, Policy]:
         """The biased agent pi_w (reported as the ego) and its best-response partner."""
