@@ -80,14 +80,13 @@ class Biased(Algorithm):
     def preset_config(cls, preset: str, cfg: TrainConfig) -> dict[str, Any]:
         """``paper`` on Overcooked: the reference's bias-agent schedules over the run's T env steps
         (``scripts/overcooked/shell/train_bias_agents.sh``, T = 1e7): entropy 0.2 -> 0.05 -> 0.001 at
-        0 / 0.6 T / T (blocked_corridor, ZSC-Eval's small_corridor: 0 / 0.8 T / T), and the BR's
-        shaping annealed over T, where SP and the BRs of the mid checkpoints keep 1e8 (the preset's).
+        0 / 0.6 T / T (blocked_corridor 0.8 T, as every method there: ``late_exploration``), and the
+        BR's shaping annealed over T, where SP and the BRs of the mid checkpoints keep 1e8 (the preset's).
         Other presets and Football: nothing beyond the preset (docs/differences.md)."""
         if preset != "paper" or cfg.env.name != "overcooked":
             return {}
         total = int(cfg.run.total_steps)
-        late = 0.8 if load_layout(cfg.env.layout).name == "blocked_corridor" else 0.6
-        ppo = {"entropy_coefs": [0.2, 0.05, 0.001], "entropy_milestones": [0, round(late * total), total]}
+        ppo = {"entropy_coefs": [0.2, 0.05, 0.001], "entropy_milestones": [0, round(0.6 * total), total]}
         return {"ppo": ppo, "shaping": {"horizon": total}}
 
     def build_learners(self, make_policy: Callable[[], Policy]) -> dict[str, Policy]:

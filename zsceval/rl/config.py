@@ -607,7 +607,8 @@ def resolve_config(
 ) -> TrainConfig:
     """Resolve a config in the documented order: defaults, preset (with its ``by_dynamics``
     entry for the resolved layout, then the algorithm's own additions to it,
-    :meth:`~zsceval.rl.algorithm.Algorithm.preset_config`), file, overrides, flags.
+    :meth:`~zsceval.rl.algorithm.Algorithm.preset_config`, then :func:`late_exploration`), file,
+    overrides, flags.
 
     Args:
         base: starting config (default: the dataclass defaults).
@@ -640,10 +641,41 @@ def resolve_config(
         if dynamics is not None:  # the plug-in's additions see the dynamics' section (Football's games)
             cfg = resolve(dynamics)
         plugin = plugin_preset(cfg.run.algo, preset, cfg)
+        late = late_exploration(preset, resolve(dynamics, plugin) if plugin else cfg)
+        if late:
+            plugin = {**plugin, "ppo": {**plugin.get("ppo", {}), **late}}
         if plugin:
             cfg = resolve(dynamics, plugin)
     validate(cfg)
     return cfg
+
+
+LATE_EXPLORATION_LAYOUTS = {"blocked_corridor": 0.8}
+"""``paper`` preset layouts whose middle entropy milestone every ZSC-Eval script moves, as a share of
+the last: small_corridor's 8e6 of 1e7 (SP, BRs, biased agents, E3T, stage 1), 4e7 of 5e7 (stage 2,
+COLE) (``scripts/overcooked/shell/train_*.sh``, docs/reference-protocol.md "Training settings")."""
+
+
+def late_exploration(preset: str, cfg: TrainConfig) -> dict[str, Any]:
+    """The ``ppo`` keys that move a three-milestone entropy schedule's middle milestone on a layout of
+    :data:`LATE_EXPLORATION_LAYOUTS` under the ``paper`` preset; ``{}`` elsewhere.
+
+    Args:
+        preset: the preset name.
+        cfg: the config with the preset and the algorithm's additions (its milestones, env steps).
+    """
+    if preset != "paper" or cfg.env.name != "overcooked" or len(cfg.ppo.entropy_milestones) != 3:
+        return {}
+    from zsceval.envs.overcooked import load_layout
+
+    try:
+        share = LATE_EXPLORATION_LAYOUTS.get(load_layout(cfg.env.layout).name)
+    except (ValueError, OSError):
+        return {}
+    if share is None:
+        return {}
+    first, _, last = cfg.ppo.entropy_milestones
+    return {"entropy_milestones": [first, round(first + share * (last - first)), last]}
 
 
 def check_episode_budget(cfg: TrainConfig, key: str, steps: int, games: int, reader: str) -> None:
