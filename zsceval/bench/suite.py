@@ -15,7 +15,9 @@ algorithms, seeds and budgets::
       cole: [population.size=25]  # an algo.KEY one reaches only its jobs that have option KEY
       hsp: [algo.min_return=0]    # (HSP's ego, not the MEP stage 1 it shares)
     preset: quick                 # training preset of every run
-    overrides: []                 # training config overrides of every run, e.g. [env.num_envs=64]
+    overrides: []                 # training config overrides of every run, e.g. [env.num_envs=64];
+                                  # they replace what an algorithm sets for its runs (a stage-1
+                                  # population's stretched schedules): the plan lists it
     device: cpu
     partners:
       candidates: 8               # sampled weight vectors (behavior-preferring candidates)

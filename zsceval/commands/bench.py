@@ -211,6 +211,14 @@ def _print_plan(suite, out: str, executor: str, workers: int, stack: bool | None
             click.echo(f"stacked phases: not listed ({exc})")
     else:
         click.echo("stacked phases: off (--stack to train a phase's same-shape jobs in one process)")
+    from zsceval.bench.override_check import format_overridden, overridden_settings
+
+    try:
+        note = format_overridden(overridden_settings(static, suite.overrides))
+    except (ValueError, OSError):  # a job whose config does not resolve fails when it runs, with its error
+        note = ""
+    if note:
+        click.echo(note)
 
 
 def _per_layout(suite, out: str, workers: int) -> str:

@@ -618,6 +618,20 @@ def resolve_config(
         **flags: dotted keys given by explicit CLI flags (``{"run.seed": 3}``); None values skip.
     """
 
+    resolve = _resolver(base, preset, config_file, overrides, flags)
+    cfg = resolve(None)
+    if preset is not None:
+        dynamics, plugin = _preset_additions(preset, cfg, resolve)
+        if dynamics is not None or plugin:
+            cfg = resolve(dynamics, plugin)
+    validate(cfg)
+    return cfg
+
+
+def _resolver(base, preset, config_file, overrides, flags):
+    """``resolve(dynamics, plugin)``: :func:`resolve_config`'s layers for a ``by_dynamics`` entry and
+    the algorithm's additions (no validation)."""
+
     def resolve(dynamics: str | None, plugin: dict[str, Any] | None = None) -> TrainConfig:
         cfg = base or TrainConfig()
         if preset is not None:
@@ -633,21 +647,65 @@ def resolve_config(
                 cfg = config_from_dict({section: {name: value}}, cfg)
         return cfg
 
-    cfg = resolve(None)
-    if preset is not None:
-        dynamics = layout_dynamics(cfg.env)
-        if dynamics not in _preset_data(preset)[1]:
-            dynamics = None
-        if dynamics is not None:  # the plug-in's additions see the dynamics' section (Football's games)
-            cfg = resolve(dynamics)
-        plugin = plugin_preset(cfg.run.algo, preset, cfg)
-        late = late_exploration(preset, resolve(dynamics, plugin) if plugin else cfg)
-        if late:
-            plugin = {**plugin, "ppo": {**plugin.get("ppo", {}), **late}}
-        if plugin:
-            cfg = resolve(dynamics, plugin)
-    validate(cfg)
-    return cfg
+    return resolve
+
+
+def _preset_additions(preset: str, cfg: TrainConfig, resolve) -> tuple[str | None, dict[str, Any]]:
+    """``(dynamics, additions)``: the preset's ``by_dynamics`` entry that applies (or None) and the
+    sections the algorithm adds to the preset (:func:`plugin_preset`, then :func:`late_exploration`),
+    computed from ``cfg`` (the config resolved without them, user values included)."""
+    dynamics = layout_dynamics(cfg.env)
+    if dynamics not in _preset_data(preset)[1]:
+        dynamics = None
+    if dynamics is not None:  # the plug-in's additions see the dynamics' section (Football's games)
+        cfg = resolve(dynamics)
+    plugin = plugin_preset(cfg.run.algo, preset, cfg)
+    late = late_exploration(preset, resolve(dynamics, plugin) if plugin else cfg)
+    if late:
+        plugin = {**plugin, "ppo": {**plugin.get("ppo", {}), **late}}
+    return dynamics, plugin
+
+
+def overridden_additions(
+    *, preset: str, overrides: list[str] | tuple[str, ...], **flags: Any
+) -> list[tuple[str, Any, Any]]:
+    """What ``overrides`` replace of the algorithm's own preset additions.
+
+    An algorithm's additions (:meth:`~zsceval.rl.algorithm.Algorithm.preset_config`, e.g. a stage-1
+    population's schedules stretched over its members, a stage-2 ego's shaping over its run) come
+    before the overrides, so an override of the same key replaces them, even when the addition was
+    derived from the override's own value (a stage-1 population's ``shaping.horizon`` is N times
+    the one given; the override then sets it back to the one given).
+
+    Args:
+        preset: the preset name.
+        overrides: ``key=value`` strings.
+        **flags: as :func:`resolve_config`'s (``run.algo``, ``env.layout``, ``run.total_steps``, ...).
+
+    Returns:
+        ``(key, the algorithm's value, the value the run gets)`` for every overridden key whose
+        value the additions set otherwise; empty when none.
+    """
+    resolve = _resolver(None, preset, None, overrides, flags)
+    dynamics, plugin = _preset_additions(preset, resolve(None), resolve)
+    added = {f"{sec}.{key}" for sec, keys in plugin.items() for key in keys}
+    keys = [k for k in (o.split("=", 1)[0].strip() for o in overrides) if k in added]
+    if not keys:
+        return []
+    final = resolve(dynamics, plugin)
+    own = config_from_dict(plugin, final)  # the additions' values, as the config's types
+    out = []
+
+    def value(cfg: TrainConfig, key: str) -> Any:
+        section, name = key.split(".", 1)
+        part = getattr(cfg, section)
+        return part.get(name) if isinstance(part, dict) else getattr(part, name)  # ``algo`` is a dict
+
+    for key in dict.fromkeys(keys):
+        mine, got = value(own, key), value(final, key)
+        if mine != got:
+            out.append((key, mine, got))
+    return out
 
 
 LATE_EXPLORATION_LAYOUTS = {"blocked_corridor": 0.8}

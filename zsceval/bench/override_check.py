@@ -1,0 +1,53 @@
+"""Which settings of a suite's training runs its ``overrides`` take from the algorithms.
+
+An algorithm adds to the preset what its runs need (:meth:`~zsceval.rl.algorithm.Algorithm.
+preset_config`): a stage-1 population stretches the entropy and shaping schedules over its N
+members, a stage-2 ego anneals the shaping over its own run. A suite's ``overrides`` come after
+those additions and replace them in every job, the stage runs included, so
+``shaping.horizon=100000000`` (meant as SP's horizon) also sets a 5-member population's horizon to
+1e8 instead of 5 x 1e8. ``zsceval bench`` prints these replacements with the plan, so that a suite
+says what its runs get (docs/differences.md, "Reward-shaping horizon in the population-12 suites").
+"""
+
+from __future__ import annotations
+
+from zsceval.envs.scenarios import env_flags
+from zsceval.execution import Job
+from zsceval.rl.config import overridden_additions
+
+
+def overridden_settings(
+    phases: list[list[Job]], suite_overrides: list[str] | tuple[str, ...]
+) -> list[tuple[str, str, object, object]]:
+    """``(algorithm, key, the algorithm's value, the run's value)`` for every training job's setting
+    that the suite's ``overrides`` (for every job; not an ``algo_overrides`` entry, which names its
+    algorithm) replace (:func:`~zsceval.rl.config.overridden_additions`), once per (algorithm, key,
+    values), in job order."""
+    suite_keys = {o.split("=", 1)[0].strip() for o in suite_overrides}
+    seen: dict[tuple, None] = {}
+    done: set[tuple] = set()
+    for job in (j for phase in phases for j in phase if j.kind == "train"):
+        p = job.params
+        overrides = tuple(p.get("overrides", ()))
+        sig = (p["algo"], p["layout"], p.get("preset", "quick"), overrides, p.get("steps"))
+        if sig in done or not suite_keys:
+            continue
+        done.add(sig)
+        flags = {"run.algo": p["algo"], **env_flags(p["layout"]), "run.total_steps": p.get("steps")}
+        for key, mine, got in overridden_additions(preset=sig[2], overrides=list(overrides), **flags):
+            if key in suite_keys:
+                seen.setdefault((p["algo"], key, mine, got), None)
+    return list(seen)
+
+
+def format_overridden(rows: list[tuple[str, str, object, object]]) -> str:
+    """The plan's lines for :func:`overridden_settings`; empty when there is nothing to say."""
+    if not rows:
+        return ""
+
+    def show(v: object) -> str:
+        return f"{v:,.0f}" if isinstance(v, float) and v.is_integer() else str(v)
+
+    lines = ["overrides replace what these algorithms set for their runs (the suite's value wins):"]
+    lines += [f"  {algo}: {key} {show(mine)} -> {show(got)}" for algo, key, mine, got in rows]
+    return "\n".join(lines)
