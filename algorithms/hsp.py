@@ -395,7 +395,8 @@ class HSP(PopulationEgo):
         from zsceval.evaluation.exclusion import OWN_CANDIDATE_SEED, evaluation_partners, excluded_weights
         from zsceval.execution import job_ids
         from zsceval.generation.candidates import PartnerBudget, candidate_jobs
-        from zsceval.rl.config import check_episode_budget, resolve_config
+        from zsceval.rl.budget_check import check_episode_budget
+        from zsceval.rl.config import resolve_config
 
         check_players(cls.name, num_players(ctx.layout), cls.max_players)  # before any job of the chain
         common = ctx.common

@@ -34,7 +34,8 @@ from zsceval.algorithms.base.stage1 import DEFAULT_SIZE, member_name, stage1_siz
 from zsceval.envs.scenarios import env_flags, num_players
 from zsceval.execution import job_ids
 from zsceval.rl.algorithm import Algorithm, JobContext
-from zsceval.rl.config import ConfigError, TrainConfig, check_episode_budget, population_size
+from zsceval.rl.budget_check import check_episode_budget
+from zsceval.rl.config import ConfigError, TrainConfig, population_size
 from zsceval.rl.policy import Policy
 from zsceval.rl.population.checkpoints import load_population
 from zsceval.rl.population.pool import PolicyPool

@@ -7,12 +7,11 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from zsceval.bench.override_check import format_overridden, overridden_settings
+from zsceval.bench.override_check import format_overridden, overridden_additions, overridden_settings
 from zsceval.bench.plan import build_phases
 from zsceval.bench.suite import load_suite
 from zsceval.cli import main
 from zsceval.envs.scenarios import env_flags
-from zsceval.rl.config import overridden_additions
 
 SUITES = Path(__file__).resolve().parents[2] / "benchmarks" / "suites"
 

@@ -11,9 +11,53 @@ says what its runs get (docs/differences.md, "Reward-shaping horizon in the popu
 
 from __future__ import annotations
 
+from typing import Any
+
 from zsceval.envs.scenarios import env_flags
 from zsceval.execution import Job
-from zsceval.rl.config import overridden_additions
+from zsceval.rl.config import TrainConfig, config_from_dict, config_layers, preset_additions
+
+
+def overridden_additions(
+    *, preset: str, overrides: list[str] | tuple[str, ...], **flags: Any
+) -> list[tuple[str, Any, Any]]:
+    """What ``overrides`` replace of the algorithm's own preset additions.
+
+    An algorithm's additions (:meth:`~zsceval.rl.algorithm.Algorithm.preset_config`, e.g. a stage-1
+    population's schedules stretched over its members, a stage-2 ego's shaping over its run) come
+    before the overrides, so an override of the same key replaces them, even when the addition was
+    derived from the override's own value (a stage-1 population's ``shaping.horizon`` is N times
+    the one given; the override then sets it back to the one given).
+
+    Args:
+        preset: the preset name.
+        overrides: ``key=value`` strings.
+        **flags: as :func:`resolve_config`'s (``run.algo``, ``env.layout``, ``run.total_steps``, ...).
+
+    Returns:
+        ``(key, the algorithm's value, the value the run gets)`` for every overridden key whose
+        value the additions set otherwise; empty when none.
+    """
+    resolve = config_layers(None, preset, None, overrides, flags)
+    dynamics, plugin = preset_additions(preset, resolve(None), resolve)
+    added = {f"{sec}.{key}" for sec, keys in plugin.items() for key in keys}
+    keys = [k for k in (o.split("=", 1)[0].strip() for o in overrides) if k in added]
+    if not keys:
+        return []
+    final = resolve(dynamics, plugin)
+    own = config_from_dict(plugin, final)  # the additions' values, as the config's types
+    out = []
+
+    def value(cfg: TrainConfig, key: str) -> Any:
+        section, name = key.split(".", 1)
+        part = getattr(cfg, section)
+        return part.get(name) if isinstance(part, dict) else getattr(part, name)  # ``algo`` is a dict
+
+    for key in dict.fromkeys(keys):
+        mine, got = value(own, key), value(final, key)
+        if mine != got:
+            out.append((key, mine, got))
+    return out
 
 
 def overridden_settings(

@@ -79,7 +79,8 @@ from zsceval.envs.scenarios import env_flags, resolve_scenario
 from zsceval.execution.slurm import slurm_options
 from zsceval.generation.candidates import PartnerBudget, validate_budget
 from zsceval.plugins import Registry, UnknownPluginError, unknown_name
-from zsceval.rl.config import ConfigError, check_episode_budget, coerce_value, resolve_config
+from zsceval.rl.budget_check import check_episode_budget
+from zsceval.rl.config import ConfigError, coerce_value, resolve_config
 
 __all__ = [
     "SUITE_COLLECTIONS",

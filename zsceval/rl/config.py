@@ -607,7 +607,8 @@ def resolve_config(
 ) -> TrainConfig:
     """Resolve a config in the documented order: defaults, preset (with its ``by_dynamics``
     entry for the resolved layout, then the algorithm's own additions to it,
-    :meth:`~zsceval.rl.algorithm.Algorithm.preset_config`, then :func:`late_exploration`), file,
+    :meth:`~zsceval.rl.algorithm.Algorithm.preset_config`, then
+    :func:`~zsceval.rl.preset_rules.late_exploration`), file,
     overrides, flags.
 
     Args:
@@ -618,19 +619,18 @@ def resolve_config(
         **flags: dotted keys given by explicit CLI flags (``{"run.seed": 3}``); None values skip.
     """
 
-    resolve = _resolver(base, preset, config_file, overrides, flags)
+    resolve = config_layers(base, preset, config_file, overrides, flags)
     cfg = resolve(None)
     if preset is not None:
-        dynamics, plugin = _preset_additions(preset, cfg, resolve)
+        dynamics, plugin = preset_additions(preset, cfg, resolve)
         if dynamics is not None or plugin:
             cfg = resolve(dynamics, plugin)
     validate(cfg)
     return cfg
 
 
-def _resolver(base, preset, config_file, overrides, flags):
-    """``resolve(dynamics, plugin)``: :func:`resolve_config`'s layers for a ``by_dynamics`` entry and
-    the algorithm's additions (no validation)."""
+def config_layers(base, preset, config_file, overrides, flags):
+    """``resolve(dynamics, plugin)``: :func:`resolve_config`'s layers, unvalidated."""
 
     def resolve(dynamics: str | None, plugin: dict[str, Any] | None = None) -> TrainConfig:
         cfg = base or TrainConfig()
@@ -650,113 +650,23 @@ def _resolver(base, preset, config_file, overrides, flags):
     return resolve
 
 
-def _preset_additions(preset: str, cfg: TrainConfig, resolve) -> tuple[str | None, dict[str, Any]]:
+def preset_additions(preset: str, cfg: TrainConfig, resolve) -> tuple[str | None, dict[str, Any]]:
     """``(dynamics, additions)``: the preset's ``by_dynamics`` entry that applies (or None) and the
-    sections the algorithm adds to the preset (:func:`plugin_preset`, then :func:`late_exploration`),
+    sections the algorithm adds to the preset (:func:`plugin_preset`, then
+    :func:`~zsceval.rl.preset_rules.late_exploration`),
     computed from ``cfg`` (the config resolved without them, user values included)."""
     dynamics = layout_dynamics(cfg.env)
     if dynamics not in _preset_data(preset)[1]:
         dynamics = None
     if dynamics is not None:  # the plug-in's additions see the dynamics' section (Football's games)
         cfg = resolve(dynamics)
+    from zsceval.rl.preset_rules import late_exploration
+
     plugin = plugin_preset(cfg.run.algo, preset, cfg)
     late = late_exploration(preset, resolve(dynamics, plugin) if plugin else cfg)
     if late:
         plugin = {**plugin, "ppo": {**plugin.get("ppo", {}), **late}}
     return dynamics, plugin
-
-
-def overridden_additions(
-    *, preset: str, overrides: list[str] | tuple[str, ...], **flags: Any
-) -> list[tuple[str, Any, Any]]:
-    """What ``overrides`` replace of the algorithm's own preset additions.
-
-    An algorithm's additions (:meth:`~zsceval.rl.algorithm.Algorithm.preset_config`, e.g. a stage-1
-    population's schedules stretched over its members, a stage-2 ego's shaping over its run) come
-    before the overrides, so an override of the same key replaces them, even when the addition was
-    derived from the override's own value (a stage-1 population's ``shaping.horizon`` is N times
-    the one given; the override then sets it back to the one given).
-
-    Args:
-        preset: the preset name.
-        overrides: ``key=value`` strings.
-        **flags: as :func:`resolve_config`'s (``run.algo``, ``env.layout``, ``run.total_steps``, ...).
-
-    Returns:
-        ``(key, the algorithm's value, the value the run gets)`` for every overridden key whose
-        value the additions set otherwise; empty when none.
-    """
-    resolve = _resolver(None, preset, None, overrides, flags)
-    dynamics, plugin = _preset_additions(preset, resolve(None), resolve)
-    added = {f"{sec}.{key}" for sec, keys in plugin.items() for key in keys}
-    keys = [k for k in (o.split("=", 1)[0].strip() for o in overrides) if k in added]
-    if not keys:
-        return []
-    final = resolve(dynamics, plugin)
-    own = config_from_dict(plugin, final)  # the additions' values, as the config's types
-    out = []
-
-    def value(cfg: TrainConfig, key: str) -> Any:
-        section, name = key.split(".", 1)
-        part = getattr(cfg, section)
-        return part.get(name) if isinstance(part, dict) else getattr(part, name)  # ``algo`` is a dict
-
-    for key in dict.fromkeys(keys):
-        mine, got = value(own, key), value(final, key)
-        if mine != got:
-            out.append((key, mine, got))
-    return out
-
-
-LATE_EXPLORATION_LAYOUTS = {"blocked_corridor": 0.8}
-"""``paper`` preset layouts whose middle entropy milestone every ZSC-Eval script moves, as a share of
-the last: small_corridor's 8e6 of 1e7 (SP, BRs, biased agents, E3T, stage 1), 4e7 of 5e7 (stage 2,
-COLE) (``scripts/overcooked/shell/train_*.sh``, docs/reference-protocol.md "Training settings")."""
-
-
-def late_exploration(preset: str, cfg: TrainConfig) -> dict[str, Any]:
-    """The ``ppo`` keys that move a three-milestone entropy schedule's middle milestone on a layout of
-    :data:`LATE_EXPLORATION_LAYOUTS` under the ``paper`` preset; ``{}`` elsewhere.
-
-    Args:
-        preset: the preset name.
-        cfg: the config with the preset and the algorithm's additions (its milestones, env steps).
-    """
-    if preset != "paper" or cfg.env.name != "overcooked" or len(cfg.ppo.entropy_milestones) != 3:
-        return {}
-    from zsceval.envs.overcooked import load_layout
-
-    try:
-        share = LATE_EXPLORATION_LAYOUTS.get(load_layout(cfg.env.layout).name)
-    except (ValueError, OSError):
-        return {}
-    if share is None:
-        return {}
-    first, _, last = cfg.ppo.entropy_milestones
-    return {"entropy_milestones": [first, round(first + share * (last - first)), last]}
-
-
-def check_episode_budget(cfg: TrainConfig, key: str, steps: int, games: int, reader: str) -> None:
-    """Refuse up front a training budget in which no game ends an episode, when a later stage reads
-    the run's logged returns (they are logged when episodes end).
-
-    Args:
-        cfg: the run's resolved config (``env.horizon``).
-        key: the budget's name for the message, e.g. ``population.stage1_steps``.
-        steps: env steps of the budget (per member for a stage-1 population).
-        games: games those steps are spread over (per member).
-        reader: what needs the returns, e.g. ``stage 2 (init / mid / final checkpoints)``.
-
-    Raises:
-        ConfigError: ``steps < games * env.horizon``, naming the key, the value and the minimum.
-    """
-    need = games * cfg.env.horizon
-    if steps < need:
-        raise ConfigError(
-            f"{key}={steps:,} ends no episode: its {games} games of env.horizon={cfg.env.horizon} steps "
-            f"need at least {need:,} env steps before any training return is logged, and {reader} reads "
-            f"those returns. Raise {key} to >= {need:,} (or lower env.num_envs)"
-        )
 
 
 def plugin_preset(algo: str, preset: str, cfg: TrainConfig) -> dict[str, Any]:
