@@ -111,6 +111,9 @@ class PopulationSelfPlay(Algorithm):
     default_population_size = DEFAULT_SIZE
 
     stack_learners = True
+    preset_derived = ("shaping.horizon", "ppo.entropy_milestones")
+    """A member's schedules: ``--set shaping.horizon=H`` gives each member H over its own steps (the
+    population's run N x H), as the preset's value does (:meth:`preset_config`)."""
     paper_entropy_milestones: ClassVar[tuple[float, ...] | None] = None
     """Per-member entropy milestones of the ``paper`` preset when they differ from SP's (ZSC-Eval's
     MEP and TrajeDi stage 1: 0, 6e6, 1e7)."""

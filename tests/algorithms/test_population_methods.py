@@ -175,6 +175,15 @@ def test_plugin_presets_give_the_stage_budgets_and_the_user_wins():
     assert list(s1.ppo.entropy_milestones) == [15 * m for m in quick.ppo.entropy_milestones]
     mep = resolve_config(preset="paper", **{"run.algo": "mep-stage1"})  # 5 members, 0 / 6e6 / 1e7 each
     assert list(mep.ppo.entropy_milestones) == [0, 30_000_000, 50_000_000]
+    # a member's schedules given by the user: each member gets them over its own steps
+    # (Algorithm.preset_derived); the games given are the population's total
+    mine = ["population.size=36", "shaping.horizon=100000000", "ppo.entropy_milestones=[0,1000000]",
+            "ppo.entropy_coefs=[0.1,0.01]", "env.num_envs=64"]  # fmt: skip
+    s1 = resolve_config(preset="quick", overrides=mine, **{"run.algo": "fcp-stage1"})
+    assert s1.shaping.horizon == 15 * 1e8 and list(s1.ppo.entropy_milestones) == [0, 15_000_000]
+    assert s1.env.num_envs == 64
+    ego = resolve_config(preset="quick", overrides=mine, **{"run.algo": "fcp"})
+    assert ego.shaping.horizon == 1e8  # a stage-2 ego's addition is replaced (the plan says so)
 
 
 @pytest.mark.parametrize("algo", ["fcp", "mep", "trajedi", "hsp"])

@@ -1,7 +1,7 @@
 """A suite's ``overrides`` replace what an algorithm sets for its runs, in every job: the bench plan
 says which (``zsceval.bench.override_check``). The case that needed it: ``overcooked-s12-grid-h1e8``
-sets SP's shaping horizon, 1e8, and with it a stage-1 population's (5 x 1e8 for 5 members) and a
-stage-2 ego's (its 5e7 env steps)."""
+sets SP's shaping horizon, 1e8, and with it a stage-2 ego's (its 5e7 env steps); a stage-1
+population takes it as each member's (``Algorithm.preset_derived``: 5 x 1e8 for 5 members)."""
 
 from pathlib import Path
 
@@ -21,10 +21,10 @@ def additions(algo, overrides, steps=50_000_000):
     return overridden_additions(preset="quick", overrides=["population.size=12", *overrides], **flags)
 
 
-def test_overridden_additions_name_the_stage_runs_only():
+def test_overridden_additions_name_the_stage2_runs_only():
     h = ["shaping.horizon=100000000"]
-    # stage 1 stretches the horizon it is given over its 5 members; the override sets it back
-    assert additions("mep-stage1", h) == [("shaping.horizon", 5e8, 1e8)]
+    # stage 1 stretches the horizon it is given over its 5 members: the override is its input
+    assert additions("mep-stage1", h) == []
     assert additions("fcp", h) == [("shaping.horizon", 5e7, 1e8)]  # stage 2: over its own run
     assert additions("sp", h, 10_000_000) == []  # nothing of SP's own
     assert additions("mep-stage1", []) == []
@@ -35,8 +35,8 @@ def test_the_plan_lists_what_the_suite_replaces():
     suite = load_suite(SUITES / "overcooked-s12-grid-h1e8.yaml", algorithms=["sp", "fcp"],
                        layouts=["blocked_corridor"])  # fmt: skip
     rows = overridden_settings(build_phases(suite)[0], suite.overrides)
-    assert rows == [("fcp-stage1", "shaping.horizon", 5e8, 1e8), ("fcp", "shaping.horizon", 5e7, 1e8)]
-    assert "fcp-stage1: shaping.horizon 500,000,000 -> 100,000,000" in format_overridden(rows)
+    assert rows == [("fcp", "shaping.horizon", 5e7, 1e8)]
+    assert "fcp: shaping.horizon 50,000,000 -> 100,000,000" in format_overridden(rows)
     plain = load_suite(SUITES / "overcooked-s12-grid.yaml", algorithms=["sp", "fcp", "hsp"],
                        layouts=["blocked_corridor"])  # fmt: skip
     # HSP's algo.k = 6 is an algo_overrides entry (it names its algorithm): not listed
@@ -50,4 +50,5 @@ def test_bench_plan_prints_it(tmp_path):
                                     "--out", str(tmp_path / "b"), "--plan"])  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "overrides replace what these algorithms set for their runs" in res.output
-    assert "mep-stage1: shaping.horizon 500,000,000 -> 100,000,000" in res.output
+    assert "mep: shaping.horizon 50,000,000 -> 100,000,000" in res.output
+    assert "mep-stage1: shaping.horizon" not in res.output

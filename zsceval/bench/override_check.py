@@ -1,12 +1,13 @@
 """Which settings of a suite's training runs its ``overrides`` take from the algorithms.
 
 An algorithm adds to the preset what its runs need (:meth:`~zsceval.rl.algorithm.Algorithm.
-preset_config`): a stage-1 population stretches the entropy and shaping schedules over its N
-members, a stage-2 ego anneals the shaping over its own run. A suite's ``overrides`` come after
-those additions and replace them in every job, the stage runs included, so
-``shaping.horizon=100000000`` (meant as SP's horizon) also sets a 5-member population's horizon to
-1e8 instead of 5 x 1e8. ``zsceval bench`` prints these replacements with the plan, so that a suite
-says what its runs get (docs/differences.md, "Reward-shaping horizon in the population-12 suites").
+preset_config`): a stage-2 ego anneals the shaping over its own run, HSP sets its own ``algo.k``. A
+suite's ``overrides`` come after those additions and replace them in every job (except the keys an
+addition computes from the user's own value, ``Algorithm.preset_derived``: a stage-1 population
+stretches the horizon it is given over its members), so ``shaping.horizon=100000000`` (meant as
+SP's horizon) also sets a stage-2 ego's to 1e8 instead of its 5e7 env steps. ``zsceval bench``
+prints these replacements with the plan, so that a suite says what its runs get
+(docs/differences.md, "Reward-shaping horizon in the population-12 suites").
 """
 
 from __future__ import annotations
@@ -23,11 +24,9 @@ def overridden_additions(
 ) -> list[tuple[str, Any, Any]]:
     """What ``overrides`` replace of the algorithm's own preset additions.
 
-    An algorithm's additions (:meth:`~zsceval.rl.algorithm.Algorithm.preset_config`, e.g. a stage-1
-    population's schedules stretched over its members, a stage-2 ego's shaping over its run) come
-    before the overrides, so an override of the same key replaces them, even when the addition was
-    derived from the override's own value (a stage-1 population's ``shaping.horizon`` is N times
-    the one given; the override then sets it back to the one given).
+    An algorithm's additions (:meth:`~zsceval.rl.algorithm.Algorithm.preset_config`, e.g. a stage-2
+    ego's shaping over its run) come before the overrides, so an override of the same key replaces
+    them; the keys of ``Algorithm.preset_derived`` are not replaced (the override is their input).
 
     Args:
         preset: the preset name.
@@ -39,12 +38,12 @@ def overridden_additions(
         value the additions set otherwise; empty when none.
     """
     resolve = config_layers(None, preset, None, overrides, flags)
-    dynamics, plugin = preset_additions(preset, resolve(None), resolve)
+    dynamics, plugin, derived = preset_additions(preset, resolve(None), resolve)
     added = {f"{sec}.{key}" for sec, keys in plugin.items() for key in keys}
     keys = [k for k in (o.split("=", 1)[0].strip() for o in overrides) if k in added]
     if not keys:
         return []
-    final = resolve(dynamics, plugin)
+    final = resolve(dynamics, plugin, derived)
     own = config_from_dict(plugin, final)  # the additions' values, as the config's types
     out = []
 

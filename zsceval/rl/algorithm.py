@@ -185,6 +185,10 @@ class Algorithm:
     """Train same-spec learners as one stacked network (one forward and backward per minibatch
     for all of them, per-member Adam and clipping; population stage 1). Each member's update
     equals training it alone."""
+    preset_derived: ClassVar[tuple[str, ...]] = ()
+    """Config keys (``section.key``) whose :meth:`preset_config` value is computed from the user's
+    own value of the key (a stage-1 population stretches the shaping horizon it is given over its N
+    members): the user's override is then that addition's input and does not replace it."""
 
     def __init__(self, config: TrainConfig, num_envs: int, num_agents: int, device: torch.device) -> None:
         self.config = config

@@ -605,11 +605,10 @@ def resolve_config(
     overrides: tuple[str, ...] | list[str] = (),
     **flags: Any,
 ) -> TrainConfig:
-    """Resolve a config in the documented order: defaults, preset (with its ``by_dynamics``
-    entry for the resolved layout, then the algorithm's own additions to it,
-    :meth:`~zsceval.rl.algorithm.Algorithm.preset_config`, then
-    :func:`~zsceval.rl.preset_rules.late_exploration`), file,
-    overrides, flags.
+    """Resolve a config in the documented order: defaults, preset (with its ``by_dynamics`` entry for
+    the resolved layout, then the algorithm's own additions to it, :meth:`~zsceval.rl.algorithm.
+    Algorithm.preset_config`, then :func:`~zsceval.rl.preset_rules.late_exploration`), file,
+    overrides (except those an addition takes as its input: ``Algorithm.preset_derived``), flags.
 
     Args:
         base: starting config (default: the dataclass defaults).
@@ -618,13 +617,12 @@ def resolve_config(
         overrides: ``section.key=value`` strings.
         **flags: dotted keys given by explicit CLI flags (``{"run.seed": 3}``); None values skip.
     """
-
     resolve = config_layers(base, preset, config_file, overrides, flags)
     cfg = resolve(None)
     if preset is not None:
-        dynamics, plugin = preset_additions(preset, cfg, resolve)
+        dynamics, plugin, derived = preset_additions(preset, cfg, resolve)
         if dynamics is not None or plugin:
-            cfg = resolve(dynamics, plugin)
+            cfg = resolve(dynamics, plugin, derived)
     validate(cfg)
     return cfg
 
@@ -632,7 +630,9 @@ def resolve_config(
 def config_layers(base, preset, config_file, overrides, flags):
     """``resolve(dynamics, plugin)``: :func:`resolve_config`'s layers, unvalidated."""
 
-    def resolve(dynamics: str | None, plugin: dict[str, Any] | None = None) -> TrainConfig:
+    def resolve(
+        dynamics: str | None, plugin: dict | None = None, derived: frozenset = frozenset()
+    ) -> TrainConfig:
         cfg = base or TrainConfig()
         if preset is not None:
             cfg = load_preset(preset, cfg, dynamics)
@@ -640,7 +640,7 @@ def config_layers(base, preset, config_file, overrides, flags):
             cfg = config_from_dict(plugin, cfg)
         if config_file is not None:
             cfg = load_yaml_file(config_file, cfg)
-        cfg = apply_overrides(cfg, list(overrides))
+        cfg = apply_overrides(cfg, [o for o in overrides if o.split("=", 1)[0].strip() not in derived])
         for key, value in flags.items():
             if value is not None:
                 section, name = key.split(".", 1)
@@ -650,11 +650,11 @@ def config_layers(base, preset, config_file, overrides, flags):
     return resolve
 
 
-def preset_additions(preset: str, cfg: TrainConfig, resolve) -> tuple[str | None, dict[str, Any]]:
-    """``(dynamics, additions)``: the preset's ``by_dynamics`` entry that applies (or None) and the
-    sections the algorithm adds to the preset (:func:`plugin_preset`, then
-    :func:`~zsceval.rl.preset_rules.late_exploration`),
-    computed from ``cfg`` (the config resolved without them, user values included)."""
+def preset_additions(preset: str, cfg: TrainConfig, resolve) -> tuple[str | None, dict[str, Any], frozenset]:
+    """``(dynamics, additions, derived)``: the preset's ``by_dynamics`` entry that applies (or None),
+    the sections the algorithm adds (:func:`plugin_preset`, then :func:`~zsceval.rl.preset_rules.
+    late_exploration`), computed from ``cfg`` (user values included), and the added keys computed
+    from the user's own value (``Algorithm.preset_derived``)."""
     dynamics = layout_dynamics(cfg.env)
     if dynamics not in _preset_data(preset)[1]:
         dynamics = None
@@ -662,24 +662,24 @@ def preset_additions(preset: str, cfg: TrainConfig, resolve) -> tuple[str | None
         cfg = resolve(dynamics)
     from zsceval.rl.preset_rules import late_exploration
 
-    plugin = plugin_preset(cfg.run.algo, preset, cfg)
-    late = late_exploration(preset, resolve(dynamics, plugin) if plugin else cfg)
+    plugin, derived = plugin_preset(cfg.run.algo, preset, cfg)
+    late = late_exploration(preset, resolve(dynamics, plugin, derived) if plugin else cfg)
     if late:
         plugin = {**plugin, "ppo": {**plugin.get("ppo", {}), **late}}
-    return dynamics, plugin
+    return dynamics, plugin, derived & {f"{sec}.{key}" for sec, keys in plugin.items() for key in keys}
 
 
-def plugin_preset(algo: str, preset: str, cfg: TrainConfig) -> dict[str, Any]:
+def plugin_preset(algo: str, preset: str, cfg: TrainConfig) -> tuple[dict[str, Any], frozenset]:
     """The config sections algorithm ``algo`` adds to ``preset`` (:meth:`Algorithm.preset_config`),
-    given the config resolved without them; ``{}`` for an unknown algorithm (the trainer reports
-    it with the valid names)."""
+    given the config resolved without them, and its ``preset_derived`` keys; ``({}, frozenset())``
+    for an unknown algorithm (the trainer reports it with the valid names)."""
     from zsceval import registry
 
     try:
         cls = registry.get(algo)
     except Exception:  # unknown or broken plug-in: reported where it is used
-        return {}
-    return dict(cls.preset_config(preset, cfg) or {})
+        return {}, frozenset()
+    return dict(cls.preset_config(preset, cfg) or {}), frozenset(getattr(cls, "preset_derived", ()))
 
 
 def _check_env_name(name: str) -> tuple[bool, str]:
