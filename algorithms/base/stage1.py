@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import torch
 
 from zsceval.rl.algorithm import Algorithm
-from zsceval.rl.config import ConfigError, TrainConfig, population_size
+from zsceval.rl.config import ConfigError, TrainConfig, layout_dynamics, load_preset, population_size
 from zsceval.rl.policy import Policy
 from zsceval.rl.seating import Arm, self_play_arm
 
@@ -130,7 +130,9 @@ class PopulationSelfPlay(Algorithm):
         total = n * cfg.population.stage1_steps
         milestones = cfg.ppo.entropy_milestones
         if preset == "paper" and cls.paper_entropy_milestones is not None:
-            milestones = cls.paper_entropy_milestones
+            given = load_preset(preset, None, layout_dynamics(cfg.env)).ppo.entropy_milestones
+            if tuple(milestones) == tuple(given):  # milestones the user set stay theirs
+                milestones = cls.paper_entropy_milestones
         return {
             "env": {"num_envs": n * cfg.env.num_envs},
             "ppo": {"entropy_milestones": [n * m for m in milestones]},

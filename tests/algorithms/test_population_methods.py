@@ -182,6 +182,8 @@ def test_plugin_presets_give_the_stage_budgets_and_the_user_wins():
     s1 = resolve_config(preset="quick", overrides=mine, **{"run.algo": "fcp-stage1"})
     assert s1.shaping.horizon == 15 * 1e8 and list(s1.ppo.entropy_milestones) == [0, 15_000_000]
     assert s1.env.num_envs == 64
+    mep = resolve_config(preset="paper", overrides=mine[1:4], **{"run.algo": "mep-stage1"})
+    assert list(mep.ppo.entropy_milestones) == [0, 5_000_000]  # not the paper's own 6e6 / 1e7
     ego = resolve_config(preset="quick", overrides=mine, **{"run.algo": "fcp"})
     assert ego.shaping.horizon == 1e8  # a stage-2 ego's addition is replaced (the plan says so)
 
