@@ -627,8 +627,8 @@ def resolve_config(
     return cfg
 
 
-def config_layers(base, preset, config_file, overrides, flags):
-    """``resolve(dynamics, plugin)``: :func:`resolve_config`'s layers, unvalidated."""
+def config_layers(base: TrainConfig | None, preset: str | None, config_file, overrides, flags: dict):
+    """``resolve(dynamics, plugin, derived)``: :func:`resolve_config`'s layers, unvalidated."""
 
     def resolve(
         dynamics: str | None, plugin: dict | None = None, derived: frozenset = frozenset()
