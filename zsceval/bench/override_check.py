@@ -64,16 +64,18 @@ def overridden_settings(
 ) -> list[tuple[str, str, object, object]]:
     """``(algorithm, key, the algorithm's value, the run's value)`` for every training job's setting
     that the suite's ``overrides`` (for every job; not an ``algo_overrides`` entry, which names its
-    algorithm) replace (:func:`~zsceval.rl.config.overridden_additions`), once per (algorithm, key,
+    algorithm) replace (:func:`overridden_additions`), once per (algorithm, key,
     values), in job order."""
     suite_keys = {o.split("=", 1)[0].strip() for o in suite_overrides}
+    if not suite_keys:
+        return []
     seen: dict[tuple, None] = {}
     done: set[tuple] = set()
     for job in (j for phase in phases for j in phase if j.kind == "train"):
         p = job.params
         overrides = tuple(p.get("overrides", ()))
         sig = (p["algo"], p["layout"], p.get("preset", "quick"), overrides, p.get("steps"))
-        if sig in done or not suite_keys:
+        if sig in done:
             continue
         done.add(sig)
         flags = {"run.algo": p["algo"], **env_flags(p["layout"]), "run.total_steps": p.get("steps")}
