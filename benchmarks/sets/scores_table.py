@@ -102,8 +102,13 @@ ROWS: tuple[Row, ...] = (
         "`overcooked-s12-grid` at `6627195` (the run that made the set): SP and E3T 1e7, others 5e7 "
         "env steps, HSP 6 + 6"),
     Row("zsceval:asymmetric_advantages@2", "docs/data/overcooked-s12-grid-f6561e7-asymmetric_advantages",
-        "`overcooked-s12-grid` at `f6561e7` (the run that made the set; the population methods' egos "
-        "are training): SP 1e7 env steps"),
+        "`overcooked-s12-grid` at `f6561e7` (the run that made the set; the population methods' egos, "
+        "its phase B, are queued): SP 1e7 env steps"),
+    Row("zsceval:blocked_corridor@2", "docs/data/overcooked-s12-grid-h1e8-6943a99-blocked_corridor",
+        "`overcooked-s12-grid-h1e8` at `6943a99` (the run that made the set; phase B queued): SP 1e7 "
+        "env steps",
+        note="12 of its 40 units (6 mid partners, both seats) have a BR return of 0 and score 1 for "
+        "every ego (ZSC-Eval's rule); without them SP's IQM is 0.039 (docs/results.md)"),
     # One line per further (set, egos):
     # Row("zsceval:LAYOUT@VERSION", "docs/data/FOLDER", "`SUITE` at `COMMIT`: BUDGETS"),
 )  # fmt: skip
