@@ -118,6 +118,29 @@ def _check_br_prox_against_stored_returns(out: dict, folder) -> None:
         by_hand.append(1.0 if b <= 0 else min(1.0, u["sparse_return"] / b))
         assert u["br_prox"] == pytest.approx(by_hand[-1])
     assert out["br_prox_iqm"] == pytest.approx(scipy.stats.trim_mean(by_hand, 0.25))
+    # the units whose BR return is <= 0 score 1 for any agent: counted, named, and the IQM without them
+    free = [u["partner"] for u in out["units"] if br[(u["partner"], u["seat"])] <= 0]
+    rest = [b for u, b in zip(out["units"], by_hand, strict=True) if br[(u["partner"], u["seat"])] > 0]
+    assert out["nonpositive_br"]["units"] == len(free)
+    assert out["nonpositive_br"]["partners"] == sorted(set(free))
+    if rest:
+        assert out["nonpositive_br"]["br_prox_iqm_without"] == pytest.approx(
+            scipy.stats.trim_mean(rest, 0.25)
+        )
+
+
+def test_eval_says_which_units_score_1_for_any_agent(installed):
+    """On zsceval:blocked_corridor@2 the BRs of 6 mid partners return 0 (docs/results.md): the text
+    output counts those 12 units, names the partners and gives the IQM without them."""
+    validation = shipped_sets.verify_set(shipped_sets.resolve_set("zsceval:blocked_corridor@2/validation"))
+    agent = str(validation.resolve(validation.partners[0].br.checkpoint))
+    res = CliRunner().invoke(main, ["eval", "--agent", agent, "--partner-set", "zsceval:blocked_corridor@2",
+                                    "--episodes", "1"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (
+        "12 of 40 units have a BR return <= 0 and score BR-Prox 1 for any agent (partners c004_mid, "
+        "c018_mid, c026_mid, c029_mid, c033_mid, c035_mid); without them the IQM is " in res.output
+    )
 
 
 def test_list_shows_the_sets_with_their_provenance(collection):

@@ -131,6 +131,7 @@ def _echo_partner_set(out: dict, episodes: int) -> None:
             f"  BR-Prox IQM {level:<8} {r['iqm']:.3f} (95% CI {r['ci_low']:.3f}..{r['ci_high']:.3f}) "
             f"over {_n(r['num_partners'], 'partner')}, {_n(r['num_units'], 'unit')}"
         )
+    _echo_nonpositive_br(out.get("nonpositive_br") or {}, len(out["units"]))
     few = min(
         (r["num_candidates"] for r in out["summary"].values() if not r.get("informative", True)), default=0
     )
@@ -153,6 +154,18 @@ def _echo_partner_set(out: dict, episodes: int) -> None:
             f"(95% CI {r['ci_low']:.3f}..{r['ci_high']:.3f})"
         )
     _echo_unhelpful(out["unhelpful"], indent="    ")
+
+
+def _echo_nonpositive_br(free: dict, num_units: int) -> None:
+    """Say how many units score 1 for any agent (their BR return is <= 0) and the IQM without them."""
+    if not free.get("units"):
+        return
+    without = free["br_prox_iqm_without"]
+    click.echo(
+        f"  {free['units']} of {num_units} units have a BR return <= 0 and score BR-Prox 1 for any agent "
+        f"(partners {', '.join(free['partners'])}); without them the IQM is "
+        + (f"{without:.3f}" if without is not None else "undefined (no other unit)")
+    )
 
 
 def _echo_baselines(baselines: dict, agent_iqm: float) -> None:

@@ -151,7 +151,8 @@ def partner_set_play(
         :data:`~zsceval.stats.metrics.MIN_INFORMATIVE_CANDIDATES` candidates; the interval resamples
         candidates, :func:`~zsceval.stats.metrics.candidate_array`); and
         ``units``: one record per (partner, seat) with ``partner, partner_level, seat,
-        sparse_return`` (mean over the episodes), ``br_return`` and ``br_prox``.
+        sparse_return`` (mean over the episodes), ``br_return`` and ``br_prox``; and
+        ``nonpositive_br`` (:func:`nonpositive_br_units`): the units that score 1 for any agent.
 
     Raises:
         ManifestError: another layout, missing or altered files (checked before any game is played).
@@ -201,6 +202,31 @@ def partner_set_play(
         "br_prox_iqm": float(iqm(units["br_prox"].to_numpy())),
         "summary": summary,
         "units": units.to_dict(orient="records"),
+        "nonpositive_br": nonpositive_br_units(units),
+    }
+
+
+def nonpositive_br_units(units) -> dict:
+    """The (partner, seat) units whose best response scores <= 0, which BR-Prox scores 1 for any agent.
+
+    ZSC-Eval's rule (Sec. 4.3) gives such a unit BR-Prox 1, so it raises every agent's score alike;
+    on ``zsceval:blocked_corridor@2`` 12 of the 40 units are such (docs/results.md).
+
+    Args:
+        units: one row per (partner, seat) with columns ``partner``, ``br_return`` and ``br_prox``.
+
+    Returns:
+        ``units`` (how many), ``partners`` (their partner ids, sorted) and ``br_prox_iqm_without``
+        (the IQM BR-Prox of the other units; None when every unit is such).
+    """
+    from zsceval.stats.metrics import iqm
+
+    free = (units["br_return"] <= 0).to_numpy()
+    rest = units["br_prox"].to_numpy()[~free]
+    return {
+        "units": int(free.sum()),
+        "partners": sorted(set(units["partner"].to_numpy()[free].tolist())),
+        "br_prox_iqm_without": float(iqm(rest)) if len(rest) else None,
     }
 
 
