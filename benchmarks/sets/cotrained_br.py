@@ -1,0 +1,118 @@
+"""Does a partner set's fresh mid-checkpoint BR reach what the candidate's co-trained BR reaches?
+
+BR-Prox divides an ego's return with a partner by R(BR, partner) (ZSC-Eval Sec. 4.3). For a `final`
+partner the BR is the agent it was trained with; for a `mid` partner a BR is trained from scratch
+(1e7 env steps in the reference protocol). Any agent's return with a partner is a lower bound on the
+best response's, so where the candidate's own co-trained BR (at the mid checkpoint's step, or at
+the end of its run) returns more with the mid partner than the fresh BR does, the fresh BR is not
+the best response, and the unit's BR-Prox is too high (1 for any ego where the fresh BR returns 0).
+
+For each mid partner of a finished bench's set this plays the co-trained BR at both checkpoints
+with the mid checkpoint (as `zsceval eval`, both seatings) and prints them beside the stored
+fresh BR returns, per seat (the BR's seat). With ``--results`` it also gives each algorithm's IQM
+BR-Prox over the set's units with the stored denominators and with the larger of the stored and the
+co-trained returns (a better estimate of the best response, not ZSC-Eval's protocol).
+
+    python benchmarks/sets/cotrained_br.py BENCH --layout blocked_corridor [--episodes 20] [--results]
+
+BENCH is a `zsceval bench` folder with the layout's candidates' training runs
+(``LAYOUT/candidates/<id>/train/run``) and its set (``LAYOUT/partners/set``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import trim_mean
+
+from zsceval.evaluation.requests import EvalRequest, evaluate_request
+
+
+def play(br: Path, partner: Path, layout: str, episodes: int) -> tuple[float, float]:
+    """Mean sparse return of ``br#br`` with ``partner#biased``, with the BR in seat 0 and in seat 1
+    (``zsceval eval --agent BR#br --partner PARTNER#biased --layout LAYOUT --seed 0``)."""
+    req = EvalRequest(agent=f"{br}#br", partner=f"{partner}#biased", layout=layout, episodes=episodes)
+    by_seat = {s["agent_seat"]: s["sparse_return_mean"] for s in evaluate_request(req)["seatings"]}
+    return by_seat[0], by_seat[1]
+
+
+def mid_partners(set_dir: Path) -> list[tuple[str, str, int]]:
+    """``(partner id, candidate id, env steps)`` of the set's mid partners (its manifest)."""
+    manifest = json.loads((set_dir / "manifest.json").read_text())
+    rows = []
+    for p in manifest["partners"]:
+        if p["id"].endswith("_mid"):
+            step = int(re.search(r"step_(\d+)", p["checkpoint"]["path"]).group(1))
+            rows.append((p["id"], p["candidate_id"], step))
+    return rows
+
+
+def table(bench: Path, layout: str, episodes: int) -> pd.DataFrame:
+    """One row per (mid partner, BR seat): fresh, co-trained-at-mid and co-trained-final BR returns."""
+    set_dir = bench / layout / "partners" / "set"
+    stored = pd.read_parquet(set_dir / "br_returns.parquet").groupby(["partner", "seat"])["br_return"].mean()
+    rows = []
+    for partner, cand, step in mid_partners(set_dir):
+        ckpts = bench / layout / "candidates" / cand / "train" / "run" / "checkpoints"
+        mid = ckpts / f"step_{step:012d}"
+        final = sorted(ckpts.glob("step_*"))[-1]
+        at_mid, at_final = play(mid, mid, layout, episodes), play(final, mid, layout, episodes)
+        for seat in (0, 1):
+            rows.append({"partner": partner, "seat": seat, "fresh_br": float(stored[(partner, seat)]),
+                         "cotrained_at_mid": at_mid[seat], "cotrained_final": at_final[seat]})  # fmt: skip
+        print(f"{partner}: fresh {rows[-2]['fresh_br']:.1f} / {rows[-1]['fresh_br']:.1f}, co-trained at "
+              f"the mid step {at_mid[0]:.1f} / {at_mid[1]:.1f}, final {at_final[0]:.1f} / {at_final[1]:.1f}",
+              file=sys.stderr, flush=True)  # fmt: skip
+    frame = pd.DataFrame(rows)
+    frame["best_known"] = frame[["fresh_br", "cotrained_at_mid", "cotrained_final"]].max(axis=1)
+    return frame
+
+
+def iqm_with(bench: Path, layout: str, mids: pd.DataFrame) -> pd.DataFrame:
+    """Each algorithm's IQM BR-Prox over (seed, partner, seat) units, with the stored BR returns and
+    with the mid units' best known ones (ZSC-Eval's rule: 1 where the denominator is <= 0)."""
+    res = pd.read_parquet(bench / "results.parquet")
+    res = res[res["layout"] == layout]
+    units = res.groupby(["algorithm", "ego_seed", "partner", "seat"], as_index=False)["sparse_return"].mean()
+    stored = pd.read_parquet(bench / layout / "partners" / "set" / "br_returns.parquet")
+    stored = stored.groupby(["partner", "seat"], as_index=False)["br_return"].mean()
+    units = units.merge(stored, on=["partner", "seat"])
+    units = units.merge(mids[["partner", "seat", "best_known"]], on=["partner", "seat"], how="left")
+    units["best_known"] = units["best_known"].fillna(units["br_return"])
+
+    def prox(ret, br):
+        return np.where(br <= 0, 1.0, np.minimum(1.0, ret / np.where(br <= 0, 1.0, br)))
+
+    units["stored"] = prox(units["sparse_return"], units["br_return"])
+    units["with_best_known"] = prox(units["sparse_return"], units["best_known"])
+    agg = units.groupby("algorithm")[["stored", "with_best_known"]].agg(lambda x: trim_mean(x, 0.25))
+    return agg.round(3)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("bench", type=Path, help="a finished zsceval bench folder")
+    ap.add_argument("--layout", required=True)
+    ap.add_argument("--episodes", type=int, default=20, help="episodes per seating (20)")
+    ap.add_argument("--results", action="store_true", help="also the IQMs with the best known returns")
+    args = ap.parse_args()
+    mids = table(args.bench, args.layout, args.episodes)
+    with pd.option_context("display.width", 160):
+        print(mids.round(1).to_string(index=False))
+    below = mids[mids["best_known"] > mids["fresh_br"] * 1.1 + 1]
+    zero = int((mids["fresh_br"] <= 0).sum())
+    print(f"\n{len(below)} of {len(mids)} mid (partner, seat) units: a co-trained BR returns more than "
+          f"1.1 x the fresh BR + 1 ({zero} with a fresh BR return <= 0)")  # fmt: skip
+    if args.results:
+        print("\nIQM BR-Prox over the set's units: stored BR returns, and the mid units' best known returns")
+        print(iqm_with(args.bench, args.layout, mids).to_string())
+
+
+if __name__ == "__main__":
+    main()
