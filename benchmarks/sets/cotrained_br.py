@@ -7,16 +7,19 @@ best response's, so where the candidate's own co-trained BR (at the mid checkpoi
 the end of its run) returns more with the mid partner than the fresh BR does, the fresh BR is not
 the best response, and the unit's BR-Prox is too high (1 for any ego where the fresh BR returns 0).
 
-For each mid partner of a finished bench's set this plays the co-trained BR at both checkpoints
+For each mid partner of a set this plays the co-trained BR (at both checkpoints where it can)
 with the mid checkpoint (as `zsceval eval`, both seatings) and prints them beside the stored
 fresh BR returns, per seat (the BR's seat). With ``--results`` it also gives each algorithm's IQM
 BR-Prox over the set's units with the stored denominators and with the larger of the stored and the
 co-trained returns (a better estimate of the best response, not ZSC-Eval's protocol).
 
-    python benchmarks/sets/cotrained_br.py BENCH --layout blocked_corridor [--episodes 20] [--results]
+    python benchmarks/sets/cotrained_br.py BENCH --layout blocked_corridor [--episodes 20] [--results BENCH]
+    python benchmarks/sets/cotrained_br.py eval_partners/sets/counter_circuit/v2/test \
+        --layout counter_circuit --results docs/data/s12-hsp66-ab1353d
 
-BENCH is a `zsceval bench` folder with the layout's candidates' training runs
-(``LAYOUT/candidates/<id>/train/run``) and its set (``LAYOUT/partners/set``).
+SOURCE is a `zsceval bench` folder with the layout's candidates' training runs
+(``LAYOUT/candidates/<id>/train/run``) and its set (``LAYOUT/partners/set``), or a set's test split
+exported with ``--full`` (``brs/<candidate>_final``: the co-trained BR at the end only).
 """
 
 from __future__ import annotations
@@ -53,16 +56,39 @@ def mid_partners(set_dir: Path) -> list[tuple[str, str, int]]:
     return rows
 
 
-def table(bench: Path, layout: str, episodes: int) -> pd.DataFrame:
-    """One row per (mid partner, BR seat): fresh, co-trained-at-mid and co-trained-final BR returns."""
-    set_dir = bench / layout / "partners" / "set"
+def sources(source: Path, layout: str) -> tuple[Path, list[tuple[str, Path, Path | None, Path]]]:
+    """The set folder and, per mid partner, ``(partner id, mid checkpoint, co-trained BR at the mid
+    step or None, co-trained BR at the end)``.
+
+    ``source`` is a bench folder (the candidates' training runs hold the co-trained BR at every
+    checkpoint) or a full test split of a set (``brs/<candidate>_final``: only the final one).
+    """
+    if (source / "manifest.json").is_file():  # a set's split, exported with --full
+        out = []
+        for partner, cand, step in mid_partners(source):
+            finals = sorted((source / "brs" / f"{cand}_final").glob("step_*"))
+            if not finals:
+                raise SystemExit(f"{source}: no brs/{cand}_final (export the set with --full)")
+            out.append((partner, source / "policies" / partner / f"step_{step:012d}", None, finals[-1]))
+        return source, out
+    set_dir = source / layout / "partners" / "set"
+    out = []
+    for partner, cand, step in mid_partners(set_dir):
+        ckpts = source / layout / "candidates" / cand / "train" / "run" / "checkpoints"
+        mid = ckpts / f"step_{step:012d}"
+        out.append((partner, mid, mid, sorted(ckpts.glob("step_*"))[-1]))
+    return set_dir, out
+
+
+def table(source: Path, layout: str, episodes: int) -> pd.DataFrame:
+    """One row per (mid partner, BR seat): fresh, co-trained-at-mid (NaN from a set's split) and
+    co-trained-final BR returns, and the largest of them (``best_known``)."""
+    set_dir, mids = sources(source, layout)
     stored = pd.read_parquet(set_dir / "br_returns.parquet").groupby(["partner", "seat"])["br_return"].mean()
     rows = []
-    for partner, cand, step in mid_partners(set_dir):
-        ckpts = bench / layout / "candidates" / cand / "train" / "run" / "checkpoints"
-        mid = ckpts / f"step_{step:012d}"
-        final = sorted(ckpts.glob("step_*"))[-1]
-        at_mid, at_final = play(mid, mid, layout, episodes), play(final, mid, layout, episodes)
+    for partner, mid, br_mid, br_final in mids:
+        at_mid = play(br_mid, mid, layout, episodes) if br_mid is not None else (np.nan, np.nan)
+        at_final = play(br_final, mid, layout, episodes)
         for seat in (0, 1):
             rows.append({"partner": partner, "seat": seat, "fresh_br": float(stored[(partner, seat)]),
                          "cotrained_at_mid": at_mid[seat], "cotrained_final": at_final[seat]})  # fmt: skip
@@ -74,13 +100,14 @@ def table(bench: Path, layout: str, episodes: int) -> pd.DataFrame:
     return frame
 
 
-def iqm_with(bench: Path, layout: str, mids: pd.DataFrame) -> pd.DataFrame:
-    """Each algorithm's IQM BR-Prox over (seed, partner, seat) units, with the stored BR returns and
-    with the mid units' best known ones (ZSC-Eval's rule: 1 where the denominator is <= 0)."""
-    res = pd.read_parquet(bench / "results.parquet")
+def iqm_with(results: Path, set_dir: Path, layout: str, mids: pd.DataFrame) -> pd.DataFrame:
+    """Each algorithm's IQM BR-Prox over (seed, partner, seat) units of ``results/results.parquet``,
+    with the set's stored BR returns and with the mid units' best known ones (ZSC-Eval's rule: 1
+    where the denominator is <= 0)."""
+    res = pd.read_parquet(results / "results.parquet")
     res = res[res["layout"] == layout]
     units = res.groupby(["algorithm", "ego_seed", "partner", "seat"], as_index=False)["sparse_return"].mean()
-    stored = pd.read_parquet(bench / layout / "partners" / "set" / "br_returns.parquet")
+    stored = pd.read_parquet(set_dir / "br_returns.parquet")
     stored = stored.groupby(["partner", "seat"], as_index=False)["br_return"].mean()
     units = units.merge(stored, on=["partner", "seat"])
     units = units.merge(mids[["partner", "seat", "best_known"]], on=["partner", "seat"], how="left")
@@ -97,12 +124,17 @@ def iqm_with(bench: Path, layout: str, mids: pd.DataFrame) -> pd.DataFrame:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("bench", type=Path, help="a finished zsceval bench folder")
+    ap.add_argument("source", type=Path, help="a finished zsceval bench folder, or a set's full test split")
     ap.add_argument("--layout", required=True)
     ap.add_argument("--episodes", type=int, default=20, help="episodes per seating (20)")
-    ap.add_argument("--results", action="store_true", help="also the IQMs with the best known returns")
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="a results.parquet folder: also the IQMs with best known returns",
+    )
     args = ap.parse_args()
-    mids = table(args.bench, args.layout, args.episodes)
+    mids = table(args.source, args.layout, args.episodes)
     with pd.option_context("display.width", 160):
         print(mids.round(1).to_string(index=False))
     below = mids[mids["best_known"] > mids["fresh_br"] * 1.1 + 1]
@@ -111,7 +143,8 @@ def main() -> None:
           f"1.1 x the fresh BR + 1 ({zero} with a fresh BR return <= 0)")  # fmt: skip
     if args.results:
         print("\nIQM BR-Prox over the set's units: stored BR returns, and the mid units' best known returns")
-        print(iqm_with(args.bench, args.layout, mids).to_string())
+        set_dir, _ = sources(args.source, args.layout)
+        print(iqm_with(args.results, set_dir, args.layout, mids).to_string())
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ def test_best_known_returns_replace_only_the_lower_mid_denominators(tmp_path):
     units.to_parquet(tmp_path / "results.parquet")
     mids = pd.DataFrame({"partner": ["a_mid", "a_mid", "b_mid", "b_mid"], "seat": [0, 1, 0, 1],
                          "best_known": [40.0, 60.0, 100.0, 100.0]})  # fmt: skip
-    got = script.iqm_with(tmp_path, "L", mids).loc["sp"]
+    got = script.iqm_with(tmp_path, set_dir, "L", mids).loc["sp"]
     stored = [1.0, 1.0, 0.5, 0.6, 0.5, 0.5]
     best = [0.5, 0.5, 0.5, 0.6, 0.5, 0.5]
     from scipy.stats import trim_mean
