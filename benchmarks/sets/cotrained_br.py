@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import trim_mean
 
 from zsceval.evaluation.requests import EvalRequest, evaluate_request
+from zsceval.stats.metrics import br_prox, iqm
 
 
 def play(br: Path, partner: Path, layout: str, episodes: int) -> tuple[float, float]:
@@ -112,13 +112,10 @@ def iqm_with(results: Path, set_dir: Path, layout: str, mids: pd.DataFrame) -> p
     units = units.merge(stored, on=["partner", "seat"])
     units = units.merge(mids[["partner", "seat", "best_known"]], on=["partner", "seat"], how="left")
     units["best_known"] = units["best_known"].fillna(units["br_return"])
-
-    def prox(ret, br):
-        return np.where(br <= 0, 1.0, np.minimum(1.0, ret / np.where(br <= 0, 1.0, br)))
-
-    units["stored"] = prox(units["sparse_return"], units["br_return"])
-    units["with_best_known"] = prox(units["sparse_return"], units["best_known"])
-    agg = units.groupby("algorithm")[["stored", "with_best_known"]].agg(lambda x: trim_mean(x, 0.25))
+    ret = units["sparse_return"].to_numpy()
+    units["stored"] = br_prox(ret, units["br_return"].to_numpy())
+    units["with_best_known"] = br_prox(ret, units["best_known"].to_numpy())
+    agg = units.groupby("algorithm")[["stored", "with_best_known"]].agg(lambda x: iqm(x.to_numpy()))
     return agg.round(3)
 
 
