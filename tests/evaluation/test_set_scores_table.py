@@ -96,3 +96,27 @@ def test_deciding_units_by_hand():
     # An algorithm that is no column of the table (a folder's renamed variant) counts for neither.
     renamed = units.assign(algorithm=units["algorithm"].replace({"hsp": "hsp-3+9"}))
     assert script.deciding_units(renamed) == ([("a_mid", 0)], [("a_mid", 1)], 3)
+
+
+@pytest.mark.parametrize(
+    "name, folder",
+    [
+        ("zsceval:coordination_ring@2", "docs/data/overcooked-s12-grid-6627195-coordination_ring"),
+        ("zsceval:asymmetric_advantages@2", "docs/data/overcooked-s12-grid-f6561e7-asymmetric_advantages"),
+        ("zsceval:blocked_corridor@2", "docs/data/overcooked-s12-grid-h1e8-6943a99-blocked_corridor"),
+    ],
+)
+def test_the_index_baselines_are_the_committed_tables_iqms(name, folder):
+    """`zsceval eval --partner-set NAME` prints the index's baselines: each is the IQM BR-Prox of the
+    run's committed tables over (ego seed, partner, seat) units, to 3 decimals, for every algorithm
+    scored there."""
+    from zsceval.bench import report as rep
+    from zsceval.stats.metrics import br_prox_units, iqm
+
+    script = _script()
+    entry = script.find_set(name)
+    results, br_returns, _ = rep.read_tables(REPO / folder)
+    units = br_prox_units(results, br_returns)
+    units = units[units["layout"] == entry.layout]
+    by_hand = {a: round(float(iqm(g["br_prox"].to_numpy())), 3) for a, g in units.groupby("algorithm")}
+    assert entry.baselines["iqm"] == by_hand
