@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from zsceval.evaluation.requests import EvalRequest, evaluate_request
-from zsceval.stats.metrics import br_prox, iqm
+from zsceval.stats.metrics import br_prox_units, iqm
 
 
 def play(br: Path, partner: Path, layout: str, episodes: int) -> tuple[float, float]:
@@ -101,22 +101,20 @@ def table(source: Path, layout: str, episodes: int) -> pd.DataFrame:
 
 
 def iqm_with(results: Path, set_dir: Path, layout: str, mids: pd.DataFrame) -> pd.DataFrame:
-    """Each algorithm's IQM BR-Prox over (seed, partner, seat) units of ``results/results.parquet``,
-    with the set's stored BR returns and with the mid units' best known ones (ZSC-Eval's rule: 1
-    where the denominator is <= 0)."""
+    """Each algorithm's IQM BR-Prox over (seed, partner, seat) units of ``results/results.parquet``
+    (:func:`~zsceval.stats.metrics.br_prox_units`, ZSC-Eval's rule: 1 where the denominator is <= 0),
+    with the set's stored BR returns and with the mid units' best known ones."""
     res = pd.read_parquet(results / "results.parquet")
     res = res[res["layout"] == layout]
-    units = res.groupby(["algorithm", "ego_seed", "partner", "seat"], as_index=False)["sparse_return"].mean()
-    stored = pd.read_parquet(set_dir / "br_returns.parquet")
-    stored = stored.groupby(["partner", "seat"], as_index=False)["br_return"].mean()
-    units = units.merge(stored, on=["partner", "seat"])
-    units = units.merge(mids[["partner", "seat", "best_known"]], on=["partner", "seat"], how="left")
-    units["best_known"] = units["best_known"].fillna(units["br_return"])
-    ret = units["sparse_return"].to_numpy()
-    units["stored"] = br_prox(ret, units["br_return"].to_numpy())
-    units["with_best_known"] = br_prox(ret, units["best_known"].to_numpy())
-    agg = units.groupby("algorithm")[["stored", "with_best_known"]].agg(lambda x: iqm(x.to_numpy()))
-    return agg.round(3)
+    stored = pd.read_parquet(set_dir / "br_returns.parquet").assign(layout=layout)
+    stored = stored.groupby(["layout", "partner", "seat"], as_index=False)["br_return"].mean()
+    best = stored.merge(mids[["partner", "seat", "best_known"]], on=["partner", "seat"], how="left")
+    best["br_return"] = best.pop("best_known").fillna(best["br_return"])
+    columns = {}
+    for name, br in (("stored", stored), ("with_best_known", best)):
+        units = br_prox_units(res, br)
+        columns[name] = units.groupby("algorithm")["br_prox"].agg(lambda x: iqm(x.to_numpy()))
+    return pd.DataFrame(columns).round(3)
 
 
 def main() -> None:

@@ -53,6 +53,7 @@ def test_best_known_returns_replace_only_the_lower_mid_denominators(tmp_path):
                        "br_return": [0.0, 0.0, 100.0, 100.0, 80.0, 80.0]})  # fmt: skip
     br.to_parquet(set_dir / "br_returns.parquet")
     units = br[["partner", "seat"]].assign(layout="L", algorithm="sp", ego_seed=0, episode=0,
+                                           partner_level=["moderate"] * 4 + ["expert"] * 2,
                                            sparse_return=[20.0, 30.0, 50.0, 60.0, 40.0, 40.0])  # fmt: skip
     units.to_parquet(tmp_path / "results.parquet")
     mids = pd.DataFrame({"partner": ["a_mid", "a_mid", "b_mid", "b_mid"], "seat": [0, 1, 0, 1],

@@ -22,6 +22,7 @@ __all__ = [
     "BR_PROX_DEFINITION",
     "evaluate_partner_set",
     "human_proxy_partner",
+    "nonpositive_br_units",
     "partner_set_play",
     "set_br_returns",
 ]
@@ -206,18 +207,20 @@ def partner_set_play(
     }
 
 
-def nonpositive_br_units(units) -> dict:
+def nonpositive_br_units(units: pd.DataFrame) -> dict:
     """The (partner, seat) units whose best response scores <= 0, which BR-Prox scores 1 for any agent.
 
     ZSC-Eval's rule (Sec. 4.3) gives such a unit BR-Prox 1, so it raises every agent's score alike;
     on ``zsceval:blocked_corridor@2`` 12 of the 40 units are such (docs/results.md).
 
     Args:
-        units: one row per (partner, seat) with columns ``partner``, ``br_return`` and ``br_prox``.
+        units: one row per (partner, seat) with columns ``partner`` (str), ``br_return`` (float, the
+            set's BR return: sparse reward per episode) and ``br_prox`` (float in [0, 1]).
 
     Returns:
-        ``units`` (how many), ``partners`` (their partner ids, sorted) and ``br_prox_iqm_without``
-        (the IQM BR-Prox of the other units; None when every unit is such).
+        ``units`` (int, how many), ``partners`` (their partner ids, sorted, each once) and
+        ``br_prox_iqm_without`` (float, the IQM BR-Prox of the other units; None when every unit is
+        such). Raises KeyError when a column is missing.
     """
     from zsceval.stats.metrics import iqm
 
