@@ -356,6 +356,34 @@ def test_report_notes_name_the_units_whose_br_never_scores(tmp_path, rule):
     ]
 
 
+def test_report_notes_name_the_mid_units_whose_cotrained_br_does_better(tmp_path):
+    returns, br = synthetic()
+    write_tables(tmp_path, returns, br)
+    fresh = dict(zip(PARTNERS, range(len(PARTNERS))))
+    rows = []  # the mid partners p2, p3 on the first layout, 2 episodes per seat
+    for partner, seat in [("p2", 0), ("p2", 1), ("p3", 0), ("p3", 1)]:
+        base = br[0, fresh[partner], seat]
+        # p3 seat 1 (fresh BR 0) and p2 seat 0 (+40 over the fresh BR) beat the fresh BR; p2 seat 1
+        # is level with it (+1.1 x: within the margin); p3 seat 0 below it
+        mean = {("p2", 0): base + 40, ("p2", 1): 1.1 * base + 1, ("p3", 0): base - 20, ("p3", 1): 60}
+        for episode, delta in enumerate((-10, 10)):
+            rows.append({"layout": LAYOUTS[0], "partner": partner, "seat": seat, "episode": episode,
+                         "cotrained_br_return": mean[(partner, seat)] + delta})  # fmt: skip
+    pd.DataFrame(rows).to_parquet(tmp_path / "cotrained_br_returns.parquet")
+    args = [str(tmp_path), "--json", "--reps", "50", "--no-figures", "--no-stats"]
+    result = CliRunner().invoke(report, args)
+    assert result.exit_code == 0, result.output
+    notes = [n for n in json.loads(result.stdout)["notes"] if "co-trained BR" in n]
+    assert notes == [
+        f"on {LAYOUTS[0]}, the candidate's co-trained BR returns more than the fresh mid BR (1.1 x + 1) "
+        f"on 2 of 4 mid (partner, seat) units (p2, p3; largest: p3 seat 1, 0.0 against 60.0): the fresh "
+        "BR is not the best response there, so those units' BR-Prox is overstated for every ego"
+    ]
+    (tmp_path / "cotrained_br_returns.parquet").unlink()  # a bench without the table: no such note
+    notes = json.loads(CliRunner().invoke(report, args).stdout)["notes"]
+    assert not [n for n in notes if "co-trained BR" in n]
+
+
 def report_on_synthetic_tables(directory, *args):
     """``zsceval report DIR ARGS`` on :func:`synthetic`'s tables written to ``directory``; the run
     must succeed."""

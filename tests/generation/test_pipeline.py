@@ -267,6 +267,34 @@ def test_candidate_runs_are_evaluated_as_a_pair(tiny_bench):
     assert sp["eval_seats"] == ["ego", "ego"]
 
 
+def test_manifest_plays_each_mid_partner_with_its_candidates_cotrained_br(tiny_bench):
+    """cotrained_br_returns.parquet: each mid partner with the co-trained BR of the same checkpoint,
+    both seats, its own generator (seed + 1), as the set's BR returns are measured."""
+    from zsceval.evaluation.matches import evaluate_br_references
+    from zsceval.rl.checkpoint import load_policy
+
+    _, out, tables = tiny_bench
+    table = pd.read_parquet(tables["cotrained_br_returns"])
+    set_dir = out / "cramped_room/partners/set"
+    assert table.equals(pd.read_parquet(set_dir / pipeline.COTRAINED_BR_TABLE))
+    manifest = json.loads((set_dir / "manifest.json").read_text())
+    mids = [p for p in manifest["partners"] if p["level"] == "mid"]
+    specs = []
+    for p in mids:
+        candidate = out / f"cramped_room/candidates/{p['candidate_id']}"
+        done = json.loads((candidate / "evaluate/DONE.json").read_text())
+        train = candidate / "train"
+        cotrained = load_policy(train / done["result"]["mid_checkpoint"], "br")[0]
+        partner = load_policy(set_dir / p["checkpoint"]["path"], "biased")[0]
+        specs.append(PartnerSpec(p["id"], "moderate", partner, cotrained))
+    episodes = int(table["episode"].max()) + 1
+    expected = evaluate_br_references(
+        "cramped_room", specs, episodes=episodes, generator=torch.Generator().manual_seed(1)
+    ).rename(columns={"br_return": "cotrained_br_return"})
+    assert len(mids) == 2 and episodes == 2 and len(table) == 2 * 2 * 2
+    pd.testing.assert_frame_equal(table, expected)
+
+
 def test_candidate_runs_keep_their_whole_checkpoint_trail(tiny_bench):
     """The mid checkpoint is chosen from every checkpoint of a candidate, so none may be pruned."""
     import yaml

@@ -40,7 +40,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from zsceval.bench.br_notes import nonpositive_br_notes, weak_br_notes  # noqa: E402, F401 (re-exported)
 from zsceval.evaluation.manifest import PartnerSetManifest  # noqa: E402
+from zsceval.generation.pipeline import COTRAINED_BR_TABLE  # noqa: E402
 from zsceval.generation.selection import normalize_features  # noqa: E402
 from zsceval.io import atomic_path
 from zsceval.stats.metrics import (  # noqa: E402
@@ -368,8 +370,10 @@ def bench_notes(
     nonpositive_br: str = "one",
 ) -> list[str]:
     """Lines saying what a bench folder's tables leave out or chose: the algorithms its
-    ``suite.yaml`` names that were skipped (not implemented), the selected partners per layout, and
-    the partners whose BR never scores (:func:`nonpositive_br_notes`, given ``br_returns``)."""
+    ``suite.yaml`` names that were skipped (not implemented), the selected partners per layout, and,
+    given ``br_returns``, the partners whose BR never scores (:func:`nonpositive_br_notes`) and the
+    mid partners whose candidate's co-trained BR beats the fresh one
+    (:func:`~zsceval.bench.br_notes.weak_br_notes`, from ``cotrained_br_returns.parquet``)."""
     import yaml
 
     from zsceval import registry
@@ -394,43 +398,9 @@ def bench_notes(
             )
     if br_returns is not None:
         lines += nonpositive_br_notes(br_returns, nonpositive_br=nonpositive_br)
-    return lines
-
-
-def nonpositive_br_notes(br_returns: pd.DataFrame, *, nonpositive_br: str = "one") -> list[str]:
-    """One line per layout whose BR reference return is <= 0 for some (partner, seat).
-
-    BR-Prox divides by that return, so those units follow the ``nonpositive_br`` rule
-    (:func:`zsceval.stats.metrics.br_prox`): with ZSC-Eval's ``"one"`` every ego scores 1 on them, which
-    lifts every algorithm alike and hides differences; the line says how many there are and which.
-
-    Args:
-        br_returns: BR returns per episode (``layout, partner[, seat], br_return``; the schema of
-            :mod:`zsceval.stats.metrics`); units are averaged over episodes as BR-Prox averages them.
-        nonpositive_br: the rule the report applies (``"one"`` or ``"nan"``).
-
-    Returns:
-        The lines; none when every BR return is positive.
-    """
-    keys = ["layout", "partner", "seat"] if "seat" in br_returns.columns else ["layout", "partner"]
-    means = br_returns.groupby(keys, sort=True)["br_return"].mean().reset_index()
-    effect = (
-        "score BR-Prox 1 for every ego (ZSC-Eval's rule; --nonpositive-br nan leaves them out)"
-        if nonpositive_br == "one"
-        else "are left out of every aggregate (--nonpositive-br nan)"
-    )
-    lines = []
-    for layout, frame in means.groupby("layout", sort=True):
-        bad = frame[frame["br_return"] <= 0]
-        if not len(bad):
-            continue
-        names = sorted(bad["partner"].astype(str).unique())
-        shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
-        unit = "(partner, seat) units" if "seat" in keys else "partners"
-        lines.append(
-            f"on {layout}, the BR return is <= 0 for {len(bad)} of {len(frame)} {unit} ({shown}): "
-            f"those units {effect}"
-        )
+        cotrained_path = Path(directory) / COTRAINED_BR_TABLE
+        if cotrained_path.is_file():
+            lines += weak_br_notes(br_returns, pd.read_parquet(cotrained_path))
     return lines
 
 

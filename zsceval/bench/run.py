@@ -5,7 +5,8 @@
 (partner generation, selection, mid BRs, manifest, ego training, evaluation), so a killed bench
 resumes and finished work is never redone. Algorithms of the ZSC-Eval paper that are not registered
 yet are reported as skipped. Outputs under ``--out``: ``<layout>/...`` job folders, and
-``results.parquet``, ``br_returns.parquet``, ``features.parquet``, ``unhelpful.parquet`` (with
+``results.parquet``, ``br_returns.parquet``, ``cotrained_br_returns.parquet`` (generated sets, 2
+players), ``features.parquet``, ``unhelpful.parquet`` (with
 ``evaluation.strata``), ``human_proxy.parquet`` (with ``evaluation.human_proxy``),
 ``stages.parquet`` and ``suite.yaml`` (the resolved suite) for ``zsceval report``.
 """
@@ -31,6 +32,7 @@ from zsceval.execution import Job, run_jobs
 from zsceval.execution import job_ids as ids
 from zsceval.execution.locks import FolderLock
 from zsceval.execution.slurm import SlurmOptions, slurm_options
+from zsceval.generation.pipeline import COTRAINED_BR_TABLE
 from zsceval.io import atomic_path, atomic_write_text
 from zsceval.rl.hardware import MAX_THREADS_ENV, scoped_environ, worker_thread_env
 from zsceval.rl.loggers import LOGGERS_ENV, open_loggers
@@ -175,8 +177,9 @@ def collect_tables(
     root: Path, evaluations: list[Job], infos: dict[str, LayoutPlan], skipped: list[str]
 ) -> dict[str, Any]:
     """Concatenate this suite's per-job tables into ``results.parquet``, ``br_returns.parquet``,
-    ``features.parquet``, ``human_proxy.parquet``, ``unhelpful.parquet`` and
-    ``scored_checkpoints.parquet`` under ``root`` (outputs
+    ``cotrained_br_returns.parquet`` (the generated sets' mid partners with their candidates'
+    co-trained BRs; :func:`zsceval.bench.br_notes.weak_br_notes` reads it), ``features.parquet``,
+    ``human_proxy.parquet``, ``unhelpful.parquet`` and ``scored_checkpoints.parquet`` under ``root`` (outputs
     of other suites or earlier settings that share the folder are not read). A suite without
     ``ego.unhelpful`` jobs (``evaluation.strata: false``) removes an ``unhelpful.parquet`` an
     earlier setting left, so the folder's tables are this suite's.
@@ -197,8 +200,8 @@ def collect_tables(
         skipped: algorithms the suite names that are not implemented yet.
 
     Returns:
-        ``{"results" | "br_returns" | "features" | "human_proxy" | "unhelpful" | "scored_checkpoints":
-        path of the table,
+        ``{"results" | "br_returns" | "cotrained_br_returns" | "features" | "human_proxy" | "unhelpful"
+        | "scored_checkpoints": path of the table,
         "skipped_algorithms": [...]}`` (tables the suite has no rows for are left out).
 
     Raises:
@@ -223,18 +226,23 @@ def collect_tables(
         (root / UNHELPFUL_TABLE).unlink(missing_ok=True)
     scored = [_scored_checkpoint_row(root, job) for job in evaluations if job.kind == "ego.evaluate"]
     scored = [pd.DataFrame([r]) for r in scored if r is not None]
-    brs, feats = [], []
+    brs, feats, cotrained = [], [], []
     for lay, info in infos.items():
         brs.append(pd.read_parquet(root / ids.partner_set(lay) / "br_returns.parquet"))
+        if (root / ids.partner_set(lay) / COTRAINED_BR_TABLE).is_file():
+            cotrained.append(pd.read_parquet(root / ids.partner_set(lay) / COTRAINED_BR_TABLE))
         if info.shipped:  # no candidates here: the set's features are in its manifest
             continue
         f = pd.read_parquet(root / ids.select(lay) / "features.parquet")
         f.insert(0, "layout", lay)
         feats.append(f)
+    if not cotrained:  # shipped or n > 2 sets: no co-trained BRs; an earlier setting's table goes
+        (root / COTRAINED_BR_TABLE).unlink(missing_ok=True)
     out = {}
     for name, frames in (
         ("results", results),
         ("br_returns", brs),
+        ("cotrained_br_returns", cotrained),
         ("features", feats),
         ("human_proxy", human),
         ("unhelpful", unhelpful),

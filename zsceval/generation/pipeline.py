@@ -21,7 +21,9 @@ Stages for one layout:
 4. ``train`` with algorithm ``br`` against each selected ``mid`` checkpoint.
 5. ``partners.manifest``: export the 2K partners (K finals, K mids) and their BRs into a
    self-contained folder, measure each BR's return with its partner in both seats, write the
-   manifest (checksums) and ``br_returns.parquet``.
+   manifest (checksums) and ``br_returns.parquet``; and, as a check of the mid BRs (2 players),
+   ``cotrained_br_returns.parquet``: each mid partner with its candidate's co-trained BR at the same
+   checkpoint.
 
 Step 6, an ego agent against the partner set (``ego.evaluate``), is evaluation:
 :mod:`zsceval.evaluation.ego_evaluation`.
@@ -62,7 +64,10 @@ from zsceval.rl.checkpoint import CheckpointError, list_checkpoints, load_policy
 from .export import candidate_record, export_agent
 from .selection import select_partners
 
-__all__ = ["feature_names", "mid_checkpoint"]
+__all__ = ["COTRAINED_BR_TABLE", "feature_names", "mid_checkpoint"]
+
+COTRAINED_BR_TABLE = "cotrained_br_returns.parquet"
+"""The set folder's table of mid partners with their candidates' co-trained BRs (2 players)."""
 
 CLASSIC_FEATURE_EVENTS = 13  # put_onion_on_X .. STAY; MOVEMENT and IDLE_* are dropped
 
@@ -190,6 +195,35 @@ def partners_select(params: dict, out: Path, needs: dict) -> dict:
 
 
 # -- 5. manifest ----------------------------------------------------------------------------------------
+def _cotrained_mid_brs(
+    params: dict, needs: dict, selected: list[str], partners: list[PartnerSpec], device: str
+) -> pd.DataFrame:
+    """Each ``mid`` partner with its candidate's co-trained BR at the same checkpoint (2 players).
+
+    The fresh mid BR (stage 4) is the set's BR-Prox reference; the co-trained BR is a second agent
+    whose return with the same partner is also a lower bound on the best response's, so where it is
+    larger the fresh BR's return understates R(BR, partner) and the unit's BR-Prox is overstated
+    (ZSC-Eval Sec. 4.3; :func:`zsceval.bench.report.weak_br_notes` names such units). Played like
+    :func:`evaluate_br_references` with its own generator (seed + 1), so ``br_returns.parquet`` is
+    the same with or without this table.
+
+    Returns:
+        One row per (mid partner, seat, episode): ``layout, partner, seat, episode,
+        cotrained_br_return`` (``seat``: the co-trained BR's; sparse return, 20 per soup).
+    """
+    layout = params["layout"]
+    mids = []
+    for cid in selected:
+        train_id, eval_id = params["candidates"][cid]
+        mid = Path(needs[train_id]) / _result(needs[eval_id])["mid_checkpoint"]
+        partner = next(p for p in partners if p.id == f"{cid}_mid")
+        mids.append(PartnerSpec(partner.id, partner.level, partner.policy, load_policy(mid, "br", device)[0]))
+    gen = torch.Generator(device=device).manual_seed(int(params.get("seed", 0)) + 1)
+    episodes = int(params["episodes"])
+    frame = evaluate_br_references(layout, mids, episodes=episodes, generator=gen, device=device)
+    return frame.rename(columns={"br_return": "cotrained_br_return"})
+
+
 @job_kind("partners.manifest")
 def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
     """Export partners and BRs, measure BR returns, write ``manifest.json`` + ``br_returns.parquet``.
@@ -255,6 +289,8 @@ def partners_manifest(params: dict, out: Path, needs: dict) -> dict:
         br_frame = evaluate_br_references(
             layout, partners, episodes=int(params["episodes"]), generator=gen, device=device
         )
+        cotrained = _cotrained_mid_brs(params, needs, select["selected_ids"], partners, device)
+        cotrained.to_parquet(out / COTRAINED_BR_TABLE)
     br_frame.to_parquet(out / "br_returns.parquet")
     br_mean = br_frame.groupby("partner")["br_return"].mean()
     for i, (pid, level, p_meta, b_meta, features) in enumerate(specs):

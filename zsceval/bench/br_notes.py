@@ -1,0 +1,115 @@
+"""Notes on a bench's BR reference returns: units whose BR-Prox says little about the ego.
+
+BR-Prox divides an ego's return with a partner by R(BR, partner), the return of the partner's
+approximate best response (ZSC-Eval Sec. 4.3). Two things make that denominator wrong, and the
+report names the units each one touches:
+
+* :func:`nonpositive_br_notes`: the BR never scores (return <= 0), so the unit follows the
+  ``nonpositive_br`` rule (ZSC-Eval's: BR-Prox 1 for every ego);
+* :func:`weak_br_notes`: for a ``mid`` partner the BR is trained from scratch against it (stage 4 of
+  :mod:`zsceval.generation.pipeline`), while the candidate's own co-trained BR at the same checkpoint
+  is a second agent whose return with the partner is also a lower bound on the best response's;
+  where it is clearly larger, the fresh BR is not the best response and the unit's BR-Prox is too
+  high (docs/results.md, "the set and SP's score" on Blocked Corridor, measures this).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = ["WEAK_BR_MARGIN", "WEAK_BR_RATIO", "nonpositive_br_notes", "weak_br_notes", "weak_br_units"]
+
+WEAK_BR_RATIO = 1.1
+"""A co-trained BR beats the fresh one where its mean return exceeds ``WEAK_BR_RATIO`` x the fresh
+BR's + ``WEAK_BR_MARGIN`` (sparse return points, 20 per soup; per (partner, seat))."""
+WEAK_BR_MARGIN = 1.0
+
+
+def nonpositive_br_notes(br_returns: pd.DataFrame, *, nonpositive_br: str = "one") -> list[str]:
+    """One line per layout whose BR reference return is <= 0 for some (partner, seat).
+
+    BR-Prox divides by that return, so those units follow the ``nonpositive_br`` rule
+    (:func:`zsceval.stats.metrics.br_prox`): with ZSC-Eval's ``"one"`` every ego scores 1 on them, which
+    lifts every algorithm alike and hides differences; the line says how many there are and which.
+
+    Args:
+        br_returns: BR returns per episode (``layout, partner[, seat], br_return``; the schema of
+            :mod:`zsceval.stats.metrics`); units are averaged over episodes as BR-Prox averages them.
+        nonpositive_br: the rule the report applies (``"one"`` or ``"nan"``).
+
+    Returns:
+        The lines; none when every BR return is positive.
+    """
+    keys = ["layout", "partner", "seat"] if "seat" in br_returns.columns else ["layout", "partner"]
+    means = br_returns.groupby(keys, sort=True)["br_return"].mean().reset_index()
+    effect = (
+        "score BR-Prox 1 for every ego (ZSC-Eval's rule; --nonpositive-br nan leaves them out)"
+        if nonpositive_br == "one"
+        else "are left out of every aggregate (--nonpositive-br nan)"
+    )
+    lines = []
+    for layout, frame in means.groupby("layout", sort=True):
+        bad = frame[frame["br_return"] <= 0]
+        if not len(bad):
+            continue
+        names = sorted(bad["partner"].astype(str).unique())
+        shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        unit = "(partner, seat) units" if "seat" in keys else "partners"
+        lines.append(
+            f"on {layout}, the BR return is <= 0 for {len(bad)} of {len(frame)} {unit} ({shown}): "
+            f"those units {effect}"
+        )
+    return lines
+
+
+def weak_br_units(br_returns: pd.DataFrame, cotrained: pd.DataFrame) -> pd.DataFrame:
+    """The (partner, seat) units whose candidate's co-trained BR returns clearly more than the BR
+    that BR-Prox divides by.
+
+    Args:
+        br_returns: the BR reference returns per episode (``layout, partner, seat, br_return``).
+        cotrained: the mid partners with their candidates' co-trained BRs per episode (``layout,
+            partner, seat, cotrained_br_return``; ``cotrained_br_returns.parquet`` of a set made by
+            ``partners.manifest``); ``seat`` is the BR's seat in both.
+
+    Returns:
+        One row per such unit, sorted: ``layout, partner, seat, br_return, cotrained_br_return``
+        (episode means) where ``cotrained_br_return > WEAK_BR_RATIO * br_return + WEAK_BR_MARGIN``.
+
+    Raises:
+        KeyError: a table without those columns.
+    """
+    keys = ["layout", "partner", "seat"]
+    fresh = br_returns.groupby(keys)["br_return"].mean()
+    other = cotrained.groupby(keys)["cotrained_br_return"].mean()
+    both = pd.concat([fresh, other], axis=1, join="inner").reset_index()
+    weak = both["cotrained_br_return"] > WEAK_BR_RATIO * both["br_return"] + WEAK_BR_MARGIN
+    return both[weak].sort_values(keys).reset_index(drop=True)
+
+
+def weak_br_notes(br_returns: pd.DataFrame, cotrained: pd.DataFrame) -> list[str]:
+    """One line per layout with :func:`weak_br_units`: how many of its mid (partner, seat) units and
+    which partners, with the fresh and co-trained returns of the worst one.
+
+    Args:
+        br_returns, cotrained: as :func:`weak_br_units`.
+
+    Returns:
+        The lines; none where every fresh mid BR does as well.
+    """
+    units = weak_br_units(br_returns, cotrained)
+    checked = cotrained.groupby("layout")[["partner", "seat"]].apply(lambda f: len(f.drop_duplicates()))
+    lines = []
+    for layout, frame in units.groupby("layout", sort=True):
+        gap = frame["cotrained_br_return"] - frame["br_return"]
+        worst = frame.loc[gap.idxmax()]
+        names = sorted(frame["partner"].astype(str).unique())
+        shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        lines.append(
+            f"on {layout}, the candidate's co-trained BR returns more than the fresh mid BR "
+            f"({WEAK_BR_RATIO:g} x + {WEAK_BR_MARGIN:g}) on {len(frame)} of {int(checked[layout])} mid "
+            f"(partner, seat) units ({shown}; largest: {worst['partner']} seat {int(worst['seat'])}, "
+            f"{worst['br_return']:.1f} against {worst['cotrained_br_return']:.1f}): the fresh BR is not "
+            "the best response there, so those units' BR-Prox is overstated for every ego"
+        )
+    return lines
