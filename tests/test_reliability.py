@@ -51,6 +51,33 @@ def test_partners_select_reads_what_generate_recorded(tmp_path, captured_jobs):
     assert len(trains) == 3  # the 3 generated candidates, not 8 defaults
 
 
+def test_partners_select_names_the_br_returns_that_misstate_br_prox(tmp_path, monkeypatch):
+    """After the manifest, `partners select` prints the set's notes: a BR that never scores and a
+    fresh mid BR that its candidate's co-trained BR beats."""
+    import pandas as pd
+
+    from zsceval.bench import partner_runs
+
+    set_dir = tmp_path / "P" / "set"
+    set_dir.mkdir(parents=True)
+    units = [("c000_final", 0, 100.0, None), ("c000_mid", 0, 0.0, 80.0), ("c000_mid", 1, 60.0, 62.0)]
+    rows = [{"layout": "cramped_room", "partner": p, "seat": s, "episode": 0, "br_return": r}
+            for p, s, r, _ in units]  # fmt: skip
+    pd.DataFrame(rows).to_parquet(set_dir / "br_returns.parquet")
+    rows = [{"layout": "cramped_room", "partner": p, "seat": s, "episode": 0, "cotrained_br_return": c}
+            for p, s, _, c in units if c is not None]  # fmt: skip
+    pd.DataFrame(rows).to_parquet(set_dir / "cotrained_br_returns.parquet")
+    monkeypatch.setattr(partner_runs, "select_partners", lambda suite, out: set_dir / "manifest.json")
+    out = tmp_path / "P"
+    res = invoke("partners", "select", "--layout", "cramped_room", "-k", 1, "--candidates", 2, "--out", out)
+    assert res.exit_code == 0, res.output
+    notes = [ln for ln in res.output.splitlines() if ln.startswith("note: ")]
+    assert len(notes) == 2
+    assert "the BR return is <= 0 for 1 of 3 (partner, seat) units (c000_mid)" in notes[0]
+    weak = "on 1 of 2 mid (partner, seat) units (c000_mid; largest: c000_mid seat 0, 0.0 against 80.0)"
+    assert weak in notes[1]
+
+
 def test_partners_conflicting_settings_are_refused(tmp_path, captured_jobs):
     out = tmp_path / "P"
     invoke(

@@ -15,9 +15,18 @@ report names the units each one touches:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
-__all__ = ["WEAK_BR_MARGIN", "WEAK_BR_RATIO", "nonpositive_br_notes", "weak_br_notes", "weak_br_units"]
+__all__ = [
+    "WEAK_BR_MARGIN",
+    "WEAK_BR_RATIO",
+    "nonpositive_br_notes",
+    "set_folder_notes",
+    "weak_br_notes",
+    "weak_br_units",
+]
 
 WEAK_BR_RATIO = 1.1
 """A co-trained BR beats the fresh one where its mean return exceeds ``WEAK_BR_RATIO`` x the fresh
@@ -112,4 +121,21 @@ def weak_br_notes(br_returns: pd.DataFrame, cotrained: pd.DataFrame) -> list[str
             f"{worst['br_return']:.1f} against {worst['cotrained_br_return']:.1f}): the fresh BR is not "
             "the best response there, so those units' BR-Prox is overstated for every ego"
         )
+    return lines
+
+
+def set_folder_notes(set_dir: str | Path) -> list[str]:
+    """The notes of a partner-set folder made by ``partners.manifest``: :func:`nonpositive_br_notes`
+    on its ``br_returns.parquet`` and, where the folder has ``cotrained_br_returns.parquet``,
+    :func:`weak_br_notes`.
+
+    Raises:
+        FileNotFoundError: the folder has no ``br_returns.parquet``.
+    """
+    set_dir = Path(set_dir)
+    br_returns = pd.read_parquet(set_dir / "br_returns.parquet")
+    lines = nonpositive_br_notes(br_returns)
+    cotrained = set_dir / "cotrained_br_returns.parquet"
+    if cotrained.is_file():
+        lines += weak_br_notes(br_returns, pd.read_parquet(cotrained))
     return lines

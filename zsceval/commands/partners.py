@@ -154,7 +154,11 @@ def select(
 ) -> None:
     """Select k candidates by BR-Div (k-DPP), train BRs of their mid checkpoints, write the manifest.
 
+    Then notes name the (partner, seat) units whose BR return misstates BR-Prox: a BR that never
+    scores, or a fresh mid BR that the candidate's co-trained BR beats.
+
     Settings not given are read from OUT/partners.yaml (written by `generate`)."""
+    from zsceval.bench.br_notes import set_folder_notes
     from zsceval.bench.partner_runs import RECORD, partner_suite, select_partners, write_settings
     from zsceval.execution import JobError
     from zsceval.execution.locks import FolderLock
@@ -183,6 +187,8 @@ def select(
     except OSError as exc:
         raise write_error(exc) from None
     click.echo(f"partner-set manifest: {manifest}")
+    for line in set_folder_notes(Path(manifest).parent):
+        click.echo(f"note: {line}")
 
 
 def _human_model_options(role: str):
