@@ -34,6 +34,12 @@ BR's + ``WEAK_BR_MARGIN`` (sparse return points, 20 per soup; per (partner, seat
 WEAK_BR_MARGIN = 1.0
 
 
+def _partner_list(units: pd.DataFrame, limit: int = 6) -> str:
+    """The units' partners, sorted and comma-separated, the first ``limit`` and "..." if more."""
+    names = sorted(units["partner"].astype(str).unique())
+    return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
+
+
 def nonpositive_br_notes(br_returns: pd.DataFrame, *, nonpositive_br: str = "one") -> list[str]:
     """One line per layout whose BR reference return is <= 0 for some (partner, seat).
 
@@ -61,8 +67,7 @@ def nonpositive_br_notes(br_returns: pd.DataFrame, *, nonpositive_br: str = "one
         bad = frame[frame["br_return"] <= 0]
         if not len(bad):
             continue
-        names = sorted(bad["partner"].astype(str).unique())
-        shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        shown = _partner_list(bad)
         unit = "(partner, seat) units" if "seat" in keys else "partners"
         lines.append(
             f"on {layout}, the BR return is <= 0 for {len(bad)} of {len(frame)} {unit} ({shown}): "
@@ -112,8 +117,7 @@ def weak_br_notes(br_returns: pd.DataFrame, cotrained: pd.DataFrame) -> list[str
     for layout, frame in units.groupby("layout", sort=True):
         gap = frame["cotrained_br_return"] - frame["br_return"]
         worst = frame.loc[gap.idxmax()]
-        names = sorted(frame["partner"].astype(str).unique())
-        shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        shown = _partner_list(frame)
         lines.append(
             f"on {layout}, the candidate's co-trained BR returns more than the fresh mid BR "
             f"({WEAK_BR_RATIO:g} x + {WEAK_BR_MARGIN:g}) on {len(frame)} of {int(checked[layout])} mid "
