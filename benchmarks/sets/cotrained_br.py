@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from zsceval.bench.br_notes import WEAK_BR_MARGIN, WEAK_BR_RATIO
+from zsceval.evaluation.partner_set import WEAK_BR_MARGIN, WEAK_BR_RATIO
 from zsceval.evaluation.requests import EvalRequest, evaluate_request
 from zsceval.stats.metrics import br_prox_units, iqm
 

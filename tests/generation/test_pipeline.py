@@ -227,6 +227,40 @@ def test_eval_command_against_a_partner_set(tiny_bench):
     assert wrong.exit_code != 0 and "cramped_room" in wrong.output
 
 
+def test_eval_names_the_mid_units_whose_cotrained_br_beats_the_fresh_one(tiny_bench, tmp_path):
+    """With the set's cotrained_br_returns.parquet, `zsceval eval --partner-set` counts the mid units
+    whose fresh BR the co-trained BR beats and gives the IQM with the larger return."""
+    from click.testing import CliRunner
+
+    from zsceval.cli import main
+    from zsceval.stats.metrics import br_prox, iqm
+
+    _, out, _ = tiny_bench
+    set_dir = tmp_path / "set"
+    shutil.copytree(out / "cramped_room/partners/set", set_dir)
+    table = pd.read_parquet(set_dir / pipeline.COTRAINED_BR_TABLE)
+    mid = sorted(table["partner"].unique())[0]
+    planted = table.assign(cotrained_br_return=table["cotrained_br_return"].astype(float))
+    planted.loc[(planted["partner"] == mid) & (planted["seat"] == 0), "cotrained_br_return"] = 500.0
+    planted.to_parquet(set_dir / pipeline.COTRAINED_BR_TABLE)
+    args = ["eval", "--agent", str(out / "cramped_room/egos/sp/s0/run"), "--layout", "cramped_room",
+            "--partner-set", str(set_dir / "manifest.json"), "--episodes", "2"]  # fmt: skip
+    res = CliRunner().invoke(main, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    weak = data["weak_br"]
+    assert weak["units"] >= 1 and mid in weak["partners"] and weak["checked"] == 4  # 2 mids x 2 seats
+    units = pd.DataFrame(data["units"])
+    other = planted.groupby(["partner", "seat"])["cotrained_br_return"].mean()
+    best = [max(u.br_return, other.get((u.partner, u.seat), -np.inf)) for u in units.itertuples()]
+    expected = iqm(br_prox(units["sparse_return"].to_numpy(), np.array(best)))
+    assert weak["br_prox_iqm_best_known"] == pytest.approx(expected)
+    text = CliRunner().invoke(main, args).output
+    assert f"mid units have a fresh BR that the candidate's co-trained BR beats (partners {mid}" in text
+    (set_dir / pipeline.COTRAINED_BR_TABLE).unlink()  # a set without the table: no such key
+    assert "weak_br" not in json.loads(CliRunner().invoke(main, [*args, "--json"]).output)
+
+
 def test_eval_strata_reports_skilled_semi_skilled_and_unhelpful_partners(tiny_bench):
     """The set's final (expert) and mid (moderate) partners by BR-Prox, and the
     unhelpful partners (stay, uniformly random) by return; the same numbers as the plain report."""

@@ -19,19 +19,14 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = [
-    "WEAK_BR_MARGIN",
-    "WEAK_BR_RATIO",
-    "nonpositive_br_notes",
-    "set_folder_notes",
-    "weak_br_notes",
-    "weak_br_units",
-]
+from zsceval.evaluation.partner_set import (
+    COTRAINED_BR_TABLE,
+    WEAK_BR_MARGIN,
+    WEAK_BR_RATIO,
+    weak_br_units,
+)
 
-WEAK_BR_RATIO = 1.1
-"""A co-trained BR beats the fresh one where its mean return exceeds ``WEAK_BR_RATIO`` x the fresh
-BR's + ``WEAK_BR_MARGIN`` (sparse return points, 20 per soup; per (partner, seat))."""
-WEAK_BR_MARGIN = 1.0
+__all__ = ["nonpositive_br_notes", "set_folder_notes", "weak_br_notes"]
 
 
 def _partner_list(units: pd.DataFrame, limit: int = 6) -> str:
@@ -76,37 +71,12 @@ def nonpositive_br_notes(br_returns: pd.DataFrame, *, nonpositive_br: str = "one
     return lines
 
 
-def weak_br_units(br_returns: pd.DataFrame, cotrained: pd.DataFrame) -> pd.DataFrame:
-    """The (partner, seat) units whose candidate's co-trained BR returns clearly more than the BR
-    that BR-Prox divides by.
-
-    Args:
-        br_returns: the BR reference returns per episode (``layout, partner, seat, br_return``).
-        cotrained: the mid partners with their candidates' co-trained BRs per episode (``layout,
-            partner, seat, cotrained_br_return``; ``cotrained_br_returns.parquet`` of a set made by
-            ``partners.manifest``); ``seat`` is the BR's seat in both.
-
-    Returns:
-        One row per such unit, sorted: ``layout, partner, seat, br_return, cotrained_br_return``
-        (episode means) where ``cotrained_br_return > WEAK_BR_RATIO * br_return + WEAK_BR_MARGIN``.
-
-    Raises:
-        KeyError: a table without those columns.
-    """
-    keys = ["layout", "partner", "seat"]
-    fresh = br_returns.groupby(keys)["br_return"].mean()
-    other = cotrained.groupby(keys)["cotrained_br_return"].mean()
-    both = pd.concat([fresh, other], axis=1, join="inner").reset_index()
-    weak = both["cotrained_br_return"] > WEAK_BR_RATIO * both["br_return"] + WEAK_BR_MARGIN
-    return both[weak].sort_values(keys).reset_index(drop=True)
-
-
 def weak_br_notes(br_returns: pd.DataFrame, cotrained: pd.DataFrame) -> list[str]:
-    """One line per layout with :func:`weak_br_units`: how many of its mid (partner, seat) units and
-    which partners, with the fresh and co-trained returns of the worst one.
+    """One line per layout with :func:`~zsceval.evaluation.partner_set.weak_br_units`: how many of its
+    mid (partner, seat) units and which partners, with the fresh and co-trained returns of the worst one.
 
     Args:
-        br_returns, cotrained: as :func:`weak_br_units`.
+        br_returns, cotrained: as :func:`~zsceval.evaluation.partner_set.weak_br_units`.
 
     Returns:
         The lines; none where every fresh mid BR does as well.
@@ -139,7 +109,7 @@ def set_folder_notes(set_dir: str | Path) -> list[str]:
     set_dir = Path(set_dir)
     br_returns = pd.read_parquet(set_dir / "br_returns.parquet")
     lines = nonpositive_br_notes(br_returns)
-    cotrained = set_dir / "cotrained_br_returns.parquet"
+    cotrained = set_dir / COTRAINED_BR_TABLE
     if cotrained.is_file():
         lines += weak_br_notes(br_returns, pd.read_parquet(cotrained))
     return lines

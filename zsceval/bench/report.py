@@ -42,7 +42,7 @@ import seaborn as sns  # noqa: E402
 
 from zsceval.bench.br_notes import nonpositive_br_notes, weak_br_notes  # noqa: E402, F401 (re-exported)
 from zsceval.evaluation.manifest import PartnerSetManifest  # noqa: E402
-from zsceval.generation.pipeline import COTRAINED_BR_TABLE  # noqa: E402
+from zsceval.evaluation.partner_set import COTRAINED_BR_TABLE  # noqa: E402
 from zsceval.generation.selection import normalize_features  # noqa: E402
 from zsceval.io import atomic_path
 from zsceval.stats.metrics import (  # noqa: E402

@@ -27,12 +27,12 @@ from zsceval.bench.stacking import resolve_stacking, run_stacked
 from zsceval.bench.stages import STAGES_TABLE
 from zsceval.bench.suite import SUITE_RECORD, Suite, SuiteError, check_device, check_suite_record
 from zsceval.evaluation.human_proxy import HUMAN_PROXY_TABLE
+from zsceval.evaluation.partner_set import COTRAINED_BR_TABLE
 from zsceval.evaluation.strata import UNHELPFUL_TABLE
 from zsceval.execution import Job, run_jobs
 from zsceval.execution import job_ids as ids
 from zsceval.execution.locks import FolderLock
 from zsceval.execution.slurm import SlurmOptions, slurm_options
-from zsceval.generation.pipeline import COTRAINED_BR_TABLE
 from zsceval.io import atomic_path, atomic_write_text
 from zsceval.rl.hardware import MAX_THREADS_ENV, scoped_environ, worker_thread_env
 from zsceval.rl.loggers import LOGGERS_ENV, open_loggers

@@ -132,6 +132,7 @@ def _echo_partner_set(out: dict, episodes: int) -> None:
             f"over {_n(r['num_partners'], 'partner')}, {_n(r['num_units'], 'unit')}"
         )
     _echo_nonpositive_br(out.get("nonpositive_br") or {}, len(out["units"]))
+    _echo_weak_br(out.get("weak_br") or {})
     few = min(
         (r["num_candidates"] for r in out["summary"].values() if not r.get("informative", True)), default=0
     )
@@ -165,6 +166,18 @@ def _echo_nonpositive_br(free: dict, num_units: int) -> None:
         f"  {free['units']} of {num_units} units have a BR return <= 0 and score BR-Prox 1 for any agent "
         f"(partners {', '.join(free['partners'])}); without them the IQM is "
         + (f"{without:.3f}" if without is not None else "undefined (no other unit)")
+    )
+
+
+def _echo_weak_br(weak: dict) -> None:
+    """Say how many mid units have a fresh BR that the candidate's co-trained BR beats, and the IQM
+    with the larger return as the denominator."""
+    if not weak.get("units"):
+        return
+    click.echo(
+        f"  {weak['units']} of {weak['checked']} mid units have a fresh BR that the candidate's co-trained "
+        f"BR beats (partners {', '.join(weak['partners'])}): their BR-Prox is overstated; with the larger "
+        f"return as the denominator the IQM is {weak['br_prox_iqm_best_known']:.3f}"
     )
 
 

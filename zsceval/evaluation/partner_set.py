@@ -20,12 +20,27 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BR_PROX_DEFINITION",
+    "COTRAINED_BR_TABLE",
+    "WEAK_BR_MARGIN",
+    "WEAK_BR_RATIO",
     "evaluate_partner_set",
     "human_proxy_partner",
     "nonpositive_br_units",
     "partner_set_play",
     "set_br_returns",
+    "weak_br_summary",
+    "weak_br_units",
 ]
+
+COTRAINED_BR_TABLE = "cotrained_br_returns.parquet"
+"""A set folder's table of its mid partners with their candidates' co-trained BRs at the same
+checkpoint (2 players; written by ``partners.manifest``, :mod:`zsceval.generation.pipeline`): one row
+per (partner, seat, episode), ``layout, partner, seat, episode, cotrained_br_return``."""
+
+WEAK_BR_RATIO = 1.1
+"""A co-trained BR beats the fresh one where its mean return exceeds ``WEAK_BR_RATIO`` x the fresh
+BR's + ``WEAK_BR_MARGIN`` (sparse return points, 20 per soup; per (partner, seat))."""
+WEAK_BR_MARGIN = 1.0
 
 BR_PROX_DEFINITION = (
     "BR-Prox = min(1, R(agent, partner) / R(BR, partner)) per (partner, seat), 1 where the partner's "
@@ -153,13 +168,16 @@ def partner_set_play(
         candidates, :func:`~zsceval.stats.metrics.candidate_array`); and
         ``units``: one record per (partner, seat) with ``partner, partner_level, seat,
         sparse_return`` (mean over the episodes), ``br_return`` and ``br_prox``; and
-        ``nonpositive_br`` (:func:`nonpositive_br_units`): the units that score 1 for any agent.
+        ``nonpositive_br`` (:func:`nonpositive_br_units`): the units that score 1 for any agent;
+        for a set with :data:`COTRAINED_BR_TABLE`, ``weak_br`` (:func:`weak_br_summary`): the mid
+        units whose fresh BR its candidate's co-trained BR beats, and the IQM with the larger.
 
     Raises:
         ManifestError: another layout, missing or altered files (checked before any game is played).
         CheckpointError: the agent cannot be loaded or was trained on another observation spec.
     """
     import numpy as np
+    import pandas as pd
     import torch
 
     from zsceval.envs.overcooked import OvercookedEnv
@@ -187,6 +205,7 @@ def partner_set_play(
     keys = ["partner", "seat"] if "seat" in br_table.columns else ["partner"]
     units = units.merge(br_table.groupby(keys, as_index=False)["br_return"].mean(), on=keys)
     units["br_prox"] = br_prox(units["sparse_return"].to_numpy(), units["br_return"].to_numpy())
+    cotrained = Path(manifest).parent / COTRAINED_BR_TABLE
     rows = br_prox_summary(frame, br_table, rng=np.random.default_rng(seed), reps=reps)
     summary = {
         r.partner_level: {"iqm": float(r.iqm), "ci_low": float(r.ci_low), "ci_high": float(r.ci_high),
@@ -204,6 +223,7 @@ def partner_set_play(
         "summary": summary,
         "units": units.to_dict(orient="records"),
         "nonpositive_br": nonpositive_br_units(units),
+        **({"weak_br": weak_br_summary(units, pd.read_parquet(cotrained))} if cotrained.is_file() else {}),
     }
 
 
@@ -230,6 +250,67 @@ def nonpositive_br_units(units: pd.DataFrame) -> dict:
         "units": int(free.sum()),
         "partners": sorted(set(units["partner"].to_numpy()[free].tolist())),
         "br_prox_iqm_without": float(iqm(rest)) if len(rest) else None,
+    }
+
+
+def weak_br_units(br_returns: pd.DataFrame, cotrained: pd.DataFrame) -> pd.DataFrame:
+    """The (partner, seat) units whose candidate's co-trained BR returns clearly more than the BR
+    that BR-Prox divides by.
+
+    Args:
+        br_returns: the BR reference returns (``[layout,] partner, seat, br_return``; per episode or
+            per unit).
+        cotrained: the mid partners with their candidates' co-trained BRs per episode (``layout,
+            partner, seat, cotrained_br_return``; :data:`COTRAINED_BR_TABLE` of a set made by
+            ``partners.manifest``); ``seat`` is the BR's seat in both, ``layout`` is matched where
+            both tables have it.
+
+    Returns:
+        One row per such unit, sorted: ``[layout,] partner, seat, br_return, cotrained_br_return``
+        (episode means) where ``cotrained_br_return > WEAK_BR_RATIO * br_return + WEAK_BR_MARGIN``.
+
+    Raises:
+        KeyError: a table without those columns.
+    """
+    import pandas as pd
+
+    keys = [k for k in ("layout", "partner", "seat") if k in br_returns.columns and k in cotrained.columns]
+    fresh = br_returns.groupby(keys)["br_return"].mean()
+    other = cotrained.groupby(keys)["cotrained_br_return"].mean()
+    both = pd.concat([fresh, other], axis=1, join="inner").reset_index()
+    weak = both["cotrained_br_return"] > WEAK_BR_RATIO * both["br_return"] + WEAK_BR_MARGIN
+    return both[weak].sort_values(keys).reset_index(drop=True)
+
+
+def weak_br_summary(units: pd.DataFrame, cotrained: pd.DataFrame) -> dict:
+    """The mid (partner, seat) units whose fresh BR the candidate's co-trained BR beats
+    (:func:`weak_br_units`), and the agent's IQM BR-Prox with the larger of the two returns as the
+    denominator of every mid unit (any agent's return is a lower bound on the best response's; not
+    ZSC-Eval's protocol, which divides by the fresh BR's).
+
+    Args:
+        units: one row per (partner, seat): ``partner`` (str), ``seat`` (int), ``sparse_return``
+            (the agent's mean), ``br_return`` (the set's, float).
+        cotrained: the set's :data:`COTRAINED_BR_TABLE`.
+
+    Returns:
+        ``units`` (int, how many are beaten), ``checked`` (int, mid units with a co-trained BR),
+        ``partners`` (their ids, sorted, each once), ``br_prox_iqm_best_known`` (float). Raises
+        KeyError when a column is missing.
+    """
+    import numpy as np
+
+    from zsceval.stats.metrics import br_prox, iqm
+
+    weak = weak_br_units(units, cotrained)
+    other = cotrained.groupby(["partner", "seat"], as_index=False)["cotrained_br_return"].mean()
+    merged = units.merge(other, on=["partner", "seat"], how="left")
+    best = np.fmax(merged["br_return"].to_numpy(float), merged["cotrained_br_return"].to_numpy(float))
+    return {
+        "units": len(weak),
+        "checked": len(other),
+        "partners": sorted(set(weak["partner"].astype(str))),
+        "br_prox_iqm_best_known": float(iqm(br_prox(merged["sparse_return"].to_numpy(float), best))),
     }
 
 

@@ -57,6 +57,7 @@ from zsceval.evaluation.matches import (
     evaluate_combination_brs,
     play_games,
 )
+from zsceval.evaluation.partner_set import COTRAINED_BR_TABLE
 from zsceval.execution import job_ids
 from zsceval.execution.jobs import JobInputError, job_kind
 from zsceval.rl.checkpoint import CheckpointError, list_checkpoints, load_policy
@@ -64,10 +65,7 @@ from zsceval.rl.checkpoint import CheckpointError, list_checkpoints, load_policy
 from .export import candidate_record, export_agent
 from .selection import select_partners
 
-__all__ = ["COTRAINED_BR_TABLE", "feature_names", "mid_checkpoint"]
-
-COTRAINED_BR_TABLE = "cotrained_br_returns.parquet"
-"""The set folder's table of mid partners with their candidates' co-trained BRs (2 players)."""
+__all__ = ["COTRAINED_BR_TABLE", "feature_names", "mid_checkpoint"]  # the table name re-exported
 
 CLASSIC_FEATURE_EVENTS = 13  # put_onion_on_X .. STAY; MOVEMENT and IDLE_* are dropped
 
