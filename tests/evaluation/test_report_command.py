@@ -384,6 +384,40 @@ def test_report_notes_name_the_mid_units_whose_cotrained_br_does_better(tmp_path
     assert not [n for n in notes if "co-trained BR" in n]
 
 
+def test_report_best_known_br_reference_divides_by_the_larger_return(tmp_path):
+    """--br-reference best-known: a mid unit whose co-trained BR returns more is scored against that
+    return; the IQMs are summarize()'s on BR returns adjusted by hand, and a note says so."""
+    from zsceval.bench.report import read_tables, summarize
+
+    returns, br = synthetic()
+    write_tables(tmp_path, returns, br)
+    raised = {("p2", 0): br[0, 2, 0] + 100.0, ("p3", 1): 200.0}  # first layout; p2 seat 1 lower
+    rows = [{"layout": LAYOUTS[0], "partner": partner, "seat": seat, "episode": 0,
+             "cotrained_br_return": raised.get((partner, seat), br[0, int(partner[1]), seat] - 40.0)}
+            for partner in ("p2", "p3") for seat in (0, 1)]  # fmt: skip
+    pd.DataFrame(rows).to_parquet(tmp_path / "cotrained_br_returns.parquet")
+    args = [str(tmp_path), "--json", "--reps", "50", "--no-figures", "--no-stats"]
+    result = CliRunner().invoke(report, [*args, "--br-reference", "best-known"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    results, fresh, _ = read_tables(tmp_path)
+    adjusted = fresh.copy()
+    for (partner, seat), value in raised.items():
+        unit = (adjusted["layout"] == LAYOUTS[0]) & (adjusted["partner"] == partner)
+        adjusted.loc[unit & (adjusted["seat"] == seat), "br_return"] = value
+    expected = summarize(results, adjusted, seed=0, reps=50)
+    got = pd.DataFrame(payload["rows"])
+    merged = got.merge(expected, on=["layout", "algorithm", "partner_level"], suffixes=("", "_expected"))
+    assert len(merged) == len(expected) and np.allclose(merged["iqm"], merged["iqm_expected"])
+    fresh_payload = json.loads(CliRunner().invoke(report, args).stdout)
+    assert fresh_payload["rows"] != payload["rows"] and payload["br_reference"] == "best-known"
+    assert fresh_payload["br_reference"] == "fresh"
+    assert any("on 2 mid (partner, seat) units (--br-reference best-known" in n for n in payload["notes"])
+    (tmp_path / "cotrained_br_returns.parquet").unlink()
+    missing = CliRunner().invoke(report, [*args, "--br-reference", "best-known"])
+    assert missing.exit_code != 0 and "cotrained_br_returns.parquet" in missing.output
+
+
 def report_on_synthetic_tables(directory, *args):
     """``zsceval report DIR ARGS`` on :func:`synthetic`'s tables written to ``directory``; the run
     must succeed."""

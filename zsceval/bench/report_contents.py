@@ -122,6 +122,32 @@ class ReportContents:
         return self.summary is None
 
 
+def _br_reference(
+    directory: Path, br_returns: pd.DataFrame, br_reference: str
+) -> tuple[pd.DataFrame, list[str]]:
+    """The BR reference returns a report divides by, and a note when they are not the set's own."""
+    from zsceval.evaluation.partner_set import COTRAINED_BR_TABLE, best_known_br_returns
+
+    if br_reference == "fresh":
+        return br_returns, []
+    if br_reference != "best-known":
+        raise ValueError(f"br_reference must be 'fresh' or 'best-known', got {br_reference!r}")
+    path = directory / COTRAINED_BR_TABLE
+    if not path.is_file():
+        raise ValueError(
+            f"--br-reference best-known needs {path}: the co-trained BRs' returns, which a bench's "
+            "manifest job writes (benches made before it: benchmarks/sets/cotrained_br.py measures them)"
+        )
+    best = best_known_br_returns(br_returns, pd.read_parquet(path))
+    keys = ["layout", "partner", "seat"]
+    changed = (best.groupby(keys)["br_return"].mean() != br_returns.groupby(keys)["br_return"].mean()).sum()
+    note = (
+        f"BR references: the larger of the set's BR and the candidate's co-trained BR on {changed} mid "
+        "(partner, seat) units (--br-reference best-known; ZSC-Eval divides by the set's BR)"
+    )
+    return best, [note]
+
+
 def gather_report(
     directory: str | Path,
     *,
@@ -135,6 +161,7 @@ def gather_report(
     manifests: tuple[str | Path, ...] = (),
     episodes: int = 500,
     device: str = "cpu",
+    br_reference: str = "fresh",
 ) -> ReportContents:
     """Read and summarize every table of a results folder (module docstring).
 
@@ -156,13 +183,18 @@ def gather_report(
         manifests: partner-set manifests whose selected partners are marked in ``features``.
         episodes: sections that play games: episodes per seating of each pair of agents.
         device: sections that play games: torch device of their games.
+        br_reference: R(BR, partner) of a mid partner: ``"fresh"`` (the set's BR, ZSC-Eval) or
+            ``"best-known"``, the larger of it and the candidate's co-trained BR's
+            (:func:`~zsceval.evaluation.partner_set.best_known_br_returns`, from the folder's
+            ``cotrained_br_returns.parquet``; a note says how many units it changed).
 
     Returns:
         The :class:`ReportContents`.
 
     Raises:
         FileNotFoundError: a missing results or BR-returns table.
-        ValueError: malformed tables or options; an unknown reference (names the shipped ones).
+        ValueError: malformed tables or options; an unknown reference (names the shipped ones);
+            ``best-known`` without ``cotrained_br_returns.parquet``.
         ManifestError: an unreadable manifest.
     """
     from zsceval.bench.comparison import compare_with_reference, load_reference_table, split_reference
@@ -179,7 +211,8 @@ def gather_report(
     sections = gather_sections(directory, section_options, bench=bench)
     if sections and not bench:  # the sections' results only
         return ReportContents(directory, options, levels, sections=sections, section_options=section_options)
-    results, br_returns, features = rep.read_tables(directory)
+    results, fresh_br, features = rep.read_tables(directory)
+    br_returns, reference_notes = _br_reference(directory, fresh_br, br_reference)
     summary = rep.summarize(results, br_returns, levels=levels, **options)
     comparisons = rep.compare_algorithms(results, br_returns, **options) if stats else None
     reference = None
@@ -203,13 +236,16 @@ def gather_report(
         unhelpful = unhelpful_summary(unhelpful_frame, seed=seed, reps=reps, level=level)
     return ReportContents(
         directory,
-        options,
+        {**options, "br_reference": br_reference},
         levels,
         summary=summary,
         comparisons=comparisons,
         reference=reference,
         features=marked,
-        notes=tuple(rep.bench_notes(directory, marked, br_returns, nonpositive_br=nonpositive_br)),
+        notes=(
+            *rep.bench_notes(directory, marked, fresh_br, nonpositive_br=nonpositive_br),
+            *reference_notes,
+        ),
         human=human,
         unhelpful=unhelpful,
         strata=rep.strata_rows(summary, unhelpful),
@@ -224,7 +260,8 @@ def report_json(contents: ReportContents) -> dict[str, Any]:
     """The report as a JSON-able dict (tables as lists of records).
 
     A folder without bench tables gives the keys of its sections (each section's ``to_json``);
-    otherwise ``metric, ci_level, reps, seed, nonpositive_br, levels, rows`` (the BR-Prox summary),
+    otherwise ``metric, ci_level, reps, seed, nonpositive_br, br_reference, levels, rows`` (the BR-Prox
+    summary),
     ``notes``, and the blocks the folder and options give: ``strata`` (rows of
     :func:`zsceval.bench.report.strata_rows`), ``probability_of_improvement, performance_profiles,
     ranks, human_proxy, interdependence``, the sections' keys, ``stages, comparison``
@@ -242,6 +279,7 @@ def report_json(contents: ReportContents) -> dict[str, Any]:
         "reps": c.options["reps"],
         "seed": c.options["seed"],
         "nonpositive_br": c.options["nonpositive_br"],
+        "br_reference": c.options.get("br_reference", "fresh"),
         "levels": c.levels,
         "rows": rep.summary_records(c.summary),
         "notes": list(c.notes),

@@ -66,6 +66,14 @@ class _ReportCommand(click.Command):
     help="BR-Prox of a unit whose BR return is <= 0: 1 (ZSC-Eval) or excluded.",
 )
 @click.option(
+    "--br-reference",
+    type=click.Choice(["fresh", "best-known"]),
+    default="fresh",
+    show_default=True,
+    help="R(BR, partner) of a mid partner: the set's BR (ZSC-Eval), or the larger of it and the "
+    "candidate's co-trained BR (needs DIR/cotrained_br_returns.parquet).",
+)
+@click.option(
     "--levels",
     type=click.Choice(["checkpoint", "median"]),
     default="checkpoint",
@@ -115,6 +123,7 @@ def report(
     reps: int,
     ci_level: float,
     nonpositive_br: str,
+    br_reference: str,
     levels: str,
     stats: bool,
     compare: str | None,
@@ -174,6 +183,7 @@ def report(
             reps=reps,
             level=ci_level,
             nonpositive_br=nonpositive_br,
+            br_reference=br_reference,
             levels=levels,
             stats=stats,
             compare=compare,

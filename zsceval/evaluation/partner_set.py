@@ -23,6 +23,7 @@ __all__ = [
     "COTRAINED_BR_TABLE",
     "WEAK_BR_MARGIN",
     "WEAK_BR_RATIO",
+    "best_known_br_returns",
     "evaluate_partner_set",
     "human_proxy_partner",
     "nonpositive_br_units",
@@ -280,6 +281,31 @@ def weak_br_units(br_returns: pd.DataFrame, cotrained: pd.DataFrame) -> pd.DataF
     both = pd.concat([fresh, other], axis=1, join="inner").reset_index()
     weak = both["cotrained_br_return"] > WEAK_BR_RATIO * both["br_return"] + WEAK_BR_MARGIN
     return both[weak].sort_values(keys).reset_index(drop=True)
+
+
+def best_known_br_returns(br_returns: pd.DataFrame, cotrained: pd.DataFrame) -> pd.DataFrame:
+    """The BR reference returns with each unit's larger known return: where the candidate's co-trained
+    BR returns more with a mid partner than the set's (fresh) BR, its mean replaces the unit's rows.
+
+    Any agent's return with a partner is a lower bound on the best response's, so the larger is the
+    better estimate of R(BR, partner); ZSC-Eval's protocol divides by the fresh BR's (Sec. 4.3), so
+    this is a second reading, not the protocol.
+
+    Args:
+        br_returns: the BR reference returns (``layout, partner, seat, br_return``; per episode).
+        cotrained: :data:`COTRAINED_BR_TABLE`'s rows (``layout, partner, seat, cotrained_br_return``).
+
+    Returns:
+        A copy of ``br_returns`` whose ``br_return`` is, on every row of a unit where the co-trained
+        BR's mean is larger, that mean. Raises KeyError when a column is missing.
+    """
+    keys = ["layout", "partner", "seat"]
+    fresh = br_returns.groupby(keys)["br_return"].transform("mean")
+    other = br_returns[keys].join(cotrained.groupby(keys)["cotrained_br_return"].mean(), on=keys)
+    larger = (other["cotrained_br_return"] > fresh).to_numpy()
+    out = br_returns.copy()
+    out.loc[larger, "br_return"] = other.loc[larger, "cotrained_br_return"].to_numpy()
+    return out
 
 
 def weak_br_summary(units: pd.DataFrame, cotrained: pd.DataFrame) -> dict:
