@@ -301,32 +301,45 @@ def test_candidate_runs_are_evaluated_as_a_pair(tiny_bench):
     assert sp["eval_seats"] == ["ego", "ego"]
 
 
-def test_manifest_plays_each_mid_partner_with_its_candidates_cotrained_br(tiny_bench):
-    """cotrained_br_returns.parquet: each mid partner with the co-trained BR of the same checkpoint,
-    both seats, its own generator (seed + 1), as the set's BR returns are measured."""
-    from zsceval.evaluation.matches import evaluate_br_references
+def test_manifest_plays_each_mid_partner_with_its_candidates_cotrained_br(tiny_bench, monkeypatch):
+    """cotrained_br_returns.parquet: each mid partner with the co-trained BR of the same checkpoint
+    (its weights, not the fresh mid BR's), both seats, its own generator (seed + 1)."""
     from zsceval.rl.checkpoint import load_policy
 
-    _, out, tables = tiny_bench
+    suite, out, tables = tiny_bench
     table = pd.read_parquet(tables["cotrained_br_returns"])
     set_dir = out / "cramped_room/partners/set"
     assert table.equals(pd.read_parquet(set_dir / pipeline.COTRAINED_BR_TABLE))
+    phases, infos = bench_mod_plan.build_phases(suite)
+    late = bench_mod_plan.late_phases(suite, out, infos)
+    by_id = {job.id: job for phase in phases + late for job in phase}
+    job = next(j for j in by_id.values() if j.kind == "partners.manifest")
+    needs = {n: str(out / by_id[n].out) for n in job.needs}
     manifest = json.loads((set_dir / "manifest.json").read_text())
     mids = [p for p in manifest["partners"] if p["level"] == "mid"]
-    specs = []
-    for p in mids:
+    partners = [PartnerSpec(p["id"], "moderate", load_policy(set_dir / p["checkpoint"]["path"], "biased")[0])
+                for p in mids]  # fmt: skip
+    played = []
+    real = pipeline.evaluate_br_references
+
+    def spy(layout, specs, **kw):
+        played.extend(specs)
+        assert kw["generator"].initial_seed() == suite.seed + 1
+        return real(layout, specs, **kw)
+
+    monkeypatch.setattr(pipeline, "evaluate_br_references", spy)
+    selected = [p["candidate_id"] for p in mids]
+    frame = pipeline._cotrained_mid_brs(job.params, needs, selected, partners, "cpu")
+    pd.testing.assert_frame_equal(frame, table)  # the job's table, recomputed
+    assert [s.id for s in played] == [p["id"] for p in mids] and len(table) == 2 * 2 * 2
+    for spec, p in zip(played, mids):
         candidate = out / f"cramped_room/candidates/{p['candidate_id']}"
         done = json.loads((candidate / "evaluate/DONE.json").read_text())
-        train = candidate / "train"
-        cotrained = load_policy(train / done["result"]["mid_checkpoint"], "br")[0]
-        partner = load_policy(set_dir / p["checkpoint"]["path"], "biased")[0]
-        specs.append(PartnerSpec(p["id"], "moderate", partner, cotrained))
-    episodes = int(table["episode"].max()) + 1
-    expected = evaluate_br_references(
-        "cramped_room", specs, episodes=episodes, generator=torch.Generator().manual_seed(1)
-    ).rename(columns={"br_return": "cotrained_br_return"})
-    assert len(mids) == 2 and episodes == 2 and len(table) == 2 * 2 * 2
-    pd.testing.assert_frame_equal(table, expected)
+        cotrained = load_policy(candidate / "train" / done["result"]["mid_checkpoint"], "br")[0].state_dict()
+        fresh = load_policy(set_dir / p["br"]["checkpoint"]["path"], "br")[0].state_dict()
+        weights = spec.br.state_dict()
+        assert all(torch.equal(weights[k], cotrained[k]) for k in cotrained)
+        assert not all(torch.equal(weights[k], fresh[k]) for k in fresh)
 
 
 def test_candidate_runs_keep_their_whole_checkpoint_trail(tiny_bench):
