@@ -26,7 +26,7 @@ from zsceval.evaluation.partner_set import (
     weak_br_units,
 )
 
-__all__ = ["nonpositive_br_notes", "set_folder_notes", "weak_br_notes"]
+__all__ = ["folder_notes", "nonpositive_br_notes", "set_folder_notes", "weak_br_notes"]
 
 
 def _partner_list(units: pd.DataFrame, limit: int = 6) -> str:
@@ -98,18 +98,30 @@ def weak_br_notes(br_returns: pd.DataFrame, cotrained: pd.DataFrame) -> list[str
     return lines
 
 
-def set_folder_notes(set_dir: str | Path) -> list[str]:
-    """The notes of a partner-set folder made by ``partners.manifest``: :func:`nonpositive_br_notes`
-    on its ``br_returns.parquet`` and, where the folder has ``cotrained_br_returns.parquet``,
+def folder_notes(folder: str | Path, br_returns: pd.DataFrame, *, nonpositive_br: str = "one") -> list[str]:
+    """The notes on a folder's BR returns: :func:`nonpositive_br_notes` and, where the folder (a bench
+    or a partner set) holds :data:`~zsceval.evaluation.partner_set.COTRAINED_BR_TABLE`,
     :func:`weak_br_notes`.
+
+    Args:
+        folder: the bench or partner-set folder.
+        br_returns: its BR returns (``layout, partner[, seat], br_return``).
+        nonpositive_br: the rule the report applies (``"one"`` or ``"nan"``).
+
+    Returns:
+        The lines, one per layout and kind; none when no unit is affected.
+    """
+    lines = nonpositive_br_notes(br_returns, nonpositive_br=nonpositive_br)
+    cotrained = Path(folder) / COTRAINED_BR_TABLE
+    if cotrained.is_file():
+        lines += weak_br_notes(br_returns, pd.read_parquet(cotrained))
+    return lines
+
+
+def set_folder_notes(set_dir: str | Path) -> list[str]:
+    """:func:`folder_notes` of a partner-set folder made by ``partners.manifest``.
 
     Raises:
         FileNotFoundError: the folder has no ``br_returns.parquet``.
     """
-    set_dir = Path(set_dir)
-    br_returns = pd.read_parquet(set_dir / "br_returns.parquet")
-    lines = nonpositive_br_notes(br_returns)
-    cotrained = set_dir / COTRAINED_BR_TABLE
-    if cotrained.is_file():
-        lines += weak_br_notes(br_returns, pd.read_parquet(cotrained))
-    return lines
+    return folder_notes(set_dir, pd.read_parquet(Path(set_dir) / "br_returns.parquet"))

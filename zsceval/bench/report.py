@@ -40,9 +40,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from zsceval.bench.br_notes import nonpositive_br_notes, weak_br_notes  # noqa: E402, F401 (re-exported)
+from zsceval.bench.br_notes import folder_notes  # noqa: E402
 from zsceval.evaluation.manifest import PartnerSetManifest  # noqa: E402
-from zsceval.evaluation.partner_set import COTRAINED_BR_TABLE  # noqa: E402
 from zsceval.generation.selection import normalize_features  # noqa: E402
 from zsceval.io import atomic_path
 from zsceval.stats.metrics import (  # noqa: E402
@@ -371,9 +370,8 @@ def bench_notes(
 ) -> list[str]:
     """Lines saying what a bench folder's tables leave out or chose: the algorithms its
     ``suite.yaml`` names that were skipped (not implemented), the selected partners per layout, and,
-    given ``br_returns``, the partners whose BR never scores (:func:`nonpositive_br_notes`) and the
-    mid partners whose candidate's co-trained BR beats the fresh one
-    (:func:`~zsceval.bench.br_notes.weak_br_notes`, from ``cotrained_br_returns.parquet``)."""
+    given ``br_returns``, the partners whose BR never scores and the mid partners whose candidate's
+    co-trained BR beats the fresh one (:func:`~zsceval.bench.br_notes.folder_notes`)."""
     import yaml
 
     from zsceval import registry
@@ -397,10 +395,7 @@ def bench_notes(
                 f"(of {len(frame)} candidates; each with its mid checkpoint)"
             )
     if br_returns is not None:
-        lines += nonpositive_br_notes(br_returns, nonpositive_br=nonpositive_br)
-        cotrained_path = Path(directory) / COTRAINED_BR_TABLE
-        if cotrained_path.is_file():
-            lines += weak_br_notes(br_returns, pd.read_parquet(cotrained_path))
+        lines += folder_notes(directory, br_returns, nonpositive_br=nonpositive_br)
     return lines
 
 

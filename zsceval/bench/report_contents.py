@@ -139,8 +139,8 @@ def _br_reference(
             "manifest job writes (benches made before it: benchmarks/sets/cotrained_br.py measures them)"
         )
     best = best_known_br_returns(br_returns, pd.read_parquet(path))
-    keys = ["layout", "partner", "seat"]
-    changed = (best.groupby(keys)["br_return"].mean() != br_returns.groupby(keys)["br_return"].mean()).sum()
+    replaced = best["br_return"].ne(br_returns["br_return"])
+    changed = len(best.loc[replaced, ["layout", "partner", "seat"]].drop_duplicates())
     note = (
         f"BR references: the larger of the set's BR and the candidate's co-trained BR on {changed} mid "
         "(partner, seat) units (--br-reference best-known; ZSC-Eval divides by the set's BR)"
@@ -279,7 +279,7 @@ def report_json(contents: ReportContents) -> dict[str, Any]:
         "reps": c.options["reps"],
         "seed": c.options["seed"],
         "nonpositive_br": c.options["nonpositive_br"],
-        "br_reference": c.options.get("br_reference", "fresh"),
+        "br_reference": c.options["br_reference"],
         "levels": c.levels,
         "rows": rep.summary_records(c.summary),
         "notes": list(c.notes),

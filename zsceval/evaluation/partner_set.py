@@ -206,7 +206,6 @@ def partner_set_play(
     keys = ["partner", "seat"] if "seat" in br_table.columns else ["partner"]
     units = units.merge(br_table.groupby(keys, as_index=False)["br_return"].mean(), on=keys)
     units["br_prox"] = br_prox(units["sparse_return"].to_numpy(), units["br_return"].to_numpy())
-    cotrained = Path(manifest).parent / COTRAINED_BR_TABLE
     rows = br_prox_summary(frame, br_table, rng=np.random.default_rng(seed), reps=reps)
     summary = {
         r.partner_level: {"iqm": float(r.iqm), "ci_low": float(r.ci_low), "ci_high": float(r.ci_high),
@@ -214,7 +213,7 @@ def partner_set_play(
                           "num_candidates": int(r.num_candidates), "informative": bool(r.informative)}
         for r in rows.itertuples()
     }  # fmt: skip
-    return {
+    result = {
         "layout": layout,
         "agent": agent_path,
         "definition": BR_PROX_DEFINITION,
@@ -224,8 +223,11 @@ def partner_set_play(
         "summary": summary,
         "units": units.to_dict(orient="records"),
         "nonpositive_br": nonpositive_br_units(units),
-        **({"weak_br": weak_br_summary(units, pd.read_parquet(cotrained))} if cotrained.is_file() else {}),
     }
+    cotrained = Path(manifest).parent / COTRAINED_BR_TABLE
+    if cotrained.is_file():
+        result["weak_br"] = weak_br_summary(units, pd.read_parquet(cotrained))
+    return result
 
 
 def nonpositive_br_units(units: pd.DataFrame) -> dict:
@@ -254,6 +256,11 @@ def nonpositive_br_units(units: pd.DataFrame) -> dict:
     }
 
 
+def _unit_keys(br_returns: pd.DataFrame, cotrained: pd.DataFrame) -> list[str]:
+    """The unit keys two BR tables share: ``partner, seat``, with ``layout`` where both have it."""
+    return [k for k in ("layout", "partner", "seat") if k in br_returns.columns and k in cotrained.columns]
+
+
 def weak_br_units(br_returns: pd.DataFrame, cotrained: pd.DataFrame) -> pd.DataFrame:
     """The (partner, seat) units whose candidate's co-trained BR returns clearly more than the BR
     that BR-Prox divides by.
@@ -275,7 +282,7 @@ def weak_br_units(br_returns: pd.DataFrame, cotrained: pd.DataFrame) -> pd.DataF
     """
     import pandas as pd
 
-    keys = [k for k in ("layout", "partner", "seat") if k in br_returns.columns and k in cotrained.columns]
+    keys = _unit_keys(br_returns, cotrained)
     fresh = br_returns.groupby(keys)["br_return"].mean()
     other = cotrained.groupby(keys)["cotrained_br_return"].mean()
     both = pd.concat([fresh, other], axis=1, join="inner").reset_index()
@@ -292,14 +299,16 @@ def best_known_br_returns(br_returns: pd.DataFrame, cotrained: pd.DataFrame) -> 
     this is a second reading, not the protocol.
 
     Args:
-        br_returns: the BR reference returns (``layout, partner, seat, br_return``; per episode).
-        cotrained: :data:`COTRAINED_BR_TABLE`'s rows (``layout, partner, seat, cotrained_br_return``).
+        br_returns: the BR reference returns (``[layout,] partner, seat, br_return``; per episode or
+            per unit; sparse return, 20 per soup).
+        cotrained: :data:`COTRAINED_BR_TABLE`'s rows (``layout, partner, seat, cotrained_br_return``);
+            ``layout`` is matched where both tables have it.
 
     Returns:
-        A copy of ``br_returns`` whose ``br_return`` is, on every row of a unit where the co-trained
-        BR's mean is larger, that mean. Raises KeyError when a column is missing.
+        A copy of ``br_returns`` whose ``br_return`` (float) is, on every row of a unit where the
+        co-trained BR's mean is larger, that mean. Raises KeyError when a column is missing.
     """
-    keys = ["layout", "partner", "seat"]
+    keys = _unit_keys(br_returns, cotrained)
     fresh = br_returns.groupby(keys)["br_return"].transform("mean")
     other = br_returns[keys].join(cotrained.groupby(keys)["cotrained_br_return"].mean(), on=keys)
     larger = (other["cotrained_br_return"] > fresh).to_numpy()
@@ -324,19 +333,15 @@ def weak_br_summary(units: pd.DataFrame, cotrained: pd.DataFrame) -> dict:
         ``partners`` (their ids, sorted, each once), ``br_prox_iqm_best_known`` (float). Raises
         KeyError when a column is missing.
     """
-    import numpy as np
-
     from zsceval.stats.metrics import br_prox, iqm
 
     weak = weak_br_units(units, cotrained)
-    other = cotrained.groupby(["partner", "seat"], as_index=False)["cotrained_br_return"].mean()
-    merged = units.merge(other, on=["partner", "seat"], how="left")
-    best = np.fmax(merged["br_return"].to_numpy(float), merged["cotrained_br_return"].to_numpy(float))
+    best = best_known_br_returns(units, cotrained)["br_return"].to_numpy(float)
     return {
         "units": len(weak),
-        "checked": len(other),
+        "checked": len(cotrained[["partner", "seat"]].drop_duplicates()),
         "partners": sorted(set(weak["partner"].astype(str))),
-        "br_prox_iqm_best_known": float(iqm(br_prox(merged["sparse_return"].to_numpy(float), best))),
+        "br_prox_iqm_best_known": float(iqm(br_prox(units["sparse_return"].to_numpy(float), best))),
     }
 
 

@@ -201,7 +201,7 @@ def _cotrained_mid_brs(
     The fresh mid BR (stage 4) is the set's BR-Prox reference; the co-trained BR is a second agent
     whose return with the same partner is also a lower bound on the best response's, so where it is
     larger the fresh BR's return understates R(BR, partner) and the unit's BR-Prox is overstated
-    (ZSC-Eval Sec. 4.3; :func:`zsceval.bench.report.weak_br_notes` names such units). Played like
+    (ZSC-Eval Sec. 4.3; :func:`zsceval.bench.br_notes.weak_br_notes` names such units). Played like
     :func:`evaluate_br_references` with its own generator (seed + 1), so ``br_returns.parquet`` is
     the same with or without this table.
 
