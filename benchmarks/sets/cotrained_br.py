@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from zsceval.evaluation.partner_set import WEAK_BR_MARGIN, WEAK_BR_RATIO
+from zsceval.evaluation.partner_set import WEAK_BR_MARGIN, WEAK_BR_RATIO, best_known_br_returns
 from zsceval.evaluation.requests import EvalRequest, evaluate_request
 from zsceval.stats.metrics import br_prox_units, iqm
 
@@ -112,8 +112,7 @@ def iqm_with(results: Path, set_dir: Path, layout: str, mids: pd.DataFrame) -> p
     res = res[res["layout"] == layout]
     stored = pd.read_parquet(set_dir / "br_returns.parquet").assign(layout=layout)
     stored = stored.groupby(["layout", "partner", "seat"], as_index=False)["br_return"].mean()
-    best = stored.merge(mids[["partner", "seat", "best_known"]], on=["partner", "seat"], how="left")
-    best["br_return"] = best.pop("best_known").fillna(best["br_return"])
+    best = best_known_br_returns(stored, mids.rename(columns={"best_known": "cotrained_br_return"}))
     columns = {}
     for name, br in (("stored", stored), ("with_best_known", best)):
         units = br_prox_units(res, br)
