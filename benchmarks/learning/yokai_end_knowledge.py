@@ -1,0 +1,200 @@
+"""What a Yōkai player knows when it ENDs the game (issue 71: why the 2e7-env-step agents end early).
+
+Plays ``--episodes`` games in each seating of an agent and a partner (the same checkpoint: self-play;
+two seeds: cross-play) and records, at every END, what the game's public record says about the
+players' knowledge (``YokaiState.seen``: who has peeked at which card; with perfect memory, the
+paper's -M setting, a player knows the colour of every card it has peeked at). YLE Sec. 3 (Eq. 1):
+unused hints score most, so ending early pays, but "the earlier a player ends a game, the less
+information they can acquire first-hand and thus must infer knowledge from others' behaviour". The
+3x3 deck has 9 cards, 3 per colour, so a player that has seen 8 of them knows all 9 colours; one that
+ENDs having seen fewer relies on its partner's moves and hints (or on luck).
+
+One row per game (the first game of each of the B envs per seating):
+
+==================  ===================================================================
+``seating``         ``agent-partner`` (the agent in seat 0) or ``partner-agent``
+``ended_early``     bool: a player ENDed the game
+``ender``           ``agent``, ``partner`` or ``""`` (not ended early)
+``ender_seen``      cards (of 9) the ENDing player had peeked at by then; -1 if not ended early
+``partner_seen``    cards the other player had peeked at; -1 if not ended early
+``union_seen``      cards either player had peeked at; -1 if not ended early
+``turn``            env steps before the END (the game's ``t``); -1 if not ended early
+``won``             bool: the game was won (every colour one cluster, no wrong hint)
+``score``           Eq. 1's score (0 unless the game ended with all colours clustered)
+==================  ===================================================================
+
+    python benchmarks/learning/yokai_end_knowledge.py --agent RUN/checkpoints/step_X [--partner CKPT] \
+        --setting M --episodes 250 [--out TABLE.parquet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from zsceval.rl.checkpoint import load_agent
+from zsceval.rl.config import EnvConfig
+from zsceval.rl.envs import make_env
+from zsceval.rl.play import play
+
+COLUMNS = [
+    "seating",
+    "ended_early",
+    "ender",
+    "ender_seen",
+    "partner_seen",
+    "union_seen",
+    "turn",
+    "won",
+    "score",
+]
+
+
+class EndRecorder:
+    """A Yōkai env (``YokaiEnv``) that records, for the first game in each env row, the knowledge
+    at its END (if a player ENDs it) and its outcome. Everything but ``reset`` and ``step`` is the
+    wrapped env's.
+
+    Attributes (``[B]`` CPU tensors, valid once ``finished`` is all true):
+        ender: ``int64`` seat that ENDed, -1 if the game was not ended early.
+        seen: ``int64 [B, n]`` cards each seat had peeked at when the game was ENDed (0 if not).
+        union: ``int64`` cards any seat had peeked at when the game was ENDed.
+        turn: ``int64`` the game's ``t`` at the END, -1 if not ended early.
+        won, score: the game's outcome (``bool``, ``float32``).
+        finished: ``bool`` the row's first game is over.
+    """
+
+    def __init__(self, env) -> None:
+        self.env = env
+
+    def __getattr__(self, name: str):
+        return getattr(self.env, name)
+
+    def reset(self):
+        """Reset the env and the records."""
+        step = self.env.reset()
+        B, n = self.env.num_envs, self.env.num_agents
+        self.ender = torch.full((B,), -1, dtype=torch.int64)
+        self.seen = torch.zeros(B, n, dtype=torch.int64)
+        self.union = torch.zeros(B, dtype=torch.int64)
+        self.turn = torch.full((B,), -1, dtype=torch.int64)
+        self.won = torch.zeros(B, dtype=torch.bool)
+        self.score = torch.zeros(B, dtype=torch.float32)
+        self.finished = torch.zeros(B, dtype=torch.bool)
+        return step
+
+    def step(self, actions: torch.Tensor):
+        """Step the env; for the games ENDed in this step, keep what the state said before it."""
+        state = self.env.state
+        seen_count = state.seen.sum(-1).cpu()
+        union = state.seen.any(1).sum(-1).cpu()
+        current, t = state.current.cpu().clone(), state.t.cpu().clone()
+        step = self.env.step(actions)
+        record = step.infos["ended_early"].cpu().bool() & ~self.finished
+        self.ender[record] = current[record]
+        self.seen[record] = seen_count[record]
+        self.union[record] = union[record]
+        self.turn[record] = t[record]
+        new = step.done.cpu() & ~self.finished
+        self.won[new] = step.infos["win"].cpu()[new].bool()
+        self.score[new] = step.infos["score"].cpu()[new].float()
+        self.finished |= new
+        return step
+
+
+def seating_games(agents: list, names: list[str], setting: str, episodes: int, seed: int) -> pd.DataFrame:
+    """``episodes`` games with ``agents[k]`` in seat k (one game per env row), a row each."""
+    env = make_env(
+        EnvConfig(name="yokai", num_envs=episodes, horizon=32, options={"perfect_memory": setting == "-M"}),
+        seed=seed,
+        evaluation=True,
+    )
+    rec = EndRecorder(env)
+    play(rec, agents, episodes, torch.Generator().manual_seed(seed + 1))
+    if not bool(rec.finished.all()):
+        raise RuntimeError("not every game finished")
+    ended = rec.ender >= 0
+    ender_seat = rec.ender.clamp(min=0)
+    other_seat = 1 - ender_seat
+    rows = torch.arange(episodes)
+    return pd.DataFrame(
+        {
+            "seating": "-".join(names),
+            "ended_early": ended.numpy(),
+            "ender": np.where(ended.numpy(), np.asarray(names)[ender_seat.numpy()], ""),
+            "ender_seen": torch.where(ended, rec.seen[rows, ender_seat], -1).numpy(),
+            "partner_seen": torch.where(ended, rec.seen[rows, other_seat], -1).numpy(),
+            "union_seen": torch.where(ended, rec.union, -1).numpy(),
+            "turn": rec.turn.numpy(),
+            "won": rec.won.numpy(),
+            "score": rec.score.numpy().astype(np.float64),
+        }
+    )[COLUMNS]
+
+
+def end_knowledge(agent, partner, setting: str, episodes: int, seed: int) -> pd.DataFrame:
+    """Both seatings of ``agent`` and ``partner`` (each ``episodes`` games), the module's table."""
+    return pd.concat(
+        [
+            seating_games([agent, partner], ["agent", "partner"], setting, episodes, seed),
+            seating_games([partner, agent], ["partner", "agent"], setting, episodes, seed + 7),
+        ],
+        ignore_index=True,
+    )
+
+
+def summary(table: pd.DataFrame, cards: int = 9) -> dict:
+    """SR, the share of games ended early, the ENDs' win rate, and how much the ENDing player had
+    seen: its mean, the share of ENDs where it knew every colour (seen >= cards - 1) and those ENDs'
+    win rate, against the ENDs where it had to infer at least two colours."""
+    ends = table[table["ended_early"]]
+    knew = ends[ends["ender_seen"] >= cards - 1]
+    inferred = ends[ends["ender_seen"] < cards - 1]
+
+    def rate(frame: pd.DataFrame) -> float | None:
+        return float(frame["won"].mean()) if len(frame) else None
+
+    return {
+        "games": len(table),
+        "SR": float(table["won"].mean()),
+        "ended_early": float(table["ended_early"].mean()),
+        "won_when_ended": rate(ends),
+        "ender_seen_mean": float(ends["ender_seen"].mean()) if len(ends) else None,
+        "union_seen_mean": float(ends["union_seen"].mean()) if len(ends) else None,
+        "ends_ender_knew_all": float(len(knew) / len(ends)) if len(ends) else None,
+        "won_when_knew_all": rate(knew),
+        "won_when_inferred": rate(inferred),
+        "turn_mean": float(ends["turn"].mean()) if len(ends) else None,
+        "by_ender": {k: rate(g) for k, g in ends.groupby("ender")},
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--agent", required=True, help="checkpoint (run dir, checkpoint dir or meta.json)")
+    ap.add_argument("--partner", default=None, help="partner checkpoint (default: the agent)")
+    ap.add_argument("--setting", choices=["M", "memory"], default="M", help="perfect memory (M) or not")
+    ap.add_argument("--episodes", type=int, default=250, help="games per seating (250)")
+    ap.add_argument("--seed", type=int, default=0, help="deal and action seed (0)")
+    ap.add_argument("--out", type=Path, default=None, help="write the per-game table (parquet)")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    agent, _ = load_agent(args.agent)
+    partner = agent if args.partner is None else load_agent(args.partner)[0]
+    setting = "-M" if args.setting == "M" else "memory"
+    table = end_knowledge(agent, partner, setting, args.episodes, args.seed)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.out.with_name(args.out.name + ".tmp")
+        table.to_parquet(tmp, index=False)
+        tmp.replace(args.out)
+    print(json.dumps(summary(table), indent=2))
+
+
+if __name__ == "__main__":
+    main()
