@@ -24,7 +24,12 @@ One row per game (the first game of each of the B envs per seating):
 ==================  ===================================================================
 
     python benchmarks/learning/yokai_end_knowledge.py --agent RUN/checkpoints/step_X [--partner CKPT] \
-        --setting M --episodes 250 [--out TABLE.parquet]
+        --episodes 250 [--out TABLE.parquet]
+    python benchmarks/learning/yokai_end_knowledge.py --runs RUNS/relational_-M --out TABLE.parquet
+
+``--runs`` plays every pair of the folder's runs (their latest checkpoints; each run with itself:
+self-play, and every two runs: cross-play) and adds the columns ``agent_run`` and ``partner_run``.
+The memory setting comes with the checkpoints (``env_spec.perfect_memory``).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from zsceval.evaluation.yokai_xp import find_yokai_runs
 from zsceval.rl.checkpoint import load_agent
 from zsceval.rl.config import EnvConfig
 from zsceval.rl.envs import make_env
@@ -174,26 +180,86 @@ def summary(table: pd.DataFrame, cards: int = 9) -> dict:
     }
 
 
+def _load(path) -> tuple[object, str]:
+    """The agent of a checkpoint or run folder (its latest checkpoint) and its memory setting."""
+    agent, meta = load_agent(path)
+    return agent, "-M" if meta["env_spec"].get("perfect_memory") else "memory"
+
+
+def pair_table(runs: list[tuple[str, Path]], episodes: int, seed: int) -> pd.DataFrame:
+    """The module's table for every unordered pair of ``runs`` (``(label, path)``), self-play
+    included, with ``agent_run`` / ``partner_run`` columns.
+
+    Raises:
+        ValueError: the runs mix the memory settings.
+    """
+    loaded = {label: _load(path) for label, path in runs}
+    settings = {setting for _, setting in loaded.values()}
+    if len(settings) != 1:
+        raise ValueError(f"the runs mix memory settings: {sorted(settings)}")
+    (setting,) = settings
+    labels = [label for label, _ in runs]
+    frames = []
+    for i, a in enumerate(labels):
+        for b in labels[i:]:
+            t = end_knowledge(loaded[a][0], loaded[b][0], setting, episodes, seed)
+            frames.append(t.assign(agent_run=a, partner_run=b))
+    return pd.concat(frames, ignore_index=True)
+
+
+def pair_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`summary`'s main figures per pair, then self-play and cross-play pooled."""
+    rows = []
+    for (a, b), g in table.groupby(["agent_run", "partner_run"], sort=False):
+        rows.append({"pair": f"{a} + {b}", "kind": "SP" if a == b else "XP", **_figures(g)})
+    for kind in ("SP", "XP"):
+        pooled = table[(table["agent_run"] == table["partner_run"]) == (kind == "SP")]
+        if len(pooled):
+            rows.append({"pair": f"all {kind}", "kind": kind, **_figures(pooled)})
+    return pd.DataFrame(rows)
+
+
+def _figures(g: pd.DataFrame) -> dict:
+    d = summary(g)
+    keys = ("games", "SR", "ended_early", "won_when_ended", "ender_seen_mean", "union_seen_mean", "turn_mean")
+    return {k: d[k] for k in keys}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--agent", required=True, help="checkpoint (run dir, checkpoint dir or meta.json)")
+    ap.add_argument("--agent", help="checkpoint (run dir, checkpoint dir or meta.json)")
     ap.add_argument("--partner", default=None, help="partner checkpoint (default: the agent)")
-    ap.add_argument("--setting", choices=["M", "memory"], default="M", help="perfect memory (M) or not")
+    ap.add_argument("--runs", type=Path, default=None, help="a folder of Yōkai runs: every pair of them")
     ap.add_argument("--episodes", type=int, default=250, help="games per seating (250)")
     ap.add_argument("--seed", type=int, default=0, help="deal and action seed (0)")
     ap.add_argument("--out", type=Path, default=None, help="write the per-game table (parquet)")
     args = ap.parse_args()
+    if (args.agent is None) == (args.runs is None):
+        ap.error("give exactly one of --agent and --runs")
     torch.set_num_threads(1)
-    agent, _ = load_agent(args.agent)
-    partner = agent if args.partner is None else load_agent(args.partner)[0]
-    setting = "-M" if args.setting == "M" else "memory"
-    table = end_knowledge(agent, partner, setting, args.episodes, args.seed)
+    if args.runs is not None:
+        runs = find_yokai_runs(args.runs)
+        if not runs:
+            ap.error(f"no Yokai runs with a checkpoint under {args.runs}")
+        table = pair_table(runs, args.episodes, args.seed)
+    else:
+        agent, setting = _load(args.agent)
+        partner = agent
+        if args.partner is not None:
+            partner, other = _load(args.partner)
+            if other != setting:
+                ap.error(f"the agent is trained for {setting}, the partner for {other}")
+        table = end_knowledge(agent, partner, setting, args.episodes, args.seed)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         tmp = args.out.with_name(args.out.name + ".tmp")
         table.to_parquet(tmp, index=False)
         tmp.replace(args.out)
-    print(json.dumps(summary(table), indent=2))
+    if args.runs is not None:
+        with pd.option_context("display.width", 200):
+            print(pair_summary(table).round(3).to_string(index=False))
+    else:
+        print(json.dumps(summary(table), indent=2))
 
 
 if __name__ == "__main__":

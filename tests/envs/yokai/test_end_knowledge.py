@@ -5,10 +5,15 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
 import torch
+from click.testing import CliRunner
 
+from zsceval.cli import main
 from zsceval.evaluation.episode_infos import InfoRecorder
 from zsceval.evaluation.strata import UniformRandomAgent
+from zsceval.evaluation.yokai_xp import find_yokai_runs
+from zsceval.rl.checkpoint import load_agent
 from zsceval.rl.config import EnvConfig
 from zsceval.rl.envs import make_env
 from zsceval.rl.play import play
@@ -87,3 +92,37 @@ def test_the_ender_is_the_player_that_ended_and_the_partner_the_one_that_had_pee
     assert bool(table["ended_early"].all()) and (table["ender"] == "partner").all()
     assert (table["ender_seen"] == 0).all() and (table["partner_seen"] == 2).all()
     assert (table["union_seen"] == 2).all() and (table["turn"] > 2).all()
+
+
+def _train(out, seed: int, perfect_memory: bool) -> None:
+    sets = ["env.num_envs=8", "ppo.rollout_length=16", "run.eval_episodes=1", "run.num_threads=1"]
+    sets.append(f"env.options.perfect_memory={str(perfect_memory).lower()}")
+    args = ["train", "--algo", "sp", "--env", "yokai", "--steps", "128", "--seed", str(seed)]
+    args += ["--out", str(out), "--no-progress", *[x for k in sets for x in ("--set", k)]]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+
+
+def test_runs_play_every_pair_once_and_pool_self_play_apart_from_cross_play(tmp_path):
+    m = _module()
+    for seed in (0, 1):
+        _train(tmp_path / "memory" / f"sp_s{seed}", seed, perfect_memory=False)
+    runs = find_yokai_runs(tmp_path / "memory")
+    table = m.pair_table(runs, episodes=6, seed=2)
+    pairs = table.groupby(["agent_run", "partner_run"], sort=False).size()
+    assert dict(pairs) == {("sp_s0", "sp_s0"): 12, ("sp_s0", "sp_s1"): 12, ("sp_s1", "sp_s1"): 12}
+    # the cross-play pair is end_knowledge of the two runs' latest checkpoints, without perfect memory
+    s0, s1 = (load_agent(path)[0] for _, path in runs)
+    direct = m.end_knowledge(s0, s1, "memory", episodes=6, seed=2)
+    xp = table[table["partner_run"] != table["agent_run"]].drop(columns=["agent_run", "partner_run"])
+    assert xp.reset_index(drop=True).equals(direct)
+    summary = m.pair_summary(table).set_index("pair")
+    assert summary.loc["all SP", "games"] == 24 and summary.loc["all XP", "games"] == 12
+    assert summary.loc["all SP", "SR"] == pytest.approx(
+        table[table["agent_run"] == table["partner_run"]]["won"].mean()
+    )
+    # runs trained for the two memory settings are not paired
+    _train(tmp_path / "mixed" / "sp_s0", 0, perfect_memory=True)
+    (tmp_path / "mixed" / "sp_s1").symlink_to(tmp_path / "memory" / "sp_s1")
+    with pytest.raises(ValueError, match="mix memory settings"):
+        m.pair_table(find_yokai_runs(tmp_path / "mixed"), episodes=2, seed=0)
