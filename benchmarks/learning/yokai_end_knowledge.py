@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from zsceval.evaluation.strata import UniformRandomAgent
 from zsceval.evaluation.yokai_xp import find_yokai_runs
 from zsceval.rl.checkpoint import load_agent
 from zsceval.rl.config import EnvConfig
@@ -180,6 +181,16 @@ def summary(table: pd.DataFrame, cards: int = 9) -> dict:
     }
 
 
+class RandomNeverEnd(UniformRandomAgent):
+    """A partner that plays a uniformly random available action other than END (``--partner random``):
+    it peeks, moves and places hints without any convention."""
+
+    def act(self, obs, avail, state, starts, generator=None, deterministic=False):
+        avail = avail.clone()
+        avail[:, -1] = False
+        return super().act(obs, avail, state, starts, generator, deterministic)
+
+
 def _load(path) -> tuple[object, str]:
     """The agent of a checkpoint or run folder (its latest checkpoint) and its memory setting."""
     agent, meta = load_agent(path)
@@ -228,7 +239,7 @@ def _figures(g: pd.DataFrame) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--agent", help="checkpoint (run dir, checkpoint dir or meta.json)")
-    ap.add_argument("--partner", default=None, help="partner checkpoint (default: the agent)")
+    ap.add_argument("--partner", default=None, help="partner checkpoint, or random (default: the agent)")
     ap.add_argument("--runs", type=Path, default=None, help="a folder of Yōkai runs: every pair of them")
     ap.add_argument("--episodes", type=int, default=250, help="games per seating (250)")
     ap.add_argument("--seed", type=int, default=0, help="deal and action seed (0)")
@@ -245,7 +256,9 @@ def main() -> None:
     else:
         agent, setting = _load(args.agent)
         partner = agent
-        if args.partner is not None:
+        if args.partner == "random":
+            partner = RandomNeverEnd({"num_actions": agent.spec["num_actions"]})
+        elif args.partner is not None:
             partner, other = _load(args.partner)
             if other != setting:
                 ap.error(f"the agent is trained for {setting}, the partner for {other}")

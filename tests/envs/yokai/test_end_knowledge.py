@@ -75,18 +75,9 @@ def test_random_players_ends_match_the_envs_end_events_and_counts_are_consistent
     assert (table.loc[~table["ended_early"], ["ender_seen", "turn"]] == -1).all().all()
 
 
-class _NeverEnd(UniformRandomAgent):
-    """A uniformly random available action other than END."""
-
-    def act(self, obs, avail, state, starts, generator=None, deterministic=False):
-        avail = avail.clone()
-        avail[:, -1] = False
-        return super().act(obs, avail, state, starts, generator, deterministic)
-
-
 def test_the_ender_is_the_player_that_ended_and_the_partner_the_one_that_had_peeked():
     m = _module()
-    table = m.seating_games([_NeverEnd({"num_actions": 1068}), _EndAtOnce({"num_actions": 1068})],
+    table = m.seating_games([m.RandomNeverEnd({"num_actions": 1068}), _EndAtOnce({"num_actions": 1068})],
                             ["agent", "partner"], "-M", episodes=32, seed=2)  # fmt: skip
     # seat 0 plays one whole turn (two different cards peeked), then seat 1 ENDs at once
     assert bool(table["ended_early"].all()) and (table["ender"] == "partner").all()
