@@ -6,8 +6,11 @@ players' knowledge (``YokaiState.seen``: who has peeked at which card; with perf
 paper's -M setting, a player knows the colour of every card it has peeked at). YLE Sec. 3 (Eq. 1):
 unused hints score most, so ending early pays, but "the earlier a player ends a game, the less
 information they can acquire first-hand and thus must infer knowledge from others' behaviour". The
-3x3 deck has 9 cards, 3 per colour, so a player that has seen 8 of them knows all 9 colours; one that
-ENDs having seen fewer relies on its partner's moves and hints (or on luck).
+3x3 deck has 9 cards, 3 per colour, so a player needs 8 of them to know all 9 colours first-hand;
+but it peeks at most 2 cards a turn and may END only at the start of its turn, and a 2-player 3x3
+game lasts at most 8 turns (16 peeks), so an ENDing player has seen at most 6: every END relies on
+what the partner saw (its moves and hints), or on luck. What the two had seen together
+(``union_seen``) is what a perfect inference from the partner could know.
 
 One row per game (the first game of each of the B envs per seating):
 
@@ -156,12 +159,12 @@ def end_knowledge(agent, partner, setting: str, episodes: int, seed: int) -> pd.
 
 
 def summary(table: pd.DataFrame, cards: int = 9) -> dict:
-    """SR, the share of games ended early, the ENDs' win rate, and how much the ENDing player had
-    seen: its mean, the share of ENDs where it knew every colour (seen >= cards - 1) and those ENDs'
-    win rate, against the ENDs where it had to infer at least two colours."""
+    """SR, the share of games ended early, the ENDs' win rate, and how much had been seen: the ENDing
+    player's and the pair's mean, the share of ENDs after the two had seen every card together and
+    those ENDs' win rate, against the ENDs with a card neither had seen."""
     ends = table[table["ended_early"]]
-    knew = ends[ends["ender_seen"] >= cards - 1]
-    inferred = ends[ends["ender_seen"] < cards - 1]
+    all_seen = ends[ends["union_seen"] >= cards]
+    some_unseen = ends[ends["union_seen"] < cards]
 
     def rate(frame: pd.DataFrame) -> float | None:
         return float(frame["won"].mean()) if len(frame) else None
@@ -173,9 +176,9 @@ def summary(table: pd.DataFrame, cards: int = 9) -> dict:
         "won_when_ended": rate(ends),
         "ender_seen_mean": float(ends["ender_seen"].mean()) if len(ends) else None,
         "union_seen_mean": float(ends["union_seen"].mean()) if len(ends) else None,
-        "ends_ender_knew_all": float(len(knew) / len(ends)) if len(ends) else None,
-        "won_when_knew_all": rate(knew),
-        "won_when_inferred": rate(inferred),
+        "ends_all_seen_by_pair": float(len(all_seen) / len(ends)) if len(ends) else None,
+        "won_when_all_seen_by_pair": rate(all_seen),
+        "won_when_some_unseen": rate(some_unseen),
         "turn_mean": float(ends["turn"].mean()) if len(ends) else None,
         "by_ender": {k: rate(g) for k, g in ends.groupby("ender")},
     }

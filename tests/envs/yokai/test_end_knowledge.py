@@ -72,6 +72,10 @@ def test_random_players_ends_match_the_envs_end_events_and_counts_are_consistent
     assert (ends["partner_seen"] <= ends["union_seen"]).all()
     assert (ends["union_seen"] <= ends["ender_seen"] + ends["partner_seen"]).all()
     assert (ends["ender_seen"] > 0).any()  # some ENDs come after a turn of peeking
+    # END only at a turn's start (4 env steps a turn), at most 2 peeks in each of the ender's turns,
+    # and 8 turns at most: an ENDing player has seen at most 6 of the 9 cards
+    assert (ends["turn"] % 4 == 0).all() and (ends["turn"] <= 28).all()
+    assert (ends["ender_seen"] <= 2 * (ends["turn"] // 8)).all() and ends["ender_seen"].max() == 6
     assert (table.loc[~table["ended_early"], ["ender_seen", "turn"]] == -1).all().all()
 
 
