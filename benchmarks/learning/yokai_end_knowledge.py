@@ -66,17 +66,21 @@ COLUMNS = [
 
 
 class EndRecorder:
-    """A Yōkai env (``YokaiEnv``) that records, for the first game in each env row, the knowledge
-    at its END (if a player ENDs it) and its outcome. Everything but ``reset`` and ``step`` is the
-    wrapped env's.
+    """A Yōkai env (``YokaiEnv``) that records how the first game in each env row ended: the
+    knowledge at its END (if a player ENDs it), its final layout and its outcome. Everything but
+    ``reset`` and ``step`` is the wrapped env's.
 
-    Attributes (``[B]`` CPU tensors, valid once ``finished`` is all true):
-        ender: ``int64`` seat that ENDed, -1 if the game was not ended early.
+    A game ends on an END (at a turn's start) or on its last hint phase, so no card moves in the
+    step that ends it: the layout before that step is the final one.
+
+    Attributes (CPU tensors, valid once ``finished`` is all true):
+        ender: ``int64 [B]`` seat that ENDed, -1 if the game was not ended early.
         seen: ``int64 [B, n]`` cards each seat had peeked at when the game was ENDed (0 if not).
-        union: ``int64`` cards any seat had peeked at when the game was ENDed.
-        turn: ``int64`` the game's ``t`` at the END, -1 if not ended early.
-        won, score: the game's outcome (``bool``, ``float32``).
-        finished: ``bool`` the row's first game is over.
+        union: ``int64 [B]`` cards any seat had peeked at when the game was ENDed.
+        turn: ``int64 [B]`` the game's ``t`` at the END, -1 if not ended early.
+        pos, colour: ``int64 [B, Y]`` the final layout (cell ``row * g + col``) and the colours.
+        won, score: ``bool [B]``, ``float32 [B]``: the game's outcome.
+        finished: ``bool [B]`` the row's first game is over.
     """
 
     def __init__(self, env) -> None:
@@ -88,7 +92,9 @@ class EndRecorder:
     def reset(self):
         """Reset the env and the records."""
         step = self.env.reset()
-        B, n = self.env.num_envs, self.env.num_agents
+        B, n, Y = self.env.num_envs, self.env.num_agents, self.env.state.pos.shape[1]
+        self.pos = torch.zeros(B, Y, dtype=torch.int64)
+        self.colour = torch.zeros(B, Y, dtype=torch.int64)
         self.ender = torch.full((B,), -1, dtype=torch.int64)
         self.seen = torch.zeros(B, n, dtype=torch.int64)
         self.union = torch.zeros(B, dtype=torch.int64)
@@ -99,11 +105,12 @@ class EndRecorder:
         return step
 
     def step(self, actions: torch.Tensor):
-        """Step the env; for the games ENDed in this step, keep what the state said before it."""
+        """Step the env; for the games that end in this step, keep what the state said before it."""
         state = self.env.state
         seen_count = state.seen.sum(-1).cpu()
         union = state.seen.any(1).sum(-1).cpu()
         current, t = state.current.cpu().clone(), state.t.cpu().clone()
+        pos, colour = state.pos.cpu().clone(), state.colour.cpu().clone()
         step = self.env.step(actions)
         record = step.infos["ended_early"].cpu().bool() & ~self.finished
         self.ender[record] = current[record]
@@ -111,6 +118,7 @@ class EndRecorder:
         self.union[record] = union[record]
         self.turn[record] = t[record]
         new = step.done.cpu() & ~self.finished
+        self.pos[new], self.colour[new] = pos[new], colour[new]
         self.won[new] = step.infos["win"].cpu()[new].bool()
         self.score[new] = step.infos["score"].cpu()[new].float()
         self.finished |= new

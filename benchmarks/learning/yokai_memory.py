@@ -37,6 +37,7 @@ import pandas as pd
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from yokai_end_knowledge import EndRecorder  # noqa: E402  (records how each game ended, its final layout)
 from yokai_games import games, summary  # noqa: E402  (the learning benchmark's per-game records)
 
 from zsceval.rl.checkpoint import load_agent  # noqa: E402
@@ -58,44 +59,6 @@ class Amnesic:
     def act(self, obs, avail, state, starts, generator=None, deterministic=False):
         """The wrapped agent's action from this observation alone."""
         return self.agent.act(obs, avail, state, torch.ones_like(starts), generator, deterministic)
-
-
-class FinalLayout:
-    """A Yōkai env (``YokaiEnv``) that keeps the final layout of the first game in each env row.
-
-    A game ends on an END (at a turn's start) or on its last hint phase, so no card moves in the
-    step that ends it: the layout before that step is the final one. Everything but ``reset`` and
-    ``step`` is the wrapped env's.
-
-    Attributes (CPU, valid once ``finished`` is all true): ``pos`` int64 [B, Y] (cell
-    ``row * g + col``), ``colour`` int64 [B, Y], ``won`` bool [B], ``finished`` bool [B].
-    """
-
-    def __init__(self, env) -> None:
-        self.env = env
-
-    def __getattr__(self, name: str):
-        return getattr(self.env, name)
-
-    def reset(self):
-        """Reset the env and the records."""
-        step = self.env.reset()
-        B, Y = self.env.num_envs, self.env.state.pos.shape[1]
-        self.pos = torch.zeros(B, Y, dtype=torch.int64)
-        self.colour = torch.zeros(B, Y, dtype=torch.int64)
-        self.won = torch.zeros(B, dtype=torch.bool)
-        self.finished = torch.zeros(B, dtype=torch.bool)
-        return step
-
-    def step(self, actions: torch.Tensor):
-        """Step the env; keep the layout of the games that end in this step."""
-        pos, colour = self.env.state.pos.cpu().clone(), self.env.state.colour.cpu().clone()
-        step = self.env.step(actions)
-        new = step.done.cpu() & ~self.finished
-        self.pos[new], self.colour[new] = pos[new], colour[new]
-        self.won[new] = step.infos["win"].cpu()[new].bool()
-        self.finished |= new
-        return step
 
 
 def colour_offsets(pos: torch.Tensor, colour: torch.Tensor, grid: int, num_colours: int) -> pd.DataFrame:
@@ -128,14 +91,14 @@ def colour_offsets(pos: torch.Tensor, colour: torch.Tensor, grid: int, num_colou
     return pd.DataFrame(rows)
 
 
-def final_layouts(agent, setting: str, episodes: int, seed: int) -> FinalLayout:
+def final_layouts(agent, setting: str, episodes: int, seed: int) -> EndRecorder:
     """``episodes`` self-play games of ``agent`` (one per env row) with their final layouts."""
     env = make_env(
         EnvConfig(name="yokai", num_envs=episodes, horizon=32, options={"perfect_memory": setting == "-M"}),
         seed=seed,
         evaluation=True,
     )
-    rec = FinalLayout(env)
+    rec = EndRecorder(env)
     play(rec, [agent, agent], episodes, torch.Generator().manual_seed(seed + 1))
     if not bool(rec.finished.all()):
         raise RuntimeError("not every game finished")

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
-from click.testing import CliRunner
 
-from zsceval.cli import main
 from zsceval.evaluation.episode_infos import InfoRecorder
 from zsceval.evaluation.strata import UniformRandomAgent
 from zsceval.evaluation.yokai_xp import find_yokai_runs
@@ -18,15 +13,7 @@ from zsceval.rl.config import EnvConfig
 from zsceval.rl.envs import make_env
 from zsceval.rl.play import play
 
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def _module():
-    path = ROOT / "benchmarks" / "learning" / "yokai_end_knowledge.py"
-    spec = importlib.util.spec_from_file_location("zsceval_bench_yokai_end_knowledge", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from .helpers import load_benchmark, train_tiny
 
 
 class _EndAtOnce(UniformRandomAgent):
@@ -39,7 +26,7 @@ class _EndAtOnce(UniformRandomAgent):
 
 
 def test_end_at_once_ends_every_game_at_its_first_step_having_seen_nothing():
-    m = _module()
+    m = load_benchmark("learning/yokai_end_knowledge.py")
     agent = _EndAtOnce({"num_actions": 1068})
     table = m.end_knowledge(agent, agent, "-M", episodes=64, seed=3)
     assert len(table) == 128 and bool(table["ended_early"].all())
@@ -57,7 +44,7 @@ def test_end_at_once_ends_every_game_at_its_first_step_having_seen_nothing():
 
 
 def test_random_players_ends_match_the_envs_end_events_and_counts_are_consistent():
-    m = _module()
+    m = load_benchmark("learning/yokai_end_knowledge.py")
     agent = UniformRandomAgent({"num_actions": 1068})
     config = EnvConfig(name="yokai", num_envs=200, horizon=32, options={"perfect_memory": True})
     env = make_env(config, seed=5)
@@ -80,7 +67,7 @@ def test_random_players_ends_match_the_envs_end_events_and_counts_are_consistent
 
 
 def test_the_ender_is_the_player_that_ended_and_the_partner_the_one_that_had_peeked():
-    m = _module()
+    m = load_benchmark("learning/yokai_end_knowledge.py")
     table = m.seating_games([m.RandomNeverEnd({"num_actions": 1068}), _EndAtOnce({"num_actions": 1068})],
                             ["agent", "partner"], "-M", episodes=32, seed=2)  # fmt: skip
     # seat 0 plays one whole turn (two different cards peeked), then seat 1 ENDs at once
@@ -89,19 +76,10 @@ def test_the_ender_is_the_player_that_ended_and_the_partner_the_one_that_had_pee
     assert (table["union_seen"] == 2).all() and (table["turn"] > 2).all()
 
 
-def _train(out, seed: int, perfect_memory: bool) -> None:
-    sets = ["env.num_envs=8", "ppo.rollout_length=16", "run.eval_episodes=1", "run.num_threads=1"]
-    sets.append(f"env.options.perfect_memory={str(perfect_memory).lower()}")
-    args = ["train", "--algo", "sp", "--env", "yokai", "--steps", "128", "--seed", str(seed)]
-    args += ["--out", str(out), "--no-progress", *[x for k in sets for x in ("--set", k)]]
-    res = CliRunner().invoke(main, args)
-    assert res.exit_code == 0, res.output
-
-
 def test_runs_play_every_pair_once_and_pool_self_play_apart_from_cross_play(tmp_path):
-    m = _module()
+    m = load_benchmark("learning/yokai_end_knowledge.py")
     for seed in (0, 1):
-        _train(tmp_path / "memory" / f"sp_s{seed}", seed, perfect_memory=False)
+        train_tiny(tmp_path / "memory" / f"sp_s{seed}", seed, perfect_memory=False)
     runs = find_yokai_runs(tmp_path / "memory")
     table = m.pair_table(runs, episodes=6, seed=2)
     pairs = table.groupby(["agent_run", "partner_run"], sort=False).size()
@@ -117,7 +95,7 @@ def test_runs_play_every_pair_once_and_pool_self_play_apart_from_cross_play(tmp_
         table[table["agent_run"] == table["partner_run"]]["won"].mean()
     )
     # runs trained for the two memory settings are not paired
-    _train(tmp_path / "mixed" / "sp_s0", 0, perfect_memory=True)
+    train_tiny(tmp_path / "mixed" / "sp_s0", 0, perfect_memory=True)
     (tmp_path / "mixed" / "sp_s1").symlink_to(tmp_path / "memory" / "sp_s1")
     with pytest.raises(ValueError, match="mix memory settings"):
         m.pair_table(find_yokai_runs(tmp_path / "mixed"), episodes=2, seed=0)

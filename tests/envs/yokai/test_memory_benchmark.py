@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 import torch
-from click.testing import CliRunner
 
-from zsceval.cli import main
 from zsceval.envs.yokai.graph import adjacency, clustered_colours
 from zsceval.evaluation.episode_infos import InfoRecorder
 from zsceval.evaluation.strata import UniformRandomAgent
@@ -19,11 +13,11 @@ from zsceval.rl.config import EnvConfig
 from zsceval.rl.envs import make_env
 from zsceval.rl.play import play
 
-ROOT = Path(__file__).resolve().parents[3]
+from .helpers import load_benchmark, train_tiny
 
 
 def test_colour_offsets_find_a_fixed_place_and_no_place():
-    m = _load()
+    m = load_benchmark("learning/yokai_memory.py")
     grid = 9
     # colour 0 always in row 3, colours 1 and 2 in rows 4-5 (one layout), then the colours swapped at random
     base = torch.tensor([3 * grid + 3, 3 * grid + 4, 3 * grid + 5, 4 * grid + 3, 4 * grid + 4, 4 * grid + 5,
@@ -39,23 +33,8 @@ def test_colour_offsets_find_a_fixed_place_and_no_place():
     assert (shuffled["strength"] < 0.1).all() and (shuffled["size"] > 0.5).all()
 
 
-def _load():
-    before = {k: sys.modules.pop(k, None) for k in ("yokai", "yokai_games")}
-    try:
-        path = ROOT / "benchmarks" / "learning" / "yokai_memory.py"
-        spec = importlib.util.spec_from_file_location("zsceval_bench_yokai_memory", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        for k, v in before.items():
-            sys.modules.pop(k, None)
-            if v is not None:
-                sys.modules[k] = v
-
-
 def test_final_layout_is_the_layout_the_game_was_scored_on():
-    m = _load()
+    m = load_benchmark("learning/yokai_memory.py")
     agent = UniformRandomAgent({"num_actions": 1068})
     rec = m.final_layouts(agent, "-M", episodes=96, seed=4)
     config = EnvConfig(name="yokai", num_envs=96, horizon=32, options={"perfect_memory": True})
@@ -73,23 +52,8 @@ def test_final_layout_is_the_layout_the_game_was_scored_on():
 
 
 def test_amnesic_agent_acts_as_the_agent_with_a_zero_state(tmp_path):
-    m = _load()
-    sets = ["env.num_envs=8", "ppo.rollout_length=16", "run.eval_episodes=1", "run.num_threads=1"]
-    sets += ["model.recurrent=true", "model.chunk_length=8"]
-    args = [
-        "train",
-        "--algo",
-        "sp",
-        "--env",
-        "yokai",
-        "--steps",
-        "128",
-        "--out",
-        str(tmp_path / "r"),
-        "--no-progress",
-    ]
-    res = CliRunner().invoke(main, args + [x for k in sets for x in ("--set", k)])
-    assert res.exit_code == 0, res.output
+    m = load_benchmark("learning/yokai_memory.py")
+    train_tiny(tmp_path / "r", recurrent=True)
     agent, _ = load_agent(tmp_path / "r")
     assert agent.recurrent
     env = make_env(EnvConfig(name="yokai", num_envs=6, horizon=32), seed=0)
