@@ -3,12 +3,13 @@
 Plays ``--episodes`` games in each seating of an agent and a partner (the same checkpoint: self-play;
 two seeds: cross-play) and records, at every END, what the game's public record says about the
 players' knowledge (``YokaiState.seen``: who has peeked at which card; with perfect memory, the
-paper's -M setting, a player knows the colour of every card it has peeked at). YLE Sec. 3 (Eq. 1):
+paper's -M setting, a player knows the colour of every card it has peeked at). YLE Sec. 2 (Eq. 1):
 unused hints score most, so ending early pays, but "the earlier a player ends a game, the less
 information they can acquire first-hand and thus must infer knowledge from others' behaviour". The
 3x3 deck has 9 cards, 3 per colour, so a player needs 8 of them to know all 9 colours first-hand;
 but it peeks at most 2 cards a turn and may END only at the start of its turn, and a 2-player 3x3
-game lasts at most 8 turns (16 peeks), so an ENDing player has seen at most 6: every END relies on
+game lasts at most 8 turns (16 peeks; App. B.2: a player observes up to 8 of the 9 cards in a whole
+game), so an ENDing player has seen at most 6: every END relies on
 what the partner saw (its moves and hints), or on luck. What the two had seen together
 (``union_seen``) is what a perfect inference from the partner could know.
 
