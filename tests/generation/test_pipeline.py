@@ -22,6 +22,7 @@ from zsceval.envs.overcooked import OvercookedEnv
 from zsceval.evaluation.ego_evaluation import load_partner_set
 from zsceval.evaluation.manifest import ChecksumMismatchError, LayoutMismatchError
 from zsceval.evaluation.matches import PartnerSpec, evaluate_agent, play_games
+from zsceval.evaluation.partner_set import COTRAINED_BR_TABLE
 from zsceval.execution import JobError
 from zsceval.execution.jobs import JOB_KINDS
 from zsceval.generation import candidates as bench_mod_candidates
@@ -238,11 +239,11 @@ def test_eval_names_the_mid_units_whose_cotrained_br_beats_the_fresh_one(tiny_be
     _, out, _ = tiny_bench
     set_dir = tmp_path / "set"
     shutil.copytree(out / "cramped_room/partners/set", set_dir)
-    table = pd.read_parquet(set_dir / pipeline.COTRAINED_BR_TABLE)
+    table = pd.read_parquet(set_dir / COTRAINED_BR_TABLE)
     mid = sorted(table["partner"].unique())[0]
     planted = table.assign(cotrained_br_return=table["cotrained_br_return"].astype(float))
     planted.loc[(planted["partner"] == mid) & (planted["seat"] == 0), "cotrained_br_return"] = 500.0
-    planted.to_parquet(set_dir / pipeline.COTRAINED_BR_TABLE)
+    planted.to_parquet(set_dir / COTRAINED_BR_TABLE)
     args = ["eval", "--agent", str(out / "cramped_room/egos/sp/s0/run"), "--layout", "cramped_room",
             "--partner-set", str(set_dir / "manifest.json"), "--episodes", "2"]  # fmt: skip
     res = CliRunner().invoke(main, [*args, "--json"])
@@ -257,7 +258,7 @@ def test_eval_names_the_mid_units_whose_cotrained_br_beats_the_fresh_one(tiny_be
     assert weak["br_prox_iqm_best_known"] == pytest.approx(expected)
     text = CliRunner().invoke(main, args).output
     assert f"mid units have a fresh BR that the candidate's co-trained BR beats (partners {mid}" in text
-    (set_dir / pipeline.COTRAINED_BR_TABLE).unlink()  # a set without the table: no such key
+    (set_dir / COTRAINED_BR_TABLE).unlink()  # a set without the table: no such key
     assert "weak_br" not in json.loads(CliRunner().invoke(main, [*args, "--json"]).output)
 
 
@@ -309,7 +310,7 @@ def test_manifest_plays_each_mid_partner_with_its_candidates_cotrained_br(tiny_b
     suite, out, tables = tiny_bench
     table = pd.read_parquet(tables["cotrained_br_returns"])
     set_dir = out / "cramped_room/partners/set"
-    assert table.equals(pd.read_parquet(set_dir / pipeline.COTRAINED_BR_TABLE))
+    assert table.equals(pd.read_parquet(set_dir / COTRAINED_BR_TABLE))
     phases, infos = bench_mod_plan.build_phases(suite)
     late = bench_mod_plan.late_phases(suite, out, infos)
     by_id = {job.id: job for phase in phases + late for job in phase}

@@ -65,7 +65,7 @@ from zsceval.rl.checkpoint import CheckpointError, list_checkpoints, load_policy
 from .export import candidate_record, export_agent
 from .selection import select_partners
 
-__all__ = ["COTRAINED_BR_TABLE", "feature_names", "mid_checkpoint"]  # the table name re-exported
+__all__ = ["feature_names", "mid_checkpoint"]
 
 CLASSIC_FEATURE_EVENTS = 13  # put_onion_on_X .. STAY; MOVEMENT and IDLE_* are dropped
 
