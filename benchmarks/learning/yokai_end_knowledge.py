@@ -127,7 +127,20 @@ class EndRecorder:
 
 
 def seating_games(agents: list, names: list[str], setting: str, episodes: int, seed: int) -> pd.DataFrame:
-    """``episodes`` games with ``agents[k]`` in seat k (one game per env row), a row each."""
+    """``episodes`` games with ``agents[k]`` in seat k (one game per env row), a row each.
+
+    Args:
+        agents: one agent per seat (2 for 2-player Yōkai); names: their labels (``ender`` values).
+        setting: ``"-M"`` (perfect memory) or ``"memory"``.
+        episodes: games, also the env rows B.
+        seed: the env's deal seed; actions are drawn from ``seed + 1``.
+
+    Returns:
+        The module's table (:data:`COLUMNS`), one row per game in env-row order.
+
+    Raises:
+        RuntimeError: a game did not finish (it cannot: the env truncates at ``horizon``).
+    """
     env = make_env(
         EnvConfig(name="yokai", num_envs=episodes, horizon=32, options={"perfect_memory": setting == "-M"}),
         seed=seed,
@@ -157,7 +170,11 @@ def seating_games(agents: list, names: list[str], setting: str, episodes: int, s
 
 
 def end_knowledge(agent, partner, setting: str, episodes: int, seed: int) -> pd.DataFrame:
-    """Both seatings of ``agent`` and ``partner`` (each ``episodes`` games), the module's table."""
+    """Both seatings of ``agent`` and ``partner`` (each ``episodes`` games), the module's table.
+
+    The second seating is dealt from ``seed + 7``, so that self-play (``agent is partner``) plays new
+    games there instead of repeating the first seating's.
+    """
     return pd.concat(
         [
             seating_games([agent, partner], ["agent", "partner"], setting, episodes, seed),
@@ -212,6 +229,12 @@ def _load(path) -> tuple[object, str]:
 def pair_table(runs: list[tuple[str, Path]], episodes: int, seed: int) -> pd.DataFrame:
     """The module's table for every unordered pair of ``runs`` (``(label, path)``), self-play
     included, with ``agent_run`` / ``partner_run`` columns.
+
+    Args:
+        runs: :func:`~zsceval.evaluation.yokai_xp.find_yokai_runs` output; each run's latest
+            checkpoint plays.
+        episodes: games per seating of each pair (a pair has ``2 x episodes`` rows).
+        seed: as :func:`end_knowledge`, the same for every pair.
 
     Raises:
         ValueError: the runs mix the memory settings.
