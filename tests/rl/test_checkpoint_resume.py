@@ -13,6 +13,7 @@ from zsceval.rl.checkpoint import (
     list_checkpoints,
     load_checkpoint,
     load_policy,
+    strip_checkpoint,
 )
 from zsceval.rl.config import resolve_config
 from zsceval.rl.trainer import Trainer
@@ -54,6 +55,27 @@ def test_checkpoint_round_trip_gives_identical_policy(toy_config, tmp_path):
     h, st = ego.initial_state(16, "cpu"), torch.ones(16, dtype=torch.bool)
     g1, g2 = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
     assert torch.equal(ego.act(obs, None, h, st, g1).log_probs, policy.act(obs, None, h, st, g2).log_probs)
+
+
+def test_a_training_checkpoint_strips_to_an_acting_only_copy(toy_config, tmp_path):
+    """A resumable checkpoint's stripped copy keeps the actor (the same actions) and leaves out the
+    critic and the training state, so it loads to act but not to resume."""
+    Trainer(toy_config("run.total_steps=256"), tmp_path / "run", progress=False).train()
+    src = list_checkpoints(tmp_path / "run")[-1]
+    assert load_checkpoint(src)[1]["resumable"]
+    meta = strip_checkpoint(src, tmp_path / "copy")
+    assert sorted(p.name for p in meta.parent.iterdir()) == ["meta.json", "policies.safetensors"]
+    _, record, weights, _ = load_checkpoint(meta.parent)
+    assert record["resumable"] is False and record["steps"] == load_checkpoint(src)[1]["steps"]
+    assert weights and all(".actor." in k for k in weights)
+    full, _ = load_policy(src)
+    copy, _ = load_policy(meta.parent)
+    obs = torch.randint(0, 3, (16, 3, 3, 6), dtype=torch.uint8)
+    h, st = full.initial_state(16, "cpu"), torch.ones(16, dtype=torch.bool)
+    g1, g2 = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
+    assert torch.equal(full.act(obs, None, h, st, g1).actions, copy.act(obs, None, h, st, g2).actions)
+    with pytest.raises(CheckpointError, match="not resumable"):
+        load_checkpoint(meta.parent, with_train_state=True)
 
 
 def test_corrupt_or_truncated_checkpoint_is_refused(toy_config, tmp_path):

@@ -441,7 +441,8 @@ def strip_checkpoint(
 
     The copy keeps the source's metadata (git revision, versions, env spec, steps) and records
     ``stripped`` in every agent's entry, so that :func:`load_agent` accepts those parameters'
-    absence (they keep the initial values of the agent's class, and the agent must only act).
+    absence (they keep the initial values of the agent's class, and the agent must only act). A
+    resumable source's training state (optimizer, counters) is left out: the copy is not resumable.
     The weights file holds the remaining tensors unchanged; the same source gives the same bytes.
 
     Args:
@@ -456,8 +457,6 @@ def strip_checkpoint(
         CheckpointError: ``src`` cannot be read or has no parameter under a ``stripped`` prefix.
     """
     ckpt, meta, weights, _ = load_checkpoint(src, guarded=False)
-    if meta.get("resumable"):
-        raise CheckpointError(f"{ckpt} holds a training state; strip a checkpoint of agents only")
     agents = agent_entries(meta)
     prefixes = tuple(f"{name}.{part}." for name in agents for part in stripped)
     keep = {k: v.contiguous() for k, v in weights.items() if not k.startswith(prefixes)}
@@ -465,6 +464,7 @@ def strip_checkpoint(
         raise CheckpointError(f"{ckpt} holds no parameter under {list(stripped)}")
     meta = {**meta, "agents": {n: {**e, "stripped": list(stripped)} for n, e in agents.items()}}
     meta.pop("policies", None)
+    meta["resumable"] = False  # a resumable source's training state is left out too
     final = Path(dst)
     with atomic_directory(final) as tmp:
         _save_tensors(keep, tmp / POLICIES)
