@@ -26,15 +26,23 @@ baselines (uniformly random available actions; END at its first chance) played o
 The relational policy uses ``model.hidden_size=32`` and ``model.mlp_layers=2`` relation blocks;
 every run uses ``ppo.skip_forced`` (the default). Runs are resumed when they are there, and each
 checkpoint's games are cached beside it (``games_<steps>.parquet``), so an interrupted command
-continues where it stopped; the table is written to a temporary file and renamed.
+continues where it stopped; the table is written to a temporary file and renamed. With ``--merge``
+the command's games are added to the table already in ``DATA`` (one command a training seed, each on
+its own core, into one table; a game in both must be recorded identically). With ``--keep DIR`` each
+run's last checkpoint is kept as an acting-only copy (``strip_checkpoint``: no critic, no training
+state, about 170 KB) in ``DIR/<agent>_<setting>/<algo>_s<seed>/`` beside the run's ``config.yaml``, a
+run-shaped folder that ``zsceval report DIR/<agent>_<setting>`` reads for the cross-play matrix.
 
     python benchmarks/learning/yokai_games.py --steps 2e7 --seeds 0 1 2 --out runs/yokai_games
     python benchmarks/learning/yokai_games.py --steps 5e5 --agents relational --settings M --out /tmp/yg
+    python benchmarks/learning/yokai_games.py --steps 2e7 --agents relational --settings M --seeds 2 \
+        --out /tmp/yg --data docs/data/yokai-5fe33d0-2e7 --merge --keep docs/data/yokai-5fe33d0-2e7-agents
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 import time
@@ -49,7 +57,8 @@ from yokai import EndAtOnceAgent, train  # noqa: E402  (the learning benchmark's
 
 from zsceval.evaluation.episode_infos import InfoRecorder  # noqa: E402
 from zsceval.evaluation.strata import UniformRandomAgent  # noqa: E402
-from zsceval.rl.checkpoint import list_checkpoints, load_agent  # noqa: E402
+from zsceval.evaluation.yokai_games import merge_games  # noqa: E402
+from zsceval.rl.checkpoint import list_checkpoints, load_agent, strip_checkpoint  # noqa: E402
 from zsceval.rl.config import EnvConfig  # noqa: E402
 from zsceval.rl.envs import make_env  # noqa: E402
 from zsceval.rl.play import play  # noqa: E402
@@ -110,6 +119,25 @@ def checkpoint_games(run_dir: Path, agent: str, setting: str, seed: int, episode
     return frames
 
 
+def keep_agent(run_dir: Path, dst: Path) -> Path:
+    """Keep ``run_dir``'s last checkpoint as an acting-only copy in the run-shaped folder ``dst``
+    (``config.yaml`` + ``checkpoints/<name>/``), replacing an earlier copy; returns its meta.json.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` has no checkpoint.
+    """
+    checkpoints = list_checkpoints(run_dir)
+    if not checkpoints:
+        raise FileNotFoundError(f"{run_dir}: no checkpoint to keep")
+    last = checkpoints[-1]
+    (dst / "checkpoints").mkdir(parents=True, exist_ok=True)
+    for old in (dst / "checkpoints").iterdir():
+        if old.name != last.name:
+            shutil.rmtree(old)
+    shutil.copyfile(run_dir / "config.yaml", dst / "config.yaml")
+    return strip_checkpoint(last, dst / "checkpoints" / last.name)
+
+
 def _write(df: pd.DataFrame, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -146,6 +174,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="run directories")
     ap.add_argument("--data", type=Path, default=None, help="table folder (default docs/data/yokai-<commit>)")
     ap.add_argument("--no-train", action="store_true", help="evaluate the runs in --out, train nothing")
+    ap.add_argument("--merge", action="store_true", help="add the games to the table already in --data")
+    ap.add_argument("--keep", type=Path, default=None, help="keep acting-only copies of the runs here")
     args = ap.parse_args()
     torch.set_num_threads(1)
     steps = int(args.steps)
@@ -169,7 +199,12 @@ def main() -> None:
                     took = time.perf_counter() - start
                     print(f"{name} {setting} seed {seed}: trained in {took:.0f} s", flush=True)
                 frames += checkpoint_games(run_dir, name, setting, seed, args.episodes, args.eval_seed)
+                if args.keep is not None:
+                    kept = keep_agent(run_dir, args.keep / f"{name}_{setting}" / run_dir.name)
+                    print(f"kept {kept.parent}", flush=True)
     table = pd.concat(frames, ignore_index=True)[COLUMNS]
+    if args.merge and (data / "games.parquet").is_file():
+        table = merge_games(pd.read_parquet(data / "games.parquet"), table)
     _write(table, data / "games.parquet")
     with pd.option_context("display.width", 160, "display.max_rows", 400):
         print(summary(table).round(3).to_string(index=False))

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from zsceval.cli import main
-from zsceval.evaluation.yokai_games import games_table, read_games
+from zsceval.evaluation.yokai_games import games_table, merge_games, read_games
 
 
 def _games(won_by_seed: dict[int, list[bool]], agent: str = "relational", steps: int = 1000) -> pd.DataFrame:
@@ -69,3 +69,25 @@ def test_a_table_without_a_required_column_names_the_file_and_column(tmp_path):
         read_games(path)
     res = CliRunner().invoke(main, ["report", str(tmp_path)])
     assert res.exit_code != 0 and "missing column(s) dnc" in res.output
+
+
+def test_merge_adds_new_games_and_keeps_a_shared_game_once():
+    baseline = _games({0: [False] * 3}, "random", 0)
+    old = pd.concat([baseline, _games({0: [True, False]})], ignore_index=True)
+    new = pd.concat([baseline, _games({2: [True, True]})], ignore_index=True)
+    merged = merge_games(old, new)
+    assert len(merged) == 3 + 2 + 2  # the baseline's three games once
+    assert merged.groupby(["agent", "seed"]).size().to_dict() == {("random", 0): 3, ("relational", 0): 2,
+                                                                  ("relational", 2): 2}  # fmt: skip
+    assert list(merged.columns) == list(old.columns)
+    pd.testing.assert_frame_equal(merged.iloc[: len(old)], old)
+
+
+def test_merge_refuses_a_game_recorded_differently():
+    old = _games({0: [True, False]})
+    new = old.copy()
+    new.loc[1, "score"] = 9.0
+    with pytest.raises(ValueError, match=r"'game': 1.*different 'score'"):
+        merge_games(old, new)
+    with pytest.raises(ValueError, match="columns differ"):
+        merge_games(old, old.drop(columns=["ret"]))

@@ -29,6 +29,7 @@ __all__ = [
     "YokaiGamesSection",
     "format_games_table",
     "games_table",
+    "merge_games",
     "plot_games",
     "read_games",
 ]
@@ -67,6 +68,39 @@ def read_games(path: str | Path) -> pd.DataFrame:
     if "env_steps" not in games.columns:
         games = games.assign(env_steps=0)
     return games
+
+
+GAME_KEY = ("agent", "setting", "seed", "env_steps", "game")
+"""The columns that name one game: the same key in two tables is the same game."""
+
+
+def merge_games(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """Add ``new``'s games to ``old``'s (per-game tables of separate commands, e.g. one training
+    seed each, into one table).
+
+    A game in both tables (the same :data:`GAME_KEY`, e.g. the scripted baselines that every command
+    plays on the same deals) must be recorded identically in both; it is kept once.
+
+    Returns:
+        ``old``'s rows, then ``new``'s rows that ``old`` lacks, in ``old``'s columns.
+
+    Raises:
+        ValueError: the tables' columns differ, or a game is recorded differently in the two (the
+            first such game's key is named).
+    """
+    if set(old.columns) != set(new.columns):
+        raise ValueError(f"the tables' columns differ: {sorted(old.columns)} vs {sorted(new.columns)}")
+    key = list(GAME_KEY)
+    new = new[old.columns]
+    both = old.merge(new, on=key, how="inner", suffixes=("", "_new"))
+    for col in (c for c in old.columns if c not in key):
+        differ = both[col].to_numpy() != both[f"{col}_new"].to_numpy()
+        if differ.any():
+            first = both.loc[differ, key].iloc[0].to_dict()
+            raise ValueError(f"game {first} is recorded with a different {col!r} in the two tables")
+    seen = pd.MultiIndex.from_frame(old[key])
+    added = new[~pd.MultiIndex.from_frame(new[key]).isin(seen)]
+    return pd.concat([old, added], ignore_index=True)
 
 
 def _metric_values(games: pd.DataFrame) -> dict[str, np.ndarray]:
