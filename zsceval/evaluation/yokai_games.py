@@ -176,7 +176,7 @@ def format_games_table(table: pd.DataFrame, level: float = 0.95) -> str:
 
 
 def plot_games(table: pd.DataFrame, path: str | Path) -> Path:
-    """SR, dNC and S against env steps, one line with its interval band per trained agent and
+    """SR, NC, dNC and S against env steps, one line with its interval band per trained agent and
     setting, the baselines (``env_steps`` 0 only) as horizontal lines; saved as a PNG.
 
     Returns:
@@ -192,10 +192,10 @@ def plot_games(table: pd.DataFrame, path: str | Path) -> Path:
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
     trained = table.groupby(["agent", "setting"]).filter(lambda g: (g["env_steps"] > 0).any())
     baselines = table.groupby(["agent", "setting"]).filter(lambda g: (g["env_steps"] == 0).all())
-    for ax, metric in zip(axes, ("SR", "dNC", "S"), strict=True):
+    for ax, metric in zip(axes, ("SR", "NC", "dNC", "S"), strict=True):
         for (agent, setting), g in trained.groupby(["agent", "setting"]):
             g = g.sort_values("env_steps")
             (line,) = ax.plot(g["env_steps"], g[metric], marker="o", label=f"{agent} {setting}")
