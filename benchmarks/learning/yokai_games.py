@@ -130,12 +130,12 @@ def keep_agent(run_dir: Path, dst: Path) -> Path:
     if not checkpoints:
         raise FileNotFoundError(f"{run_dir}: no checkpoint to keep")
     last = checkpoints[-1]
-    (dst / "checkpoints").mkdir(parents=True, exist_ok=True)
+    meta = strip_checkpoint(last, dst / "checkpoints" / last.name)  # written before the old is removed
+    shutil.copyfile(run_dir / "config.yaml", dst / "config.yaml")
     for old in (dst / "checkpoints").iterdir():
         if old.name != last.name:
             shutil.rmtree(old)
-    shutil.copyfile(run_dir / "config.yaml", dst / "config.yaml")
-    return strip_checkpoint(last, dst / "checkpoints" / last.name)
+    return meta
 
 
 def _write(df: pd.DataFrame, path: Path) -> None:
