@@ -202,9 +202,9 @@ def plot_games(table: pd.DataFrame, path: str | Path) -> Path:
             ax.fill_between(
                 g["env_steps"], g[f"{metric}_low"], g[f"{metric}_high"], color=line.get_color(), alpha=0.2
             )
-        for r in baselines.itertuples(index=False):
-            ax.axhline(getattr(r, metric), ls="--", lw=1, color="grey")
-            ax.text(0.99, getattr(r, metric), f"{r.agent} {r.setting}", transform=ax.get_yaxis_transform(),
+        for (agent, value), g in baselines.groupby(["agent", metric]):  # one line for equal settings
+            ax.axhline(value, ls="--", lw=1, color="grey")
+            ax.text(0.99, value, f"{agent} {', '.join(g['setting'])}", transform=ax.get_yaxis_transform(),
                     ha="right", va="bottom", fontsize=7, color="grey")  # fmt: skip
         ax.set_xlabel("env steps")
         ax.set_title("SR (%)" if metric == "SR" else metric)
