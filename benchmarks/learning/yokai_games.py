@@ -58,6 +58,7 @@ from yokai import EndAtOnceAgent, train  # noqa: E402  (the learning benchmark's
 from zsceval.evaluation.episode_infos import InfoRecorder  # noqa: E402
 from zsceval.evaluation.strata import UniformRandomAgent  # noqa: E402
 from zsceval.evaluation.yokai_games import merge_games  # noqa: E402
+from zsceval.io import atomic_directory, atomic_path  # noqa: E402
 from zsceval.rl.checkpoint import list_checkpoints, load_agent, strip_checkpoint  # noqa: E402
 from zsceval.rl.config import EnvConfig  # noqa: E402
 from zsceval.rl.envs import make_env  # noqa: E402
@@ -130,19 +131,15 @@ def keep_agent(run_dir: Path, dst: Path) -> Path:
     if not checkpoints:
         raise FileNotFoundError(f"{run_dir}: no checkpoint to keep")
     last = checkpoints[-1]
-    meta = strip_checkpoint(last, dst / "checkpoints" / last.name)  # written before the old is removed
-    shutil.copyfile(run_dir / "config.yaml", dst / "config.yaml")
-    for old in (dst / "checkpoints").iterdir():
-        if old.name != last.name:
-            shutil.rmtree(old)
-    return meta
+    with atomic_directory(dst) as tmp:  # replaces an earlier copy only once the new one is whole
+        shutil.copyfile(run_dir / "config.yaml", tmp / "config.yaml")
+        strip_checkpoint(last, tmp / "checkpoints" / last.name)
+    return dst / "checkpoints" / last.name / "meta.json"
 
 
 def _write(df: pd.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    df.to_parquet(tmp, index=False)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        df.to_parquet(tmp, index=False)
 
 
 def _commit() -> str:

@@ -7,7 +7,9 @@ import json
 
 import pytest
 import torch
+from click.testing import CliRunner
 
+from zsceval.cli import main
 from zsceval.rl.checkpoint import list_checkpoints, load_agent
 from zsceval.rl.config import EnvConfig
 from zsceval.rl.envs import make_env
@@ -35,6 +37,9 @@ def test_kept_agent_acts_as_the_last_checkpoint(tmp_path):
     a = kept.act(obs, avail, h, no, torch.Generator().manual_seed(3))
     b = full.act(obs, avail, h, no, torch.Generator().manual_seed(3))
     assert torch.equal(a.actions, b.actions) and torch.equal(a.log_probs, b.log_probs)
+    res = CliRunner().invoke(main, ["report", str(dst.parent), "--episodes", "2", "--no-figures"])
+    assert res.exit_code == 0, res.output
+    assert "sp_s0" in res.output and "(self-play)" in res.output  # played as a run of the folder
 
 
 def test_keeping_a_run_without_a_checkpoint_names_it(tmp_path):
