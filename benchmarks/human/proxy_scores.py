@@ -1,4 +1,4 @@
-"""Human-proxy scores and interdependence of saved agents, and of each proxy with itself.
+r"""Human-proxy scores and interdependence of saved agents, and of each proxy with itself.
 
     python benchmarks/human/proxy_scores.py \
         --agent sp:0:cramped_room:runs/sp_cramped_room_s0 --agent sp:1:cramped_room:runs/sp_cramped_room_s1

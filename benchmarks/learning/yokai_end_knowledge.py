@@ -1,4 +1,4 @@
-"""What a Yōkai player knows when it ENDs the game (why the 2e7-env-step agents end early, docs/yokai.md).
+r"""What a Yōkai player knows when it ENDs the game (why the 2e7-env-step agents end early, docs/yokai.md).
 
 Plays ``--episodes`` games in each seating of an agent and a partner (the same checkpoint: self-play;
 two seeds: cross-play) and records, at every END, what the game's public record says about the

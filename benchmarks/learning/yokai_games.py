@@ -1,4 +1,4 @@
-"""Yōkai per-game records: SP with the MLP and with the relational policy, and the relational policy
+r"""Yōkai per-game records: SP with the MLP and with the relational policy, and the relational policy
 with other-play (OP+C+R), with and without perfect memory.
 
 Trains MAPPO on 2-player 3x3 (``benchmarks/learning/yokai.py``'s settings and ``train``) for each

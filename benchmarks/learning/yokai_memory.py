@@ -1,4 +1,4 @@
-"""Does a recurrent Yōkai agent use its memory, or the board? Two measurements per run.
+r"""Does a recurrent Yōkai agent use its memory, or the board? Two measurements per run.
 
 YLE Sec. 5.1: without perfect memory (a card's colour is visible only while its player peeks at it)
 an agent must remember the colours it has seen; the paper's memory agents (CNN-LSTM, -GRU, -S5) stay

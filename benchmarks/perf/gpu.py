@@ -1,4 +1,4 @@
-"""The GPU table of docs/performance.md: the engine at 4k / 16k / 65k / 262k games, eager and with the step
+r"""The GPU table of docs/performance.md: the engine at 4k / 16k / 65k / 262k games, eager and with the step
 compiled (``run.compile: step``), next to JaxMARL's Overcooked when jax and jaxmarl are importable
 (measured in the same run by ``jaxmarl_engine.py``'s harness); and PPO end to end (quick preset,
 counter_circuit) at 512 and 4,096 games and with the paper preset (float32, and ``model.bf16=auto``),

@@ -1,4 +1,4 @@
-"""Does a partner set's fresh mid-checkpoint BR reach what the candidate's co-trained BR reaches?
+r"""Does a partner set's fresh mid-checkpoint BR reach what the candidate's co-trained BR reaches?
 
 BR-Prox divides an ego's return with a partner by R(BR, partner) (ZSC-Eval Sec. 4.3). For a `final`
 partner the BR is the agent it was trained with; for a `mid` partner a BR is trained from scratch
