@@ -91,3 +91,14 @@ def test_merge_refuses_a_game_recorded_differently():
         merge_games(old, new)
     with pytest.raises(ValueError, match="columns differ"):
         merge_games(old, old.drop(columns=["ret"]))
+
+
+def test_merge_counts_a_value_missing_in_both_tables_as_the_same():
+    old = _games({0: [True, False]})
+    old.loc[1, "ret"] = np.nan
+    new = pd.concat([old, _games({1: [True]})], ignore_index=True)
+    merged = merge_games(old, new)
+    assert len(merged) == 3 and np.isnan(merged.loc[1, "ret"])
+    new.loc[0, "ret"] = np.nan  # missing in one table only
+    with pytest.raises(ValueError, match=r"'game': 0.*different 'ret'"):
+        merge_games(old, new)

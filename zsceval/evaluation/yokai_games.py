@@ -79,7 +79,8 @@ def merge_games(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     seed each, into one table).
 
     A game in both tables (the same :data:`GAME_KEY`, e.g. the scripted baselines that every command
-    plays on the same deals) must be recorded identically in both; it is kept once.
+    plays on the same deals) must be recorded identically in both (a value missing, NaN, in both
+    counts as the same); it is kept once.
 
     Returns:
         ``old``'s rows, then ``new``'s rows that ``old`` lacks, in ``old``'s columns.
@@ -94,7 +95,8 @@ def merge_games(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     new = new[old.columns]
     both = old.merge(new, on=key, how="inner", suffixes=("", "_new"))
     for col in (c for c in old.columns if c not in key):
-        differ = both[col].to_numpy() != both[f"{col}_new"].to_numpy()
+        a, b = both[col], both[f"{col}_new"]
+        differ = (a != b).to_numpy() & ~(a.isna() & b.isna()).to_numpy()
         if differ.any():
             first = both.loc[differ, key].iloc[0].to_dict()
             raise ValueError(f"game {first} is recorded with a different {col!r} in the two tables")
