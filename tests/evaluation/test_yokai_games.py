@@ -102,3 +102,28 @@ def test_merge_counts_a_value_missing_in_both_tables_as_the_same():
     new.loc[0, "ret"] = np.nan  # missing in one table only
     with pytest.raises(ValueError, match=r"'game': 0.*different 'ret'"):
         merge_games(old, new)
+
+
+def test_figure_draws_each_trained_agent_through_its_table_values_and_baselines_flat(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from zsceval.evaluation.yokai_games import plot_games
+
+    games = pd.concat([_games({0: [True, False]}, steps=1000),
+                       _games({0: [True, True, True, False]}, steps=2000),
+                       _games({0: [False] * 4}, "random", 0)])  # fmt: skip
+    table = games_table(games, reps=50, rng=np.random.default_rng(0))
+    drawn: list[Figure] = []
+    save = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: (drawn.append(fig), save(fig, *a, **k))[1])
+    path = plot_games(table, tmp_path / "f.png")
+    assert path.stat().st_size > 0
+    axes = drawn[0].axes
+    assert [ax.get_title() for ax in axes] == ["SR (%)", "NC", "dNC", "S"]
+    for ax, metric in zip(axes, ("SR", "NC", "dNC", "S"), strict=True):
+        curve, flat = ax.lines[0], ax.lines[1]
+        assert curve.get_label() == "relational -M"
+        assert list(curve.get_xdata()) == [1000, 2000]
+        np.testing.assert_allclose(curve.get_ydata(), table.set_index("env_steps").loc[[1000, 2000], metric])
+        assert list(flat.get_ydata()) == [table.set_index("agent").loc["random", metric]] * 2  # axhline
+    np.testing.assert_allclose(axes[0].lines[0].get_ydata(), [50.0, 75.0])
