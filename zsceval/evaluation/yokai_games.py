@@ -181,6 +181,11 @@ def plot_games(table: pd.DataFrame, path: str | Path) -> Path:
     """SR, NC, dNC and S against env steps, one line with its interval band per trained agent and
     setting, the baselines (``env_steps`` 0 only) as horizontal lines; saved as a PNG.
 
+    Args:
+        table: one row per (agent, setting, env_steps), as :func:`games_table` returns it (``M``,
+            ``M_low`` and ``M_high`` for M in SR (%), NC, dNC and S).
+        path: the PNG to write (120 dpi); missing parent folders are made.
+
     Returns:
         ``path``.
 
